@@ -1,0 +1,133 @@
+"""cairn's settings: `CAIRN_*` environment variables over `$CAIRN_HOME/config.toml` over defaults.
+
+Every piece of state lives under one directory, `CAIRN_HOME` (default `~/.cairn`), and every path is
+derived from it, so two stores (a user's and a test's, say) never touch each other.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+DEFAULT_HOME = Path("~/.cairn")
+
+EmbeddingName = Literal["minilm-int8", "chroma-onnx", "openai"]
+
+
+def resolve_home(value: str | os.PathLike[str] | None = None) -> Path:
+    """The state directory: an explicit value, else `$CAIRN_HOME`, else `~/.cairn`.
+
+    Resolved before the other settings because the optional config file lives inside it.
+    """
+    raw = value if value is not None else os.environ.get("CAIRN_HOME") or DEFAULT_HOME
+    return Path(raw).expanduser().resolve()
+
+
+class Settings(BaseSettings):
+    """All of cairn's knobs. Construct with `Settings.load()` so `config.toml` is found."""
+
+    model_config = SettingsConfigDict(env_prefix="CAIRN_", extra="ignore", frozen=True)
+
+    home: Path = Field(default_factory=resolve_home, description="Directory holding all of cairn's state.")
+    claude_projects_dir: Path = Field(
+        default=Path("~/.claude/projects"), description="Where Claude Code writes session transcripts."
+    )
+
+    # Storage
+    chroma_url: str | None = Field(
+        default=None,
+        description="Use a Chroma server (e.g. http://127.0.0.1:8000) instead of the embedded client.",
+    )
+    sqlite_busy_timeout_ms: int = Field(default=10_000, ge=0)
+
+    # Embeddings
+    embedding: EmbeddingName = Field(
+        default="minilm-int8",
+        description="minilm-int8 (packaged, offline), chroma-onnx (Chroma's stock model, downloads on "
+        "first use) or openai (an OpenAI-compatible embeddings endpoint).",
+    )
+    embedding_url: str | None = Field(default=None, description="Base URL of the OpenAI-compatible endpoint.")
+    embedding_model: str = Field(default="text-embedding-3-small")
+    embedding_api_key_env: str = Field(
+        default="OPENAI_API_KEY", description="Environment variable holding the embeddings endpoint's key."
+    )
+    embedding_batch_size: int = Field(default=64, ge=1, le=1024)
+
+    # Language model (used from the indexing-agent issue on).
+    model: str | None = Field(default=None, description="pydantic-ai model string, or 'offline'.")
+
+    # Transcript reading and normalisation
+    max_line_bytes: int = Field(
+        default=32 * 1024 * 1024, ge=1024, description="Longer JSONL lines are skipped and counted."
+    )
+    tool_result_head_chars: int = Field(default=1500, ge=0)
+    tool_result_tail_chars: int = Field(default=500, ge=0)
+    tool_input_max_chars: int = Field(default=300, ge=20)
+    include_thinking: bool = Field(default=False, description="Show thinking blocks to the indexer.")
+
+    @classmethod
+    def load(cls, home: str | os.PathLike[str] | None = None, **overrides: object) -> Settings:
+        """Read settings for the store at `home` (default: `$CAIRN_HOME` or `~/.cairn`)."""
+        resolved = resolve_home(home)
+        toml_path = resolved / "config.toml"
+
+        class _Located(cls):  # type: ignore[valid-type, misc]
+            @classmethod
+            def settings_customise_sources(
+                cls,
+                settings_cls: type[BaseSettings],
+                init_settings: PydanticBaseSettingsSource,
+                env_settings: PydanticBaseSettingsSource,
+                dotenv_settings: PydanticBaseSettingsSource,
+                file_secret_settings: PydanticBaseSettingsSource,
+            ) -> tuple[PydanticBaseSettingsSource, ...]:
+                return (
+                    init_settings,
+                    env_settings,
+                    TomlConfigSettingsSource(settings_cls, toml_file=toml_path),
+                )
+
+        loaded = _Located(**{"home": resolved, **overrides})
+        return cls.model_validate(loaded.model_dump())
+
+    # Derived paths: every file cairn writes lives under `home`.
+    @property
+    def db_path(self) -> Path:
+        return self.home / "cairn.db"
+
+    @property
+    def chroma_dir(self) -> Path:
+        return self.home / "chroma"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.home / "store.lock"
+
+    @property
+    def pid_path(self) -> Path:
+        return self.home / "daemon.pid"
+
+    @property
+    def socket_path(self) -> Path:
+        return self.home / "cairn.sock"
+
+    @property
+    def config_path(self) -> Path:
+        return self.home / "config.toml"
+
+    @property
+    def projects_dir(self) -> Path:
+        return self.claude_projects_dir.expanduser()
