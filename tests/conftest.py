@@ -1,0 +1,43 @@
+"""Shared test fixtures: an isolated CAIRN_HOME per test and the shared real-world transcripts."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cairn.config import Settings
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_TRANSCRIPTS = REPO_ROOT.parent / "shared" / "fixtures" / "transcripts"
+
+
+def shared_transcripts() -> list[Path]:
+    """Every real Claude Code JSONL file under ../shared/fixtures/transcripts."""
+    files = sorted(SHARED_TRANSCRIPTS.rglob("*.jsonl"))
+    if not files:
+        pytest.fail(f"no shared transcripts found under {SHARED_TRANSCRIPTS}")
+    return files
+
+
+@pytest.fixture
+def shared_files() -> list[Path]:
+    return shared_transcripts()
+
+
+@pytest.fixture
+def cairn_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh, empty CAIRN_HOME; also isolates ~/.claude/projects so no test reads the real one."""
+    home = tmp_path / "cairn-home"
+    monkeypatch.setenv("CAIRN_HOME", str(home))
+    monkeypatch.setenv("CAIRN_CLAUDE_PROJECTS_DIR", str(tmp_path / "claude-projects"))
+    for key in [k for k in os.environ if k.startswith("CAIRN_") and k not in {"CAIRN_HOME", "CAIRN_CLAUDE_PROJECTS_DIR"}]:
+        monkeypatch.delenv(key)
+    yield home
+
+
+@pytest.fixture
+def settings(cairn_home: Path) -> Settings:
+    return Settings.load(cairn_home)
