@@ -1,0 +1,310 @@
+"""The `cairn` command line: a thin face over the library (rich for people, `--json` for scripts)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Coroutine
+from dataclasses import asdict
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from cairn import __version__
+from cairn.config import Settings
+
+app = typer.Typer(
+    name="cairn",
+    help="A searchable memory built from your coding agents' transcripts.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err = Console(stderr=True)
+
+T = TypeVar("T")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")]
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}")
+    return typer.Exit(code)
+
+
+def _settings() -> Settings:
+    """Load settings, turning a bad value into a one-line error instead of a traceback."""
+    from pydantic import ValidationError
+
+    try:
+        return Settings.load()
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise _fail(f"invalid cairn setting (CAIRN_* variable or config.toml): {problems}") from exc
+
+
+def demo_transcript() -> Path:
+    """The small demo session cairn ships, used when no Claude Code transcripts exist yet."""
+    return Path(str(resources.files("cairn.demo").joinpath("demo-session.jsonl")))
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"cairn {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+) -> None:
+    """cairn reads Claude Code session transcripts and keeps a searchable memory of them.
+
+    State lives in $CAIRN_HOME (default ~/.cairn); settings come from CAIRN_* variables and
+    $CAIRN_HOME/config.toml.
+    """
+
+
+async def _open_store(settings: Settings):  # noqa: ANN202 - returns Store; imported lazily for fast --help
+    from cairn.store.lock import StoreLockedError
+    from cairn.store.store import Store
+
+    try:
+        return await Store.open(settings)
+    except StoreLockedError as exc:
+        raise _fail(str(exc)) from exc
+
+
+@app.command()
+def sync(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Transcript files or directories. Default: every transcript under "
+                       "~/.claude/projects (CAIRN_CLAUDE_PROJECTS_DIR), or the demo session when there is none."),
+    ] = None,
+    demo: Annotated[bool, typer.Option("--demo", help="Sync only the demo session that ships with cairn.")] = False,
+    no_vectors: Annotated[bool, typer.Option("--no-vectors", help="Store messages but do not embed them yet.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Read what is new in your transcripts into the store, then show its statistics.
+
+    Safe to run any time: each file is read from where the last run stopped, and nothing is stored twice.
+    """
+    from cairn.ingest import sync_paths
+    from cairn.transcripts.discover import find_transcripts
+
+    settings = _settings()
+    if demo:
+        roots, source = [demo_transcript()], "the demo session"
+    elif paths:
+        missing = [p for p in paths if not p.exists()]
+        if missing:
+            raise _fail(f"no such file or directory: {', '.join(map(str, missing))}")
+        roots, source = paths, ", ".join(map(str, paths))
+    else:
+        roots, source = [settings.projects_dir], str(settings.projects_dir)
+    files = list(find_transcripts(roots))
+    if not files and not paths and not demo:
+        files, source = [demo_transcript()], f"the demo session (no transcripts under {settings.projects_dir})"
+    if not as_json:
+        console.print(f"Syncing {len(files)} transcript file(s) from {source}")
+
+    async def go() -> dict[str, Any]:
+        store = await _open_store(settings)
+        try:
+            with _progress(disable=as_json) as progress:
+                task = progress.add_task("reading transcripts", total=len(files))
+                report = await sync_paths(
+                    store, files, settings, vectors=False, on_file=lambda _p: progress.advance(task)
+                )
+                if not no_vectors:
+                    vec_task = progress.add_task("embedding", total=None)
+                    report.vectors_synced = await store.sync_vectors(
+                        progress=lambda done, total: progress.update(vec_task, completed=done, total=total)
+                    )
+            stats = await store.stats()
+        finally:
+            await store.close()
+        return {"sync": report, "stats": stats}
+
+    result = _run(go())
+    report, stats = result["sync"], result["stats"]
+    if as_json:
+        _print_json({"sync": {**asdict(report), "messages_added": report.messages_added}, "stats": _dump(stats)})
+        return
+    console.print(
+        f"Added [bold]{report.messages_added}[/] messages from {len(report.files)} file(s); "
+        f"{report.vectors_synced} vectors written; {report.malformed} malformed line(s) skipped."
+    )
+    for failed in report.errors:
+        err.print(f"[yellow]skipped[/] {failed.path}: {failed.error}")
+    _render_stats(stats)
+
+
+@app.command()
+def stats(as_json: JsonOpt = False) -> None:
+    """Show what the store holds: projects, sessions, messages, ideas, vectors, queue."""
+    settings = _settings()
+
+    async def go() -> Any:
+        store = await _open_store(settings)
+        try:
+            return await store.stats()
+        finally:
+            await store.close()
+
+    data = _run(go())
+    if as_json:
+        _print_json(_dump(data))
+    else:
+        _render_stats(data)
+
+
+@app.command()
+def inspect(
+    paths: Annotated[list[Path], typer.Argument(help="Transcript JSONL files or directories to read.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Read transcripts without storing anything and report what is in them.
+
+    Entries by type, messages by role, tool calls by tool, malformed lines, bytes left unread as a
+    half-written last line, sessions with their cwd and git branch, first and last timestamp.
+    """
+    from cairn.transcripts.inspect import inspect_files
+
+    files: list[Path] = []
+    for path in paths:
+        if not path.exists():
+            raise _fail(f"no such file or directory: {path}")
+        files.extend(sorted(path.rglob("*.jsonl")) if path.is_dir() else [path])
+    report = inspect_files(files)
+    if as_json:
+        _print_json(report.model_dump(mode="json"))
+        return
+    _render_inspect(report)
+
+
+@app.command()
+def doctor(as_json: JsonOpt = False) -> None:
+    """Check every component (SQLite, store, Chroma, embeddings, tokenizer, model) and say how to fix it."""
+    from cairn.doctor import run_checks
+
+    checks = run_checks(_settings())
+    ok = all(c.ok for c in checks)
+    if as_json:
+        _print_json({"ok": ok, "checks": [c.as_dict() for c in checks]})
+    else:
+        table = Table(show_header=True, header_style="bold")
+        for col in ("component", "status", "detail"):
+            table.add_column(col)
+        for c in checks:
+            status = "[green]ok[/]" if c.ok else "[red]FAIL[/]"
+            detail = c.detail + (f"\n[dim]→ {c.fix}[/]" if c.fix and not c.ok else "")
+            table.add_row(c.name, status, detail)
+        console.print(table)
+    if not ok:
+        raise typer.Exit(1)
+
+
+@app.command("reindex-vectors")
+def reindex_vectors() -> None:
+    """Rebuild every Chroma collection from SQLite, the source of truth."""
+    settings = _settings()
+
+    async def go() -> int:
+        store = await _open_store(settings)
+        try:
+            with _progress() as progress:
+                task = progress.add_task("re-embedding", total=None)
+                return await store.reindex_vectors(
+                    progress=lambda done, total: progress.update(task, completed=done, total=total)
+                )
+        finally:
+            await store.close()
+
+    n = _run(go())
+    console.print(f"Rebuilt {n} vectors from SQLite.")
+
+
+@app.command("config")
+def show_config(as_json: JsonOpt = False) -> None:
+    """Show the effective settings and the paths derived from CAIRN_HOME."""
+    settings = _settings()
+    data = {
+        **settings.model_dump(mode="json"),
+        "config_file": str(settings.config_path),
+        "config_file_exists": settings.config_path.exists(),
+        "db_path": str(settings.db_path),
+        "chroma_dir": str(settings.chroma_dir),
+        "logs_dir": str(settings.logs_dir),
+        "lock_path": str(settings.lock_path),
+    }
+    if as_json:
+        _print_json(data)
+        return
+    table = Table(show_header=False)
+    for key, value in data.items():
+        table.add_row(key, str(value))
+    console.print(table)
+
+
+def _progress(disable: bool = False) -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=disable,
+    )
+
+
+def _dump(data: Any) -> Any:
+    if hasattr(data, "model_dump"):
+        return data.model_dump(mode="json")
+    return asdict(data)
+
+
+def _render_stats(stats: Any) -> None:
+    data = _dump(stats)
+    table = Table(title="cairn stats", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in data.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k} {v}" for k, v in value.items()) or "—"
+        table.add_row(key.replace("_", " "), str(value))
+    console.print(table)
+
+
+def _render_inspect(report: Any) -> None:
+    data = report.model_dump(mode="json")
+    total = data.get("total", data)
+    table = Table(title="transcripts", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in total.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k} {v}" for k, v in value.items()) or "—"
+        elif isinstance(value, list):
+            value = "\n".join(json.dumps(v, default=str) for v in value) or "—"
+        table.add_row(key.replace("_", " "), str(value))
+    console.print(table)

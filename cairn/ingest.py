@@ -1,0 +1,119 @@
+"""Bringing the store up to date with transcript files: read each file's new bytes, normalise, store.
+
+This is the capture half of cairn's pipeline. Each file is read from the byte offset the store holds
+for it, and its messages are written in the same transaction that advances that offset, so running it
+twice — or after a crash at any point — stores every message exactly once. The daemon drives this
+continuously; `cairn sync` runs it once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cairn.config import Settings
+from cairn.store.store import Store
+from cairn.transcripts import Message, NormaliseOptions, Normaliser, read_from
+from cairn.transcripts.discover import session_id_for
+
+ProgressCallback = Callable[[Path], None]
+
+
+@dataclass
+class FileSync:
+    """What one file contributed to a sync run."""
+
+    path: str
+    entries: int = 0
+    messages_added: int = 0
+    duplicates: int = 0
+    malformed: int = 0
+    oversized: int = 0
+    partial_bytes: int = 0
+    restarted: bool = False
+    error: str | None = None
+
+
+@dataclass
+class SyncReport:
+    files: list[FileSync] = field(default_factory=list)
+    vectors_synced: int = 0
+
+    @property
+    def messages_added(self) -> int:
+        return sum(f.messages_added for f in self.files)
+
+    @property
+    def malformed(self) -> int:
+        return sum(f.malformed for f in self.files)
+
+    @property
+    def errors(self) -> list[FileSync]:
+        return [f for f in self.files if f.error]
+
+
+def normalise_options(settings: Settings) -> NormaliseOptions:
+    return NormaliseOptions(
+        tool_result_head_chars=settings.tool_result_head_chars,
+        tool_result_tail_chars=settings.tool_result_tail_chars,
+        tool_input_max_chars=settings.tool_input_max_chars,
+        include_thinking=settings.include_thinking,
+    )
+
+
+async def sync_file(store: Store, path: Path, settings: Settings) -> FileSync:
+    """Read `path` from its stored offset and store what is new. Errors are reported, not raised."""
+    report = FileSync(path=str(path))
+    try:
+        cursor = await store.file_cursor(path)
+        result = await asyncio.to_thread(
+            read_from,
+            path,
+            cursor.offset if cursor else 0,
+            line=cursor.line if cursor else 0,
+            inode=cursor.inode if cursor else None,
+            max_line_bytes=settings.max_line_bytes,
+        )
+        messages = Normaliser(normalise_options(settings)).normalise(result.entries)
+        _fill_session_ids(messages, path)
+        stored = await store.ingest(path, result, messages)
+    except OSError as exc:
+        report.error = f"{type(exc).__name__}: {exc}"
+        return report
+    report.entries = len(result.entries)
+    report.messages_added = stored.messages_added
+    report.duplicates = stored.messages_skipped_duplicate
+    report.malformed = result.malformed
+    report.oversized = result.oversized
+    report.partial_bytes = result.partial_bytes
+    report.restarted = result.restarted
+    return report
+
+
+def _fill_session_ids(messages: list[Message], path: Path) -> None:
+    """Entries without a sessionId (e.g. `summary` lines) belong to the file's session."""
+    fallback = next((m.session_id for m in messages if m.session_id), None) or session_id_for(path)
+    for message in messages:
+        if not message.session_id:
+            message.session_id = fallback
+
+
+async def sync_paths(
+    store: Store,
+    paths: Iterable[Path],
+    settings: Settings,
+    *,
+    vectors: bool = True,
+    on_file: ProgressCallback | None = None,
+) -> SyncReport:
+    """Sync every file in `paths`, then (unless `vectors` is False) embed what the outbox holds."""
+    report = SyncReport()
+    for path in paths:
+        report.files.append(await sync_file(store, path, settings))
+        if on_file:
+            on_file(path)
+    if vectors:
+        report.vectors_synced = await store.sync_vectors()
+    return report

@@ -1,0 +1,189 @@
+"""The `cairn` command line end to end, as a user runs it: real processes, real SQLite and Chroma."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import SHARED_TRANSCRIPTS, shared_transcripts
+
+
+def cairn(*args: str, check: bool = True, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    """Run `python -m cairn ARGS` in the test's environment (its CAIRN_HOME)."""
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "cairn", *args], capture_output=True, text=True, env=env, timeout=timeout
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"cairn {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def cairn_json(*args: str) -> Any:
+    return json.loads(cairn(*args, "--json").stdout)
+
+
+def tool_use_counts(path: Path) -> dict[str, int]:
+    """Tool calls in a transcript, counted independently of cairn with plain json.loads."""
+    counts: dict[str, int] = {}
+    for raw in path.read_text().splitlines():
+        if not raw.strip():
+            continue
+        message = json.loads(raw).get("message")
+        if isinstance(message, dict) and isinstance(message.get("content"), list):
+            for block in message["content"]:
+                if block.get("type") == "tool_use":
+                    counts[block["name"]] = counts.get(block["name"], 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("path", shared_transcripts(), ids=lambda p: p.name)
+def test_inspect_every_shared_fixture(cairn_home: Path, path: Path) -> None:
+    report = cairn_json("inspect", str(path))
+    total = report["total"]
+    assert total["malformed_lines"] == 0
+    assert total["tool_calls_by_name"] == tool_use_counts(path)
+
+
+def test_sync_shared_fixtures_is_idempotent_and_counts_match(cairn_home: Path) -> None:
+    first = cairn_json("sync", str(SHARED_TRANSCRIPTS))
+    files = first["sync"]["files"]
+    # The hook-payload log beside the transcripts is not a Claude Code transcript and is not read.
+    assert sorted(Path(f["path"]).name for f in files) == sorted(
+        p.name for p in shared_transcripts() if p.name != "sample_hook_logs.jsonl"
+    )
+    added = first["sync"]["messages_added"]
+    assert added > 300
+    assert all(f["malformed"] == 0 and f["error"] is None for f in files)
+    stats = first["stats"]
+    assert stats["messages"] == added
+    assert stats["pending_vectors"] == 0
+    assert stats["vectors"]["messages"] > 0
+    assert stats["sessions"] >= 4
+
+    second = cairn_json("sync", str(SHARED_TRANSCRIPTS))
+    assert second["sync"]["messages_added"] == 0
+    assert second["stats"]["messages"] == added
+    assert cairn_json("stats")["messages"] == added
+
+
+def test_sync_without_transcripts_uses_the_demo_session(cairn_home: Path) -> None:
+    out = cairn("sync")
+    assert "demo session" in out.stdout
+    stats = cairn_json("stats")
+    assert stats["sessions"] == 1
+    assert stats["messages"] > 10
+
+
+def test_demo_secret_is_redacted_before_storage(cairn_home: Path) -> None:
+    cairn("sync", "--demo")
+    db = Path(cairn_json("config")["db_path"])
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        texts = [row[0] for row in conn.execute("SELECT text FROM messages")]
+    joined = "\n".join(texts)
+    assert "sk-ant-api03-DEMO" not in joined
+    assert "[REDACTED" in joined
+
+
+def test_half_written_line_is_left_then_picked_up(cairn_home: Path, tmp_path: Path) -> None:
+    source = (SHARED_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl").read_bytes()
+    lines = source.splitlines(keepends=True)
+    live = tmp_path / "projects" / "live-session.jsonl"
+    live.parent.mkdir()
+    last = lines[-1]
+    live.write_bytes(b"".join(lines[:10]) + b"{not json\n" + b"\x00\xff garbage\n" + b"".join(lines[10:-1])
+                     + last[: len(last) // 2])
+
+    report = cairn_json("inspect", str(live))["total"]
+    assert report["malformed_lines"] == 2
+    assert report["partial_bytes"] == len(last) // 2
+
+    first = cairn_json("sync", str(live))["sync"]["files"][0]
+    assert first["malformed"] == 2
+    assert first["partial_bytes"] == len(last) // 2
+    before = cairn_json("stats")["messages"]
+
+    with live.open("ab") as fh:  # the writer finishes its line
+        fh.write(last[len(last) // 2 :])
+    second = cairn_json("sync", str(live))["sync"]["files"][0]
+    assert second["partial_bytes"] == 0
+    assert second["entries"] == 1
+    assert second["malformed"] == 0
+    assert cairn_json("stats")["messages"] == before + second["messages_added"]
+
+
+def test_doctor_reports_every_component_ok_offline(cairn_home: Path) -> None:
+    cairn("sync", "--demo")
+    report = cairn_json("doctor")
+    assert report["ok"] is True, report
+    assert {c["name"] for c in report["checks"]} == {
+        "sqlite", "store", "chroma", "embedding", "tokenizer", "model"
+    }
+    model = next(c for c in report["checks"] if c["name"] == "model")
+    assert model["detail"].startswith("offline")
+
+
+def test_doctor_fails_with_a_fix_when_the_key_is_missing(cairn_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CAIRN_MODEL", "anthropic:claude-haiku-4-5")
+    proc = cairn("doctor", "--json", check=False)
+    assert proc.returncode == 1
+    model = next(c for c in json.loads(proc.stdout)["checks"] if c["name"] == "model")
+    assert model["ok"] is False and "ANTHROPIC_API_KEY" in model["fix"]
+
+
+def test_reindex_vectors_rebuilds_a_deleted_chroma(cairn_home: Path) -> None:
+    cairn("sync", "--demo")
+    before = cairn_json("stats")["vectors"]
+    shutil.rmtree(cairn_json("config")["chroma_dir"])
+    assert cairn_json("stats")["vectors"]["messages"] == 0
+    cairn("reindex-vectors")
+    assert cairn_json("stats")["vectors"] == before
+
+
+def test_a_second_process_gets_a_clear_error(cairn_home: Path) -> None:
+    cairn("sync", "--demo")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent("""
+            import asyncio, sys
+            from cairn.config import Settings
+            from cairn.store.store import Store
+            async def main():
+                store = await Store.open(Settings.load())
+                print("ready", flush=True)
+                sys.stdin.readline()
+                await store.close()
+            asyncio.run(main())
+        """)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        proc = cairn("stats", check=False)
+        assert proc.returncode == 1
+        assert f"process {holder.pid}" in proc.stderr
+        assert "Traceback" not in proc.stderr
+    finally:
+        holder.communicate("\n", timeout=30)
+    assert cairn_json("stats")["sessions"] == 1
+
+
+def test_bad_setting_is_one_clear_line(cairn_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CAIRN_EMBEDDING", "word2vec")
+    proc = cairn("stats", check=False)
+    assert proc.returncode == 1
+    assert "embedding" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_inspect_missing_path_is_a_clear_error(cairn_home: Path) -> None:
+    proc = cairn("inspect", "/nonexistent/x.jsonl", check=False)
+    assert proc.returncode == 1 and "no such file" in proc.stderr
