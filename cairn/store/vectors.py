@@ -1,0 +1,352 @@
+"""`VectorIndex`: the one place cairn talks to Chroma.
+
+Chroma holds vectors derived from SQLite (the truth), one collection per kind of row, keyed by the
+row's id as a string. Only embeddings and metadata go to Chroma: the text lives in SQLite, and
+storing it twice would double Chroma's disk use and its write time (it full-text-indexes documents).
+
+The API is synchronous, as Chroma's is; async callers use `asyncio.to_thread`. One process must own
+an embedded Chroma path (it is not multi-process safe, see the stack notes); with `chroma_url` set,
+a Chroma server owns it instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import chromadb
+import httpx
+from chromadb.api import ClientAPI
+from chromadb.api.models.Collection import Collection
+from chromadb.api.types import Documents, EmbeddingFunction
+from chromadb.config import Settings as ChromaSettings
+from chromadb.errors import NotFoundError
+
+from cairn.config import Settings
+from cairn.store.embeddings import make_embedding_function
+
+VECTOR_KINDS = ("ideas", "spans", "entities", "messages")
+COLLECTION_PREFIX = "cairn_"
+SPACE = "cosine"
+
+#: Config keys of embedding functions that do not change the vectors they produce, so a
+#: difference in them between the stored and the current function is no conflict.
+_NON_IDENTITY_CONFIG_KEYS = frozenset({"batch_size", "api_base", "api_key_env_var", "preferred_providers"})
+
+MetadataValue = str | int | float | bool | list[str] | list[int] | list[float] | list[bool]
+
+
+class VectorStoreError(RuntimeError):
+    """Chroma could not do what cairn asked."""
+
+
+class EmbeddingConflictError(VectorStoreError):
+    """A collection holds vectors from another embedding function than the configured one."""
+
+
+class VectorStoreUnavailable(VectorStoreError):
+    """The Chroma server at `chroma_url` cannot be reached."""
+
+
+@dataclass(frozen=True)
+class VectorHit:
+    """One query result. `score` is cosine similarity (1 - cosine distance), higher is closer."""
+
+    id: str
+    distance: float
+    score: float
+
+
+def collection_name(kind: str) -> str:
+    """Chroma's name for a kind's collection; unknown kinds are a programming error."""
+    if kind not in VECTOR_KINDS:
+        raise ValueError(f"unknown vector kind {kind!r}; expected one of {', '.join(VECTOR_KINDS)}")
+    return COLLECTION_PREFIX + kind
+
+
+def parse_chroma_url(url: str) -> tuple[str, int, bool]:
+    """`(host, port, ssl)` of a Chroma server URL such as `http://127.0.0.1:8000`."""
+    parts = urlsplit(url)
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise ValueError(f"chroma_url must look like http://host:port, got {url!r}")
+    if parts.path not in {"", "/"} or parts.query or parts.fragment:
+        raise ValueError(f"chroma_url cannot carry a path or query, got {url!r}")
+    ssl = parts.scheme == "https"
+    port = parts.port if parts.port is not None else (443 if ssl else 8000)
+    return parts.hostname, port, ssl
+
+
+def sanitize_metadata(metadata: Mapping[str, Any] | None) -> dict[str, MetadataValue] | None:
+    """A copy Chroma accepts: None values and empty lists dropped, None when nothing is left.
+
+    Anything else Chroma cannot store (nested dicts, datetimes, ...) is a caller's bug and raises
+    rather than being silently stringified, so `where` filters never meet surprising types.
+    """
+    if not metadata:
+        return None
+    clean: dict[str, MetadataValue] = {}
+    for key, value in metadata.items():
+        if value is None or (isinstance(value, list) and not value):
+            continue
+        if not isinstance(key, str) or key.startswith("#"):
+            raise TypeError(f"metadata key {key!r} is not allowed by Chroma")
+        scalar = isinstance(value, str | int | float | bool)
+        if scalar or (
+            isinstance(value, list) and all(isinstance(v, str | int | float | bool) for v in value)
+        ):
+            clean[key] = value
+        else:
+            raise TypeError(
+                f"metadata {key!r} has a {type(value).__name__}; Chroma stores str/int/float/bool"
+            )
+    return clean or None
+
+
+class VectorIndex:
+    """cairn's vector collections in an embedded Chroma under `settings.chroma_dir`, or a server.
+
+    The client and collections are opened at first use, under a lock, so constructing one is free
+    and safe from any thread. `embedding_function` defaults to the one `settings.embedding` selects;
+    a collection created with another function raises `EmbeddingConflictError` when opened.
+    """
+
+    def __init__(
+        self, settings: Settings, embedding_function: EmbeddingFunction[Documents] | None = None
+    ) -> None:
+        self.settings = settings
+        self.embedding_function = (
+            embedding_function if embedding_function is not None else make_embedding_function(settings)
+        )
+        self._client: ClientAPI | None = None
+        self._collections: dict[str, Collection] = {}
+        self._lock = threading.RLock()
+
+    # Client and collections
+
+    @property
+    def location(self) -> str:
+        """Where the vectors live, for messages: the server URL or the embedded directory."""
+        return self.settings.chroma_url or str(self.settings.chroma_dir)
+
+    def _get_client(self) -> ClientAPI:
+        with self._lock:
+            if self._client is None:
+                self._client = self._connect()
+            return self._client
+
+    def _connect(self) -> ClientAPI:
+        chroma_settings = ChromaSettings(anonymized_telemetry=False)
+        url = self.settings.chroma_url
+        if url is None:
+            self.settings.chroma_dir.mkdir(parents=True, exist_ok=True)
+            return chromadb.PersistentClient(path=str(self.settings.chroma_dir), settings=chroma_settings)
+        host, port, ssl = parse_chroma_url(url)
+        try:
+            return chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=chroma_settings)
+        except Exception as exc:
+            raise VectorStoreUnavailable(f"cannot reach the Chroma server at {url}: {exc}") from exc
+
+    def _collection(self, kind: str) -> Collection:
+        name = collection_name(kind)
+        with self._lock:
+            collection = self._collections.get(kind)
+            if collection is None:
+                collection = self._open(name)
+                self._collections[kind] = collection
+            return collection
+
+    def _open(self, name: str) -> Collection:
+        client = self._get_client()
+        try:
+            collection = client.get_or_create_collection(
+                name,
+                embedding_function=self.embedding_function,
+                configuration={"hnsw": {"space": SPACE}},
+            )
+        except ValueError as exc:
+            if "Embedding function conflict" in str(exc):
+                raise self._conflict(name, str(exc)) from exc
+            raise
+        self._check_compatible(name, collection)
+        return collection
+
+    def _check_compatible(self, name: str, collection: Collection) -> None:
+        """Chroma compares only function names; also compare what determines the vectors."""
+        configuration = collection.configuration_json or {}
+        space = (configuration.get("hnsw") or {}).get("space") or (configuration.get("spann") or {}).get(
+            "space"
+        )
+        if space is not None and space != SPACE:
+            raise self._conflict(name, f"it uses the {space!r} distance, cairn needs {SPACE!r}")
+        stored = configuration.get("embedding_function") or {}
+        stored_config = stored.get("config") or {}
+        current_config = self.embedding_function.get_config() or {}
+        for key in (stored_config.keys() | current_config.keys()) - _NON_IDENTITY_CONFIG_KEYS:
+            if stored_config.get(key) != current_config.get(key):
+                raise self._conflict(
+                    name,
+                    f"its vectors were made with {stored.get('name')} {key}={stored_config.get(key)!r}, "
+                    f"the configured function has {key}={current_config.get(key)!r}",
+                )
+
+    def _conflict(self, name: str, detail: str) -> EmbeddingConflictError:
+        return EmbeddingConflictError(
+            f"Chroma collection {name} at {self.location} was built with another embedding function "
+            f"than the configured {self.embedding_function.name()!r} ({detail}). Run `cairn reindex-vectors` "
+            "to rebuild the vectors from SQLite with the configured function."
+        )
+
+    @contextlib.contextmanager
+    def _reachable(self) -> Iterator[None]:
+        """Turn a lost connection to a Chroma server into `VectorStoreUnavailable`, so callers such
+        as the outbox can tell "retry later" from a bug."""
+        try:
+            yield
+        except httpx.TransportError as exc:
+            raise VectorStoreUnavailable(f"Chroma at {self.location} does not answer: {exc}") from exc
+
+    def _max_batch(self) -> int:
+        return max(1, self._get_client().get_max_batch_size())
+
+    # Operations
+
+    def upsert(
+        self,
+        kind: str,
+        ids: list[str],
+        documents: list[str],
+        metadatas: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """Embed `documents` and store their vectors under `ids` (replacing any already there).
+
+        A repeated id keeps its last occurrence, as if the upserts had run in order (Chroma itself
+        rejects duplicates within one call). Texts are embedded by the embedding function's own
+        batches; writes go to Chroma in chunks of at most `get_max_batch_size()`.
+        """
+        if len(documents) != len(ids) or (metadatas is not None and len(metadatas) != len(ids)):
+            raise ValueError(
+                f"upsert needs as many documents and metadatas as ids: {len(ids)} ids, "
+                f"{len(documents)} documents, {len(metadatas) if metadatas is not None else 0} metadatas"
+            )
+        with self._reachable():
+            self._upsert(self._collection(kind), ids, documents, metadatas)
+
+    def _upsert(
+        self,
+        collection: Collection,
+        ids: list[str],
+        documents: list[str],
+        metadatas: list[dict[str, Any]] | None,
+    ) -> None:
+        last: dict[str, int] = {}
+        for position, record_id in enumerate(ids):
+            if not isinstance(record_id, str) or not record_id:
+                raise ValueError(f"vector ids must be non-empty strings, got {record_id!r}")
+            last[record_id] = position
+        positions = sorted(last.values())
+        step = self._max_batch()
+        for start in range(0, len(positions), step):
+            chunk = positions[start : start + step]
+            chunk_metadatas = [sanitize_metadata(metadatas[i]) for i in chunk] if metadatas else None
+            if chunk_metadatas is not None and all(m is None for m in chunk_metadatas):
+                chunk_metadatas = None
+            embeddings = self.embedding_function([documents[i] for i in chunk])
+            collection.upsert(
+                ids=[ids[i] for i in chunk],
+                embeddings=embeddings,
+                metadatas=chunk_metadatas,  # type: ignore[arg-type]
+            )
+
+    def delete(self, kind: str, ids: list[str]) -> None:
+        """Remove the vectors of `ids`; ids that are not there are ignored."""
+        collection_name(kind)
+        if not ids:
+            return
+        unique = list(dict.fromkeys(ids))
+        with self._reachable():
+            collection = self._collection(kind)
+            step = self._max_batch()
+            for start in range(0, len(unique), step):
+                collection.delete(ids=unique[start : start + step])
+
+    def query(
+        self, kind: str, text: str, n: int = 10, where: dict[str, Any] | None = None
+    ) -> list[VectorHit]:
+        """The `n` stored vectors closest to `text`'s, closest first, optionally filtered by metadata."""
+        if n < 1:
+            raise ValueError(f"n must be at least 1, got {n}")
+        with self._reachable():
+            result = self._collection(kind).query(
+                query_texts=[text], n_results=n, where=where or None, include=["distances"]
+            )
+        ids = result["ids"][0]
+        distances = (result["distances"] or [[]])[0]
+        hits = []
+        for record_id, distance in zip(ids, distances, strict=True):
+            # HNSW returns tiny negative distances for identical vectors; clamp to the cosine range.
+            clamped = min(2.0, max(0.0, float(distance)))
+            hits.append(VectorHit(id=record_id, distance=clamped, score=1.0 - clamped))
+        return hits
+
+    def get_ids(self, kind: str) -> set[str]:
+        """Every id stored for `kind`, read page by page (for consistency checks against SQLite)."""
+        found: set[str] = set()
+        with self._reachable():
+            collection = self._collection(kind)
+            step = self._max_batch()
+            offset = 0
+            while True:
+                page = collection.get(include=[], limit=step, offset=offset)["ids"]
+                found.update(page)
+                if len(page) < step:
+                    return found
+                offset += step
+
+    def count(self, kind: str) -> int:
+        with self._reachable():
+            return self._collection(kind).count()
+
+    def reset(self, kind: str | None = None) -> None:
+        """Drop and recreate one kind's collection, or all of them, with the configured function.
+
+        This is how `cairn reindex-vectors` gets out of an embedding conflict: the collections are
+        dropped without being opened, so their stored function never needs to match.
+        """
+        kinds = VECTOR_KINDS if kind is None else (kind,)
+        names = [collection_name(k) for k in kinds]
+        with self._lock, self._reachable():
+            client = self._get_client()
+            for k, name in zip(kinds, names, strict=True):
+                self._collections.pop(k, None)
+                with contextlib.suppress(NotFoundError):
+                    client.delete_collection(name)
+            for k in kinds:
+                self._collection(k)
+
+    def heartbeat(self) -> int:
+        """Chroma's heartbeat (nanoseconds since the epoch): proof the client or server answers.
+
+        Raises `VectorStoreUnavailable` when the server cannot be reached.
+        """
+        with self._reachable():
+            return int(self._get_client().heartbeat())
+
+    def close(self) -> None:
+        """Release the client (for an embedded store: its SQLite handles). Later calls reopen it."""
+        with self._lock:
+            client, self._client = self._client, None
+            self._collections.clear()
+        if client is not None:
+            close = getattr(client, "close", None)
+            if callable(close):
+                close()
+
+    def __enter__(self) -> VectorIndex:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
