@@ -1,0 +1,307 @@
+"""Incremental, crash-safe reading of a transcript that Claude Code may still be appending to.
+
+The daemon remembers a byte offset (and line number and inode) per transcript and calls
+:func:`read_from` whenever the file changes. Three properties make that safe:
+
+* Only *complete* lines are consumed. A trailing line without its newline is being written right
+  now; it is left unread (``partial_bytes``) and the returned offset stops before it, so the next
+  call picks it up whole.
+* A bad line never stops reading: malformed lines are counted and skipped, and a line longer than
+  ``max_line_bytes`` is skipped while scanning to its newline, so memory holds at most one chunk plus
+  ``max_line_bytes`` whatever the file contains.
+* A file that was truncated or replaced is read again from the start (``restarted``) rather than
+  from an offset that no longer means anything.
+
+The file is streamed in large chunks and lines are found with ``bytes.find``, so the per-line Python
+work is one slice, one pydantic-core call and one small object.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import BinaryIO
+
+from pydantic import ValidationError
+
+from cairn.transcripts.entries import Entry, parse_entry
+
+__all__ = [
+    "CHUNK_SIZE",
+    "MALFORMED_LINES_KEPT",
+    "MAX_LINE_BYTES",
+    "EntryStream",
+    "ReadEntry",
+    "ReadResult",
+    "TranscriptNotFound",
+    "iter_entries",
+    "read_from",
+]
+
+CHUNK_SIZE = 1 << 20
+MAX_LINE_BYTES = 32 * 1024 * 1024
+MALFORMED_LINES_KEPT = 100
+_REASON_MAX_CHARS = 200
+
+
+class TranscriptNotFound(FileNotFoundError):
+    """The transcript does not exist (any more): Claude Code may have deleted or moved it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadEntry:
+    """One parsed line and where it sits in the file.
+
+    ``byte_start``/``byte_end`` are the half-open range of the line *including* its newline, so the
+    ranges of consecutive lines tile the file and ``byte_end`` is the offset to resume after it.
+    """
+
+    entry: Entry
+    line: int
+    byte_start: int
+    byte_end: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    """Everything one :func:`read_from` call consumed, and the position to resume from."""
+
+    path: Path
+    entries: list[ReadEntry]
+    start_offset: int
+    offset: int
+    line: int
+    inode: int
+    size: int
+    malformed: int = 0
+    malformed_lines: list[tuple[int, str]] = field(default_factory=list)
+    oversized: int = 0
+    partial_bytes: int = 0
+    restarted: bool = False
+
+
+class EntryStream(Iterator[ReadEntry]):
+    """Iterates the complete entries of a transcript after an offset, one at a time.
+
+    The position and counters are attributes that are kept current while iterating: after each
+    yielded entry ``offset``/``line`` point just past it (and past any blank or bad lines before it),
+    so a caller may stop early and resume exactly there. ``partial_bytes`` and the final ``offset``
+    are known once the stream is exhausted. The file is opened on construction (so a missing file
+    fails at once) and closed when the stream ends, on :meth:`close`, or on leaving a ``with`` block.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        offset: int = 0,
+        *,
+        line: int | None = None,
+        inode: int | None = None,
+        max_line_bytes: int = MAX_LINE_BYTES,
+        chunk_size: int = CHUNK_SIZE,
+    ) -> None:
+        if offset < 0:
+            raise ValueError(f"offset must be >= 0, got {offset}")
+        if max_line_bytes < 1 or chunk_size < 1:
+            raise ValueError("max_line_bytes and chunk_size must be positive")
+        self.path = Path(path)
+        try:
+            self._file: BinaryIO = open(self.path, "rb")  # noqa: SIM115 - closed by the stream
+        except FileNotFoundError as exc:
+            raise TranscriptNotFound(f"transcript not found: {self.path}") from exc
+        try:
+            stat = os.fstat(self._file.fileno())
+            self.inode = stat.st_ino
+            self.size = stat.st_size
+            self.restarted = _must_restart(self._file, offset, stat.st_size, inode, stat.st_ino)
+            if self.restarted:
+                offset, line = 0, 0
+            if line is None:
+                line = _count_newlines(self._file, offset, chunk_size)
+        except BaseException:
+            self._file.close()
+            raise
+        self.start_offset = offset
+        self.offset = offset
+        self.line = line
+        self.malformed = 0
+        self.malformed_lines: list[tuple[int, str]] = []
+        self.oversized = 0
+        self.partial_bytes = 0
+        self._max_line_bytes = max_line_bytes
+        self._chunk_size = chunk_size
+        self._lines = self._scan()
+
+    def __next__(self) -> ReadEntry:
+        return next(self._lines)
+
+    def __enter__(self) -> EntryStream:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._lines.close()
+        self._file.close()
+
+    def _malformed(self, line: int, exc: ValidationError) -> None:
+        self.malformed += 1
+        if len(self.malformed_lines) < MALFORMED_LINES_KEPT:
+            self.malformed_lines.append((line, _reason(exc)))
+
+    def _scan(self) -> Iterator[ReadEntry]:
+        # Hot loop: state lives in locals and is written back to self only around each yield.
+        file = self._file
+        read = file.read
+        chunk_size = self._chunk_size
+        max_len = self._max_line_bytes
+        parse = parse_entry
+        line_no = self.line
+        base = line_start = self.offset  # absolute offsets of chunk[0] and of the current line
+        pending: list[bytes] = []  # pieces of a line that spans chunks
+        pending_len = 0
+        skipping = False  # inside an oversized line: discard bytes up to its newline
+        try:
+            file.seek(base)
+            while chunk := read(chunk_size):
+                i = 0
+                while (nl := chunk.find(b"\n", i)) >= 0:
+                    line_no += 1
+                    end = base + nl + 1
+                    if skipping:
+                        skipping = False
+                        self.oversized += 1
+                    else:
+                        if pending:
+                            pending.append(chunk[i:nl])
+                            raw = b"".join(pending)
+                            pending.clear()
+                            pending_len = 0
+                        else:
+                            raw = chunk[i:nl]
+                        if len(raw) > max_len:
+                            self.oversized += 1
+                        elif raw and not raw.isspace():
+                            try:
+                                entry = parse(raw)
+                            except ValidationError as exc:
+                                self._malformed(line_no, exc)
+                            else:
+                                self.offset = end
+                                self.line = line_no
+                                yield ReadEntry(entry, line_no, line_start, end)
+                    line_start = end
+                    i = nl + 1
+                rest = len(chunk) - i
+                if rest and not skipping:
+                    if pending_len + rest > max_len:
+                        skipping = True
+                        pending.clear()
+                        pending_len = 0
+                    else:
+                        pending.append(chunk[i:] if i else chunk)
+                        pending_len += rest
+                base += len(chunk)
+            self.offset = line_start
+            self.line = line_no
+            self.partial_bytes = base - line_start
+            self.size = max(self.size, base)
+        finally:
+            file.close()
+
+
+def iter_entries(
+    path: str | os.PathLike[str],
+    offset: int = 0,
+    *,
+    line: int | None = None,
+    inode: int | None = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    chunk_size: int = CHUNK_SIZE,
+) -> EntryStream:
+    """Stream the entries after ``offset`` without holding them all; see :class:`EntryStream`."""
+    return EntryStream(
+        path, offset, line=line, inode=inode, max_line_bytes=max_line_bytes, chunk_size=chunk_size
+    )
+
+
+def read_from(
+    path: str | os.PathLike[str],
+    offset: int = 0,
+    *,
+    line: int | None = None,
+    inode: int | None = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    chunk_size: int = CHUNK_SIZE,
+) -> ReadResult:
+    """Read every complete entry after ``offset``.
+
+    ``line`` is the number of lines before ``offset`` (as returned by the previous call); when None it
+    is counted. Pass the previous ``inode`` so a replaced file is detected. The result's ``offset``,
+    ``line`` and ``inode`` are what the next call should pass back.
+    """
+    with EntryStream(
+        path, offset, line=line, inode=inode, max_line_bytes=max_line_bytes, chunk_size=chunk_size
+    ) as stream:
+        entries = list(stream)
+    return ReadResult(
+        path=stream.path,
+        entries=entries,
+        start_offset=stream.start_offset,
+        offset=stream.offset,
+        line=stream.line,
+        inode=stream.inode,
+        size=stream.size,
+        malformed=stream.malformed,
+        malformed_lines=stream.malformed_lines,
+        oversized=stream.oversized,
+        partial_bytes=stream.partial_bytes,
+        restarted=stream.restarted,
+    )
+
+
+def _must_restart(file: BinaryIO, offset: int, size: int, inode: int | None, current_inode: int) -> bool:
+    """True when ``offset`` no longer points at a line start of the file the caller read before.
+
+    Besides a new inode (the file was replaced) and an offset past the end (it was truncated), a
+    byte before ``offset`` that is not a newline means the file was rewritten in place.
+    """
+    if inode is not None and inode != current_inode:
+        return True
+    if offset > size:
+        return True
+    if offset == 0:
+        return False
+    file.seek(offset - 1)
+    return file.read(1) != b"\n"
+
+
+def _count_newlines(file: BinaryIO, offset: int, chunk_size: int) -> int:
+    file.seek(0)
+    count = 0
+    remaining = offset
+    while remaining > 0:
+        chunk = file.read(min(chunk_size, remaining))
+        if not chunk:
+            break
+        count += chunk.count(b"\n")
+        remaining -= len(chunk)
+    return count
+
+
+def _reason(exc: ValidationError) -> str:
+    """A short, single-line description of why a line was rejected (the first validation error)."""
+    errors = exc.errors(include_url=False, include_context=False, include_input=False)
+    if not errors:
+        return "invalid entry"
+    first = errors[0]
+    # Union branches show up in the location as "tagged-union[UserEntry,...]"; they are noise here.
+    location = ".".join(str(part) for part in first["loc"] if not str(part).startswith("tagged-union["))
+    reason = f"{location}: {first['msg']}" if location else first["msg"]
+    return reason[:_REASON_MAX_CHARS]

@@ -1,0 +1,62 @@
+"""Redaction: every corpus positive loses its secret, every negative comes back untouched."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cairn.transcripts import redact, redact_with_count
+
+from .redaction_corpus import NEGATIVES, POSITIVES
+
+
+@pytest.mark.parametrize(("text", "secret"), POSITIVES, ids=range(len(POSITIVES)))
+def test_positive_is_redacted(text: str, secret: str) -> None:
+    redacted, count = redact_with_count(text)
+    assert secret not in redacted
+    assert count >= 1
+    assert "[REDACTED:" in redacted or "[private]" in redacted
+    assert redact(redacted) == redacted, "redaction should be stable when applied twice"
+
+
+@pytest.mark.parametrize("text", NEGATIVES, ids=range(len(NEGATIVES)))
+def test_negative_is_unchanged(text: str) -> None:
+    assert redact_with_count(text) == (text, 0)
+
+
+def test_assignment_keeps_the_name_and_quotes() -> None:
+    assert redact('db_password = "hunter2"') == 'db_password = "[REDACTED:password]"'
+    assert redact("GITHUB_TOKEN=abc123xyz") == "GITHUB_TOKEN=[REDACTED:token]"
+    assert redact("Authorization: Bearer abc.def-123") == "Authorization: Bearer [REDACTED:authorization]"
+
+
+def test_counts_every_replacement() -> None:
+    text = "password=hunter2 and token=abc123def and <private>x</private>"
+    assert redact_with_count(text) == (
+        "password=[REDACTED:password] and token=[REDACTED:token] and [private]",
+        3,
+    )
+
+
+def test_empty_text() -> None:
+    assert redact_with_count("") == ("", 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=300))
+def test_arbitrary_text_never_raises(text: str) -> None:
+    redacted, count = redact_with_count(text)
+    assert isinstance(redacted, str)
+    assert (count == 0) == (redacted == text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    case=st.sampled_from(POSITIVES),
+    before=st.text(alphabet=st.characters(blacklist_characters="<"), max_size=40),
+    after=st.text(max_size=40),
+)
+def test_secrets_are_found_inside_arbitrary_text(case: tuple[str, str], before: str, after: str) -> None:
+    text, secret = case
+    assert secret not in redact(f"{before}\n{text}\n{after}")
