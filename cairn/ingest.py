@@ -15,8 +15,7 @@ from pathlib import Path
 
 from cairn.config import Settings
 from cairn.store.store import Store
-from cairn.transcripts import Message, NormaliseOptions, Normaliser, read_from
-from cairn.transcripts.discover import session_id_for
+from cairn.transcripts import NormaliseOptions, Normaliser, read_from
 
 ProgressCallback = Callable[[Path], None]
 
@@ -76,8 +75,10 @@ async def sync_file(store: Store, path: Path, settings: Settings) -> FileSync:
             inode=cursor.inode if cursor else None,
             max_line_bytes=settings.max_line_bytes,
         )
-        messages = Normaliser(normalise_options(settings)).normalise(result.entries)
-        _fill_session_ids(messages, path)
+        normaliser = Normaliser(normalise_options(settings))
+        if unresolved := normaliser.unresolved_tool_ids(result.entries):
+            normaliser.remember(await store.tool_calls(path, unresolved))
+        messages = normaliser.normalise(result.entries)
         stored = await store.ingest(path, result, messages)
     except OSError as exc:
         report.error = f"{type(exc).__name__}: {exc}"
@@ -90,14 +91,6 @@ async def sync_file(store: Store, path: Path, settings: Settings) -> FileSync:
     report.partial_bytes = result.partial_bytes
     report.restarted = result.restarted
     return report
-
-
-def _fill_session_ids(messages: list[Message], path: Path) -> None:
-    """Entries without a sessionId (e.g. `summary` lines) belong to the file's session."""
-    fallback = next((m.session_id for m in messages if m.session_id), None) or session_id_for(path)
-    for message in messages:
-        if not message.session_id:
-            message.session_id = fallback
 
 
 async def sync_paths(

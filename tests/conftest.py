@@ -33,7 +33,11 @@ def cairn_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
     home = tmp_path / "cairn-home"
     monkeypatch.setenv("CAIRN_HOME", str(home))
     monkeypatch.setenv("CAIRN_CLAUDE_PROJECTS_DIR", str(tmp_path / "claude-projects"))
-    for key in [k for k in os.environ if k.startswith("CAIRN_") and k not in {"CAIRN_HOME", "CAIRN_CLAUDE_PROJECTS_DIR"}]:
+    for key in [
+        k
+        for k in os.environ
+        if k.startswith("CAIRN_") and k not in {"CAIRN_HOME", "CAIRN_CLAUDE_PROJECTS_DIR"}
+    ]:
         monkeypatch.delenv(key)
     yield home
 

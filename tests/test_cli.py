@@ -101,8 +101,13 @@ def test_half_written_line_is_left_then_picked_up(cairn_home: Path, tmp_path: Pa
     live = tmp_path / "projects" / "live-session.jsonl"
     live.parent.mkdir()
     last = lines[-1]
-    live.write_bytes(b"".join(lines[:10]) + b"{not json\n" + b"\x00\xff garbage\n" + b"".join(lines[10:-1])
-                     + last[: len(last) // 2])
+    live.write_bytes(
+        b"".join(lines[:10])
+        + b"{not json\n"
+        + b"\x00\xff garbage\n"
+        + b"".join(lines[10:-1])
+        + last[: len(last) // 2]
+    )
 
     report = cairn_json("inspect", str(live))["total"]
     assert report["malformed_lines"] == 2
@@ -127,13 +132,20 @@ def test_doctor_reports_every_component_ok_offline(cairn_home: Path) -> None:
     report = cairn_json("doctor")
     assert report["ok"] is True, report
     assert {c["name"] for c in report["checks"]} == {
-        "sqlite", "store", "chroma", "embedding", "tokenizer", "model"
+        "sqlite",
+        "store",
+        "chroma",
+        "embedding",
+        "tokenizer",
+        "model",
     }
     model = next(c for c in report["checks"] if c["name"] == "model")
     assert model["detail"].startswith("offline")
 
 
-def test_doctor_fails_with_a_fix_when_the_key_is_missing(cairn_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_doctor_fails_with_a_fix_when_the_key_is_missing(
+    cairn_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("CAIRN_MODEL", "anthropic:claude-haiku-4-5")
     proc = cairn("doctor", "--json", check=False)
     assert proc.returncode == 1
@@ -153,7 +165,10 @@ def test_reindex_vectors_rebuilds_a_deleted_chroma(cairn_home: Path) -> None:
 def test_a_second_process_gets_a_clear_error(cairn_home: Path) -> None:
     cairn("sync", "--demo")
     holder = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent("""
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent("""
             import asyncio, sys
             from cairn.config import Settings
             from cairn.store.store import Store
@@ -163,8 +178,11 @@ def test_a_second_process_gets_a_clear_error(cairn_home: Path) -> None:
                 sys.stdin.readline()
                 await store.close()
             asyncio.run(main())
-        """)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        """),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"

@@ -13,8 +13,15 @@ from cairn.config import Settings
 def test_every_state_path_lives_under_home(cairn_home: Path) -> None:
     settings = Settings.load()
     assert settings.home == cairn_home.resolve()
-    for path in (settings.db_path, settings.chroma_dir, settings.logs_dir, settings.lock_path,
-                 settings.pid_path, settings.socket_path, settings.config_path):
+    for path in (
+        settings.db_path,
+        settings.chroma_dir,
+        settings.logs_dir,
+        settings.lock_path,
+        settings.pid_path,
+        settings.socket_path,
+        settings.config_path,
+    ):
         assert path.is_relative_to(settings.home)
 
 

@@ -188,6 +188,31 @@ class Normaliser:
         """The (name, rendered input) of a tool call seen so far, if remembered."""
         return self._tools.get(tool_use_id)
 
+    def remember(self, calls: Iterable[ToolCall]) -> None:
+        """Teach the normaliser tool calls read earlier (e.g. loaded from the store after a restart)."""
+        for call in calls:
+            self._remember_tool(call.id, call.name, call.input)
+
+    def unresolved_tool_ids(self, entries: Iterable[ReadEntry]) -> set[str]:
+        """Ids that tool results in ``entries`` point to, defined neither there nor in an earlier read.
+
+        An incremental read can start between a tool call and its result; the caller looks these ids
+        up in what it stored before and passes them to `remember`, so the result is still labelled
+        with its tool.
+        """
+        wanted: set[str] = set()
+        defined: set[str] = set()
+        for read in entries:
+            content = getattr(getattr(read.entry, "message", None), "content", None)
+            if not isinstance(content, list):
+                continue
+            for block in content:
+                if isinstance(block, ToolUseBlock):
+                    defined.add(block.id)
+                elif isinstance(block, ToolResultBlock):
+                    wanted.add(block.tool_use_id)
+        return {i for i in wanted - defined if i not in self._tools}
+
     def normalise(self, entries: Iterable[ReadEntry]) -> list[Message]:
         return list(self.iter_messages(entries))
 

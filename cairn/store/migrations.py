@@ -1,0 +1,497 @@
+"""The store's schema as an ordered list of migrations; the version lives in `PRAGMA user_version`.
+
+Each migration is a list of SQL statements applied in its own `BEGIN IMMEDIATE` transaction together
+with the new `user_version`, so a crash mid-upgrade leaves the database at the previous version, never
+half-way. Migrations are history: once released, a step's text must never change — add a new step.
+The user_version is re-read inside each step's transaction, so two processes opening an old database
+at once cannot both apply the same step.
+
+Conventions: times are ISO-8601 UTC text with milliseconds (`2025-09-03T00:47:19.293Z`), the format of
+`strftime('%Y-%m-%dT%H:%M:%fZ','now')`, so text order is time order. JSON columns are checked with
+`json_valid`. Full-text tables are FTS5 external-content tables kept in step by triggers. Rows that
+have vectors or that the indexing agent refers to by id use AUTOINCREMENT: an id, once deleted, is
+never handed to another row, so a stale id from a model or in Chroma can never hit the wrong row.
+
+1. capture: projects, sessions, transcript files and their messages (+ `messages_fts`).
+2. memory: what the indexing agent writes — ideas, relations, topic spans, entities (+ FTS).
+3. operations: the work queue, learned search associations, index-run accounting, and the vector
+   outbox with the triggers that fill it (and a backfill of every row that existed before it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import aiosqlite
+
+
+class SchemaTooNewError(RuntimeError):
+    """The database was written by a newer cairn; opening it with this one could corrupt it."""
+
+
+class MigrationError(RuntimeError):
+    """A migration could not be applied (or was asked to go backwards)."""
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    description: str
+    statements: tuple[str, ...]
+
+
+def _enqueue(kind: str, item: str, op: str) -> str:
+    """The outbox insert used inside triggers: a re-queue bumps `revision` so a drain in flight keeps it."""
+    return f"""
+        INSERT INTO vector_outbox (kind, item_id, op) VALUES ('{kind}', {item}, '{op}')
+        ON CONFLICT (kind, item_id) DO UPDATE SET
+            op = excluded.op, queued_at = excluded.queued_at, revision = revision + 1;"""
+
+
+_CAPTURE = Migration(
+    1,
+    "capture: projects, sessions, transcript files, messages + FTS",
+    (
+        """
+        CREATE TABLE projects (
+            id          INTEGER PRIMARY KEY,
+            path        TEXT NOT NULL UNIQUE,
+            name        TEXT NOT NULL,
+            created_at  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+        )
+        """,
+        """
+        CREATE TABLE sessions (
+            id             TEXT PRIMARY KEY,
+            project_id     INTEGER REFERENCES projects (id) ON DELETE SET NULL,
+            cwd            TEXT,
+            git_branch     TEXT,
+            started_at     TEXT,
+            last_at        TEXT,
+            message_count  INTEGER NOT NULL DEFAULT 0 CHECK (message_count >= 0),
+            created_at     TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            updated_at     TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+        )
+        """,
+        "CREATE INDEX sessions_project ON sessions (project_id, last_at)",
+        """
+        CREATE TABLE transcript_files (
+            id           INTEGER PRIMARY KEY,
+            path         TEXT NOT NULL UNIQUE,
+            session_id   TEXT REFERENCES sessions (id) ON DELETE SET NULL,
+            byte_offset  INTEGER NOT NULL DEFAULT 0 CHECK (byte_offset >= 0),
+            line         INTEGER NOT NULL DEFAULT 0 CHECK (line >= 0),
+            inode        INTEGER,
+            size         INTEGER NOT NULL DEFAULT 0 CHECK (size >= 0),
+            is_subagent  INTEGER NOT NULL DEFAULT 0 CHECK (is_subagent IN (0, 1)),
+            agent_id     TEXT,
+            created_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            updated_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+        )
+        """,
+        "CREATE INDEX transcript_files_session ON transcript_files (session_id)",
+        """
+        CREATE TABLE messages (
+            id                  INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id          TEXT REFERENCES sessions (id) ON DELETE CASCADE,
+            file_id             INTEGER NOT NULL REFERENCES transcript_files (id) ON DELETE CASCADE,
+            line                INTEGER NOT NULL CHECK (line >= 0),
+            end_line            INTEGER NOT NULL,
+            byte_start          INTEGER NOT NULL CHECK (byte_start >= 0),
+            byte_end            INTEGER NOT NULL,
+            uuid                TEXT,
+            message_id          TEXT,
+            role                TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'system', 'summary')),
+            kind                TEXT NOT NULL CHECK (kind IN ('text', 'tool_result', 'compact_summary',
+                                                              'command', 'meta', 'system', 'summary')),
+            text                TEXT NOT NULL,
+            content_hash        TEXT NOT NULL,
+            timestamp           TEXT,
+            cwd                 TEXT,
+            git_branch          TEXT,
+            is_sidechain        INTEGER NOT NULL DEFAULT 0 CHECK (is_sidechain IN (0, 1)),
+            agent_id            TEXT,
+            is_noise            INTEGER NOT NULL DEFAULT 0 CHECK (is_noise IN (0, 1)),
+            is_compact_summary  INTEGER NOT NULL DEFAULT 0 CHECK (is_compact_summary IN (0, 1)),
+            tool_calls          TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(tool_calls)),
+            tool_results        TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(tool_results)),
+            created_at          TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            CHECK (end_line >= line),
+            CHECK (byte_end >= byte_start),
+            UNIQUE (file_id, line, content_hash)
+        )
+        """,
+        "CREATE INDEX messages_session_time ON messages (session_id, timestamp)",
+        "CREATE INDEX messages_uuid ON messages (uuid) WHERE uuid IS NOT NULL",
+        """
+        CREATE VIRTUAL TABLE messages_fts USING fts5 (
+            text, content = 'messages', content_rowid = 'id', tokenize = 'porter unicode61'
+        )
+        """,
+        """
+        CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+            INSERT INTO messages_fts (rowid, text) VALUES (NEW.id, NEW.text);
+        END
+        """,
+        """
+        CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+            INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', OLD.id, OLD.text);
+        END
+        """,
+        """
+        CREATE TRIGGER messages_fts_update AFTER UPDATE OF text ON messages BEGIN
+            INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', OLD.id, OLD.text);
+            INSERT INTO messages_fts (rowid, text) VALUES (NEW.id, NEW.text);
+        END
+        """,
+    ),
+)
+
+_MEMORY = Migration(
+    2,
+    "memory: ideas, relations, topic spans, entities + FTS",
+    (
+        """
+        CREATE TABLE topic_spans (
+            id          INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id  TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            file_id     INTEGER REFERENCES transcript_files (id) ON DELETE SET NULL,
+            parent_id   INTEGER REFERENCES topic_spans (id) ON DELETE SET NULL,
+            name        TEXT NOT NULL CHECK (length(trim(name)) > 0),
+            summary     TEXT NOT NULL DEFAULT '',
+            start_line  INTEGER NOT NULL CHECK (start_line >= 0),
+            end_line    INTEGER CHECK (end_line IS NULL OR end_line >= start_line),
+            depth       INTEGER NOT NULL DEFAULT 0 CHECK (depth >= 0),
+            created_at  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            updated_at  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+        )
+        """,
+        "CREATE INDEX topic_spans_session ON topic_spans (session_id, start_line)",
+        "CREATE INDEX topic_spans_parent ON topic_spans (parent_id)",
+        """
+        CREATE TABLE ideas (
+            id              INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id      TEXT REFERENCES sessions (id) ON DELETE SET NULL,
+            span_id         INTEGER REFERENCES topic_spans (id) ON DELETE SET NULL,
+            source_file_id  INTEGER REFERENCES transcript_files (id) ON DELETE SET NULL,
+            source_line     INTEGER CHECK (source_line IS NULL OR source_line >= 0),
+            intent          TEXT NOT NULL CHECK (intent IN ('decision', 'conclusion', 'question', 'problem',
+                                                            'solution', 'todo', 'context')),
+            content         TEXT NOT NULL CHECK (length(trim(content)) > 0),
+            content_hash    TEXT NOT NULL,
+            confidence      REAL NOT NULL DEFAULT 0.5 CHECK (confidence BETWEEN 0 AND 1),
+            importance      REAL NOT NULL DEFAULT 0.5 CHECK (importance BETWEEN 0 AND 1),
+            answered_by     INTEGER REFERENCES ideas (id) ON DELETE SET NULL,
+            answered_at     TEXT,
+            completed_at    TEXT,
+            resolved_line   INTEGER,
+            resolution      TEXT,
+            superseded_by   INTEGER REFERENCES ideas (id) ON DELETE SET NULL,
+            valid_until     TEXT,
+            usage_count     INTEGER NOT NULL DEFAULT 0 CHECK (usage_count >= 0),
+            last_used_at    TEXT,
+            created_at      TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            updated_at      TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            CHECK (answered_at IS NULL OR intent IN ('question', 'problem')),
+            CHECK (completed_at IS NULL OR intent = 'todo'),
+            UNIQUE (source_file_id, source_line, content_hash)
+        )
+        """,
+        "CREATE INDEX ideas_session_intent ON ideas (session_id, intent, created_at)",
+        "CREATE INDEX ideas_span ON ideas (span_id)",
+        "CREATE INDEX ideas_content_hash ON ideas (content_hash)",
+        "CREATE INDEX ideas_superseded_by ON ideas (superseded_by) WHERE superseded_by IS NOT NULL",
+        """
+        CREATE INDEX ideas_open ON ideas (session_id, intent)
+            WHERE (intent = 'question' AND answered_at IS NULL) OR (intent = 'todo' AND completed_at IS NULL)
+        """,
+        """
+        CREATE VIRTUAL TABLE ideas_fts USING fts5 (
+            content, content = 'ideas', content_rowid = 'id', tokenize = 'porter unicode61'
+        )
+        """,
+        """
+        CREATE TRIGGER ideas_fts_insert AFTER INSERT ON ideas BEGIN
+            INSERT INTO ideas_fts (rowid, content) VALUES (NEW.id, NEW.content);
+        END
+        """,
+        """
+        CREATE TRIGGER ideas_fts_delete AFTER DELETE ON ideas BEGIN
+            INSERT INTO ideas_fts (ideas_fts, rowid, content) VALUES ('delete', OLD.id, OLD.content);
+        END
+        """,
+        """
+        CREATE TRIGGER ideas_fts_update AFTER UPDATE OF content ON ideas BEGIN
+            INSERT INTO ideas_fts (ideas_fts, rowid, content) VALUES ('delete', OLD.id, OLD.content);
+            INSERT INTO ideas_fts (rowid, content) VALUES (NEW.id, NEW.content);
+        END
+        """,
+        """
+        CREATE TABLE relations (
+            id             INTEGER PRIMARY KEY,
+            from_idea_id   INTEGER NOT NULL REFERENCES ideas (id) ON DELETE CASCADE,
+            to_idea_id     INTEGER NOT NULL REFERENCES ideas (id) ON DELETE CASCADE,
+            relation_type  TEXT NOT NULL CHECK (relation_type IN ('supersedes', 'builds_on', 'contradicts',
+                                                                  'answers', 'relates_to')),
+            created_at     TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            CHECK (from_idea_id <> to_idea_id),
+            UNIQUE (from_idea_id, to_idea_id, relation_type)
+        )
+        """,
+        "CREATE INDEX relations_to ON relations (to_idea_id, relation_type)",
+        """
+        CREATE VIRTUAL TABLE spans_fts USING fts5 (
+            name, summary, content = 'topic_spans', content_rowid = 'id', tokenize = 'porter unicode61'
+        )
+        """,
+        """
+        CREATE TRIGGER spans_fts_insert AFTER INSERT ON topic_spans BEGIN
+            INSERT INTO spans_fts (rowid, name, summary) VALUES (NEW.id, NEW.name, NEW.summary);
+        END
+        """,
+        """
+        CREATE TRIGGER spans_fts_delete AFTER DELETE ON topic_spans BEGIN
+            INSERT INTO spans_fts (spans_fts, rowid, name, summary)
+                VALUES ('delete', OLD.id, OLD.name, OLD.summary);
+        END
+        """,
+        """
+        CREATE TRIGGER spans_fts_update AFTER UPDATE OF name, summary ON topic_spans BEGIN
+            INSERT INTO spans_fts (spans_fts, rowid, name, summary)
+                VALUES ('delete', OLD.id, OLD.name, OLD.summary);
+            INSERT INTO spans_fts (rowid, name, summary) VALUES (NEW.id, NEW.name, NEW.summary);
+        END
+        """,
+        """
+        CREATE TABLE entities (
+            id              INTEGER PRIMARY KEY AUTOINCREMENT,
+            canonical_name  TEXT NOT NULL CHECK (length(trim(canonical_name)) > 0),
+            type            TEXT NOT NULL
+                            CHECK (type IN ('project', 'technology', 'concept', 'person', 'file')),
+            created_at      TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            updated_at      TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            UNIQUE (canonical_name COLLATE NOCASE, type)
+        )
+        """,
+        """
+        CREATE TABLE entity_aliases (
+            id         INTEGER PRIMARY KEY,
+            entity_id  INTEGER NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
+            alias      TEXT NOT NULL UNIQUE COLLATE NOCASE CHECK (length(trim(alias)) > 0)
+        )
+        """,
+        "CREATE INDEX entity_aliases_entity ON entity_aliases (entity_id)",
+        """
+        CREATE TABLE idea_entities (
+            idea_id    INTEGER NOT NULL REFERENCES ideas (id) ON DELETE CASCADE,
+            entity_id  INTEGER NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
+            PRIMARY KEY (idea_id, entity_id)
+        ) WITHOUT ROWID
+        """,
+        "CREATE INDEX idea_entities_entity ON idea_entities (entity_id, idea_id)",
+    ),
+)
+
+_OPERATIONS = Migration(
+    3,
+    "operations: work queue, search associations, index runs, vector outbox",
+    (
+        """
+        CREATE TABLE work_queue (
+            id           INTEGER PRIMARY KEY,
+            path         TEXT NOT NULL,
+            session_id   TEXT,
+            event        TEXT,
+            enqueued_at  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            attempts     INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+            next_try_at  TEXT,
+            last_error   TEXT,
+            status       TEXT NOT NULL DEFAULT 'pending'
+                         CHECK (status IN ('pending', 'running', 'parked', 'done'))
+        )
+        """,
+        # While a path waits, further hook notifications for it collapse into the one pending row.
+        "CREATE UNIQUE INDEX work_queue_pending_path ON work_queue (path) WHERE status = 'pending'",
+        "CREATE INDEX work_queue_status ON work_queue (status, next_try_at)",
+        """
+        CREATE TABLE search_associations (
+            id              INTEGER PRIMARY KEY,
+            query           TEXT NOT NULL CHECK (length(trim(query)) > 0),
+            file_path       TEXT NOT NULL,
+            reason          TEXT,
+            grep_patterns   TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(grep_patterns)),
+            original_score  REAL,
+            hits            INTEGER NOT NULL DEFAULT 0 CHECK (hits >= 0),
+            created_at      TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            last_used_at    TEXT,
+            UNIQUE (query, file_path)
+        )
+        """,
+        """
+        CREATE TABLE index_runs (
+            id              INTEGER PRIMARY KEY,
+            started_at      TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            finished_at     TEXT,
+            model           TEXT NOT NULL,
+            prompt_version  TEXT NOT NULL,
+            mode            TEXT NOT NULL CHECK (mode IN ('continuous', 'backfill')),
+            input_tokens    INTEGER NOT NULL DEFAULT 0 CHECK (input_tokens >= 0),
+            output_tokens   INTEGER NOT NULL DEFAULT 0 CHECK (output_tokens >= 0),
+            tool_calls      INTEGER NOT NULL DEFAULT 0 CHECK (tool_calls >= 0),
+            requests        INTEGER NOT NULL DEFAULT 0 CHECK (requests >= 0),
+            seconds         REAL,
+            outcome         TEXT,
+            error           TEXT,
+            rejected_items  TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(rejected_items))
+        )
+        """,
+        "CREATE INDEX index_runs_started ON index_runs (started_at)",
+        """
+        CREATE TABLE vector_outbox (
+            kind       TEXT NOT NULL CHECK (kind IN ('ideas', 'spans', 'entities', 'messages')),
+            item_id    INTEGER NOT NULL,
+            op         TEXT NOT NULL CHECK (op IN ('upsert', 'delete')),
+            queued_at  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            revision   INTEGER NOT NULL DEFAULT 1,
+            PRIMARY KEY (kind, item_id)
+        ) WITHOUT ROWID
+        """,
+        "CREATE INDEX vector_outbox_queued ON vector_outbox (queued_at)",
+        f"""
+        CREATE TRIGGER messages_vec_insert AFTER INSERT ON messages BEGIN
+            {_enqueue("messages", "NEW.id", "upsert")}
+        END
+        """,
+        f"""
+        CREATE TRIGGER messages_vec_update AFTER UPDATE OF text, role, kind, session_id, is_noise ON messages
+        BEGIN
+            {_enqueue("messages", "NEW.id", "upsert")}
+        END
+        """,
+        f"""
+        CREATE TRIGGER messages_vec_delete AFTER DELETE ON messages BEGIN
+            {_enqueue("messages", "OLD.id", "delete")}
+        END
+        """,
+        f"""
+        CREATE TRIGGER ideas_vec_insert AFTER INSERT ON ideas BEGIN
+            {_enqueue("ideas", "NEW.id", "upsert")}
+        END
+        """,
+        f"""
+        CREATE TRIGGER ideas_vec_update AFTER UPDATE OF content, intent, session_id, span_id, superseded_by,
+            valid_until ON ideas
+        BEGIN
+            {_enqueue("ideas", "NEW.id", "upsert")}
+        END
+        """,
+        f"""
+        CREATE TRIGGER ideas_vec_delete AFTER DELETE ON ideas BEGIN
+            {_enqueue("ideas", "OLD.id", "delete")}
+        END
+        """,
+        f"""
+        CREATE TRIGGER spans_vec_insert AFTER INSERT ON topic_spans BEGIN
+            {_enqueue("spans", "NEW.id", "upsert")}
+        END
+        """,
+        f"""
+        CREATE TRIGGER spans_vec_update AFTER UPDATE OF name, summary, session_id ON topic_spans BEGIN
+            {_enqueue("spans", "NEW.id", "upsert")}
+        END
+        """,
+        f"""
+        CREATE TRIGGER spans_vec_delete AFTER DELETE ON topic_spans BEGIN
+            {_enqueue("spans", "OLD.id", "delete")}
+        END
+        """,
+        f"""
+        CREATE TRIGGER entities_vec_insert AFTER INSERT ON entities BEGIN
+            {_enqueue("entities", "NEW.id", "upsert")}
+        END
+        """,
+        f"""
+        CREATE TRIGGER entities_vec_update AFTER UPDATE OF canonical_name, type ON entities BEGIN
+            {_enqueue("entities", "NEW.id", "upsert")}
+        END
+        """,
+        f"""
+        CREATE TRIGGER entities_vec_delete AFTER DELETE ON entities BEGIN
+            {_enqueue("entities", "OLD.id", "delete")}
+        END
+        """,
+        # An entity's document lists its aliases, so alias changes re-embed the entity.
+        f"""
+        CREATE TRIGGER entity_aliases_vec_insert AFTER INSERT ON entity_aliases BEGIN
+            {_enqueue("entities", "NEW.entity_id", "upsert")}
+        END
+        """,
+        f"""
+        CREATE TRIGGER entity_aliases_vec_delete AFTER DELETE ON entity_aliases
+        WHEN EXISTS (SELECT 1 FROM entities WHERE id = OLD.entity_id)
+        BEGIN
+            {_enqueue("entities", "OLD.entity_id", "upsert")}
+        END
+        """,
+        # Rows written before the outbox existed have no vectors yet: queue them all.
+        "INSERT INTO vector_outbox (kind, item_id, op) SELECT 'messages', id, 'upsert' FROM messages",
+        "INSERT INTO vector_outbox (kind, item_id, op) SELECT 'ideas', id, 'upsert' FROM ideas",
+        "INSERT INTO vector_outbox (kind, item_id, op) SELECT 'spans', id, 'upsert' FROM topic_spans",
+        "INSERT INTO vector_outbox (kind, item_id, op) SELECT 'entities', id, 'upsert' FROM entities",
+    ),
+)
+
+MIGRATIONS: tuple[Migration, ...] = (_CAPTURE, _MEMORY, _OPERATIONS)
+LATEST_VERSION = len(MIGRATIONS)
+
+
+async def schema_version(conn: aiosqlite.Connection) -> int:
+    async with conn.execute("PRAGMA user_version") as cursor:
+        row = await cursor.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def migrate(conn: aiosqlite.Connection, target: int | None = None) -> int:
+    """Bring the schema up to `target` (default: the latest) and return the version reached.
+
+    The connection must be in autocommit mode (`isolation_level=None`): the transactions here are
+    explicit, and Python's implicit ones would wrap them. Refuses databases newer than this code and
+    refuses to go backwards (no migration deletes data).
+    """
+    if conn.isolation_level is not None:
+        raise MigrationError("migrate() needs a connection opened with isolation_level=None")
+    wanted = LATEST_VERSION if target is None else target
+    if not 0 <= wanted <= LATEST_VERSION:
+        raise MigrationError(f"no schema version {wanted}; this cairn knows versions 0..{LATEST_VERSION}")
+    current = await schema_version(conn)
+    _refuse_newer(current)
+    if current > wanted:
+        raise MigrationError(f"database is at schema v{current}; cairn does not downgrade to v{wanted}")
+    for step in MIGRATIONS[current:wanted]:
+        await _apply(conn, step)
+    return await schema_version(conn)
+
+
+async def _apply(conn: aiosqlite.Connection, step: Migration) -> None:
+    await conn.execute("BEGIN IMMEDIATE")
+    try:
+        # Another process may have applied this step while we waited for the write lock.
+        now = await schema_version(conn)
+        _refuse_newer(now)
+        if now < step.version:
+            for statement in step.statements:
+                await conn.execute(statement)
+            await conn.execute(f"PRAGMA user_version = {step.version:d}")
+        await conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            await conn.execute("ROLLBACK")
+        raise
+
+
+def _refuse_newer(version: int) -> None:
+    if version > LATEST_VERSION:
+        raise SchemaTooNewError(
+            f"the database is at schema v{version}, newer than this cairn understands (v{LATEST_VERSION}); "
+            "upgrade cairn, or point CAIRN_HOME at another directory"
+        )

@@ -1,0 +1,493 @@
+"""`Store`: the one handle on a cairn store — lock, SQLite database and (lazily) the Chroma index.
+
+Opening a store takes its lock, so only one process at a time writes it (Chroma loses vectors
+otherwise, and offsets are exactly-once only with one writer). The CLI opens one for a command; the
+daemon keeps one open and answers everyone else.
+
+`ingest` is the capture half of the exactly-once invariant: the messages read from a transcript and
+the file's new byte offset are written in one transaction, so a crash either keeps both or neither,
+and replaying a read that was already applied changes nothing (messages are unique by
+`(file, line, content hash)`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import aiosqlite
+from pydantic import BaseModel
+
+from cairn.config import Settings
+from cairn.store import outbox
+from cairn.store.db import Database
+from cairn.store.lock import StoreLock
+from cairn.transcripts.discover import is_subagent_file, session_id_for
+from cairn.transcripts.normalise import ToolCall
+
+if TYPE_CHECKING:
+    from cairn.store.vectors import VectorIndex
+    from cairn.transcripts import Message
+    from cairn.transcripts.reader import ReadResult
+
+_NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
+
+
+@dataclass(frozen=True)
+class FileCursor:
+    """Where reading a transcript resumes: pass these back to `read_from`."""
+
+    offset: int
+    line: int
+    inode: int | None
+
+
+@dataclass(frozen=True)
+class IngestStats:
+    messages_added: int
+    messages_skipped_duplicate: int
+    sessions_touched: int
+
+
+class StoreStats(BaseModel):
+    """What a store holds, for `cairn stats` (JSON-able with `model_dump(mode="json")`)."""
+
+    schema_version: int
+    db_path: str
+    db_size_bytes: int
+    projects: int
+    sessions: int
+    transcript_files: int
+    messages: int
+    messages_by_role: dict[str, int]
+    first_message_at: str | None
+    last_message_at: str | None
+    ideas: int
+    ideas_by_intent: dict[str, int]
+    relations: int
+    topic_spans: int
+    entities: int
+    queue_by_status: dict[str, int]
+    index_runs: int
+    pending_vectors: int
+    vectors: dict[str, int] | None
+    vectors_error: str | None = None
+
+
+def iso_utc(value: datetime) -> str:
+    """The store's time format: UTC, milliseconds, `Z` — the same text SQLite's defaults write."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def message_hash(role: str, kind: str, text: str) -> str:
+    """Identity of a message's content, part of its unique key `(file, line, content_hash)`.
+
+    One JSONL line can yield more than one message (text and tool results), and a rewritten file
+    can hold different content at a line already stored; the hash tells these apart while making a
+    re-read of the same bytes a no-op.
+    """
+    digest = hashlib.blake2b(f"{role}\x1f{kind}\x1f{text}".encode(), digest_size=16)
+    return digest.hexdigest()
+
+
+def idea_hash(content: str) -> str:
+    """Hash of an idea's normalised content (lowercased, whitespace collapsed), for `ideas.content_hash`."""
+    normalised = " ".join(content.lower().split())
+    return hashlib.blake2b(normalised.encode(), digest_size=16).hexdigest()
+
+
+class Store:
+    """A locked, open store. Use `await Store.open(settings)` (or `async with await Store.open(...)`)."""
+
+    def __init__(
+        self, settings: Settings, lock: StoreLock, db: Database, vectors: VectorIndex | None
+    ) -> None:
+        self.settings = settings
+        self.db = db
+        self._lock = lock
+        self._vectors = vectors
+        self._closed = False
+
+    @classmethod
+    async def open(cls, settings: Settings, *, vectors: VectorIndex | None = None) -> Store:
+        """Take the store's lock and open its database, creating `settings.home` if needed.
+
+        A `vectors` index passed in is owned by the store from then on: `close()` closes it.
+        Raises `StoreLockedError` when another process owns the store, `DatabaseError` when the
+        database cannot be used, `SchemaTooNewError` when a newer cairn wrote it.
+        """
+        settings.home.mkdir(parents=True, exist_ok=True)
+        lock = StoreLock(settings.lock_path)
+        lock.acquire()
+        try:
+            db = await Database.open(settings.db_path, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+        except BaseException:
+            lock.release()
+            raise
+        return cls(settings, lock, db, vectors)
+
+    @property
+    def vectors(self) -> VectorIndex:
+        """The Chroma index, created at first use: commands that never touch vectors skip loading it."""
+        if self._vectors is None:
+            from cairn.store.vectors import VectorIndex
+
+            self._vectors = VectorIndex(self.settings)
+        return self._vectors
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._vectors is not None:
+                await asyncio.to_thread(self._vectors.close)
+        finally:
+            try:
+                await self.db.close()
+            finally:
+                self._lock.release()
+
+    async def __aenter__(self) -> Store:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # Capture
+
+    async def file_cursor(self, path: str | os.PathLike[str]) -> FileCursor | None:
+        row = await self.db.fetchone(
+            "SELECT byte_offset, line, inode FROM transcript_files WHERE path = ?", (_file_key(path),)
+        )
+        return None if row is None else FileCursor(row["byte_offset"], row["line"], row["inode"])
+
+    async def tool_calls(self, path: str | os.PathLike[str], ids: Iterable[str]) -> list[ToolCall]:
+        """Tool calls with the given ids stored from `path`, so a later read can label their results."""
+        wanted = list(ids)
+        if not wanted:
+            return []
+        marks = ",".join("?" * len(wanted))
+        rows = await self.db.fetchall(
+            f"""
+            SELECT call.value AS call FROM messages m
+            JOIN transcript_files f ON f.id = m.file_id, json_each(m.tool_calls) AS call
+            WHERE f.path = ? AND json_extract(call.value, '$.id') IN ({marks})
+            """,
+            (_file_key(path), *wanted),
+        )
+        return [ToolCall.model_validate_json(row["call"]) for row in rows]
+
+    async def ingest(
+        self, path: str | os.PathLike[str], result: ReadResult, messages: Sequence[Message]
+    ) -> IngestStats:
+        """Store what one `read_from` call returned and advance the file's cursor, atomically.
+
+        Upserts the projects and sessions the messages belong to and the file's row, inserts the
+        messages that are not stored yet, and sets the cursor to the result's — all in one
+        transaction. The cursor never moves backwards except when the reader restarted the file
+        (truncated or replaced): re-applying an older read just finds its messages already stored.
+        """
+        file_path = Path(_file_key(path))
+        async with self.db.write() as conn:
+            file_session = await self._file_session(conn, file_path, messages)
+            sessions = _group_sessions(messages, file_session)
+            projects = await self._upsert_projects(conn, file_path, sessions)
+            await self._upsert_sessions(conn, sessions, projects)
+            file_id, cursor = await self._upsert_file(conn, file_path, file_session, messages)
+            added = await self._insert_messages(conn, file_id, messages, file_session)
+            await self._refresh_sessions(conn, list(sessions))
+            await self._advance_cursor(conn, file_id, cursor, result)
+        return IngestStats(
+            messages_added=added,
+            messages_skipped_duplicate=len(messages) - added,
+            sessions_touched=len(sessions),
+        )
+
+    async def _file_session(
+        self, conn: aiosqlite.Connection, path: Path, messages: Sequence[Message]
+    ) -> str | None:
+        """The session a file belongs to: its messages say, else what was stored for it before."""
+        for message in messages:
+            if message.session_id:
+                return message.session_id
+        async with conn.execute(
+            "SELECT session_id FROM transcript_files WHERE path = ?", (str(path),)
+        ) as cur:
+            row = await cur.fetchone()
+        if row is not None and row["session_id"]:
+            return row["session_id"]
+        # Messages that name no session (e.g. a file of summaries): Claude Code's file layout says.
+        return session_id_for(path) if messages else None
+
+    async def _upsert_projects(
+        self, conn: aiosqlite.Connection, path: Path, sessions: dict[str, _SessionInfo]
+    ) -> dict[str, int]:
+        """Project ids by session: the session's cwd, else the transcript's project directory."""
+        ids: dict[str, int] = {}
+        for session_id, info in sessions.items():
+            if info.cwd:
+                project_path, name = info.cwd, Path(info.cwd).name or info.cwd
+            else:
+                directory = _project_dir(path)
+                project_path, name = str(directory), directory.name
+            async with conn.execute(
+                """
+                INSERT INTO projects (path, name) VALUES (?, ?)
+                ON CONFLICT (path) DO UPDATE SET name = projects.name
+                RETURNING id
+                """,
+                (project_path, name),
+            ) as cur:
+                row = await cur.fetchone()
+            assert row is not None
+            ids[session_id] = row["id"]
+        return ids
+
+    async def _upsert_sessions(
+        self, conn: aiosqlite.Connection, sessions: dict[str, _SessionInfo], projects: dict[str, int]
+    ) -> None:
+        # A session first seen without a cwd got the fallback project; the first cwd corrects that.
+        await conn.executemany(
+            f"""
+            INSERT INTO sessions (id, project_id, cwd, git_branch) VALUES (?, ?, ?, ?)
+            ON CONFLICT (id) DO UPDATE SET
+                project_id = CASE WHEN sessions.cwd IS NULL AND excluded.cwd IS NOT NULL
+                                  THEN excluded.project_id
+                                  ELSE coalesce(sessions.project_id, excluded.project_id) END,
+                cwd = coalesce(sessions.cwd, excluded.cwd),
+                git_branch = coalesce(excluded.git_branch, sessions.git_branch),
+                updated_at = {_NOW}
+            """,
+            [(sid, projects[sid], info.cwd, info.git_branch) for sid, info in sessions.items()],
+        )
+
+    async def _upsert_file(
+        self, conn: aiosqlite.Connection, path: Path, session_id: str | None, messages: Sequence[Message]
+    ) -> tuple[int, FileCursor | None]:
+        """The file's id and its cursor before this ingest (None for a file seen the first time)."""
+        subagent = is_subagent_file(path)
+        agent_id = next((m.agent_id for m in messages if m.agent_id), None)
+        if subagent and agent_id is None:
+            agent_id = path.stem.removeprefix("agent-")
+        async with conn.execute(
+            "SELECT id, byte_offset, line, inode FROM transcript_files WHERE path = ?", (str(path),)
+        ) as cur:
+            row = await cur.fetchone()
+        if row is not None:
+            await conn.execute(
+                f"""
+                UPDATE transcript_files SET
+                    session_id = coalesce(session_id, ?),
+                    agent_id = coalesce(agent_id, ?),
+                    updated_at = {_NOW}
+                WHERE id = ?
+                """,
+                (session_id, agent_id, row["id"]),
+            )
+            return row["id"], FileCursor(row["byte_offset"], row["line"], row["inode"])
+        async with conn.execute(
+            "INSERT INTO transcript_files (path, session_id, is_subagent, agent_id) VALUES (?, ?, ?, ?) "
+            "RETURNING id",
+            (str(path), session_id, int(subagent), agent_id),
+        ) as cur:
+            inserted = await cur.fetchone()
+        assert inserted is not None
+        return inserted["id"], None
+
+    async def _insert_messages(
+        self, conn: aiosqlite.Connection, file_id: int, messages: Sequence[Message], file_session: str | None
+    ) -> int:
+        """Insert the messages not stored yet; returns how many were new."""
+        if not messages:
+            return 0
+        cursor = await conn.executemany(
+            """
+            INSERT INTO messages (
+                session_id, file_id, line, end_line, byte_start, byte_end, uuid, message_id, role, kind,
+                text, content_hash, timestamp, cwd, git_branch, is_sidechain, agent_id, is_noise,
+                is_compact_summary, tool_calls, tool_results
+            ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (file_id, line, content_hash) DO NOTHING
+            """,
+            [_message_row(m, file_id, file_session) for m in messages],
+        )
+        added = cursor.rowcount
+        await cursor.close()
+        return added
+
+    async def _refresh_sessions(self, conn: aiosqlite.Connection, session_ids: list[str]) -> None:
+        """Recount each touched session from its stored messages, so a replay cannot double-count."""
+        if not session_ids:
+            return
+        await conn.execute(
+            f"""
+            UPDATE sessions SET
+                message_count = (SELECT count(*) FROM messages WHERE session_id = sessions.id),
+                started_at = (SELECT min(timestamp) FROM messages WHERE session_id = sessions.id),
+                last_at = (SELECT max(timestamp) FROM messages WHERE session_id = sessions.id),
+                updated_at = {_NOW}
+            WHERE id IN (SELECT value FROM json_each(?))
+            """,
+            (json.dumps(session_ids),),
+        )
+
+    async def _advance_cursor(
+        self, conn: aiosqlite.Connection, file_id: int, before: FileCursor | None, result: ReadResult
+    ) -> None:
+        if before is not None and not result.restarted and result.offset < before.offset:
+            return  # an older read replayed: its messages are deduplicated, the cursor stays ahead
+        await conn.execute(
+            f"""
+            UPDATE transcript_files SET byte_offset = ?, line = ?, inode = ?, size = ?, updated_at = {_NOW}
+            WHERE id = ?
+            """,
+            (result.offset, result.line, result.inode, result.size, file_id),
+        )
+
+    # Vectors
+
+    async def sync_vectors(self, progress: outbox.Progress | None = None) -> int:
+        """Write every pending vector change to Chroma; returns how many were applied."""
+        return await outbox.drain(self.db, self.vectors, progress=progress)
+
+    async def reindex_vectors(self, progress: outbox.Progress | None = None) -> int:
+        """Rebuild all Chroma collections from SQLite; returns how many vectors were written."""
+        return await outbox.rebuild(self.db, self.vectors, progress=progress)
+
+    # Statistics
+
+    async def stats(self) -> StoreStats:
+        db = self.db
+        counts = await db.fetchone(
+            """
+            SELECT
+                (SELECT count(*) FROM projects) AS projects,
+                (SELECT count(*) FROM sessions) AS sessions,
+                (SELECT count(*) FROM transcript_files) AS transcript_files,
+                (SELECT count(*) FROM messages) AS messages,
+                (SELECT min(timestamp) FROM messages) AS first_message_at,
+                (SELECT max(timestamp) FROM messages) AS last_message_at,
+                (SELECT count(*) FROM ideas) AS ideas,
+                (SELECT count(*) FROM relations) AS relations,
+                (SELECT count(*) FROM topic_spans) AS topic_spans,
+                (SELECT count(*) FROM entities) AS entities,
+                (SELECT count(*) FROM index_runs) AS index_runs,
+                (SELECT count(*) FROM vector_outbox) AS pending_vectors
+            """
+        )
+        assert counts is not None
+        vectors, vectors_error = await self._vector_counts()
+        return StoreStats(
+            schema_version=db.schema_version,
+            db_path=str(db.path),
+            db_size_bytes=_db_size(db.path),
+            messages_by_role=await self._grouped("messages", "role"),
+            ideas_by_intent=await self._grouped("ideas", "intent"),
+            queue_by_status=await self._grouped("work_queue", "status"),
+            vectors=vectors,
+            vectors_error=vectors_error,
+            **{key: counts[key] for key in counts.keys()},  # noqa: SIM118 - sqlite3.Row
+        )
+
+    async def _grouped(self, table: str, column: str) -> dict[str, int]:
+        rows = await self.db.fetchall(
+            f"SELECT {column} AS k, count(*) AS n FROM {table} GROUP BY {column} ORDER BY {column}"
+        )
+        return {row["k"]: row["n"] for row in rows}
+
+    async def _vector_counts(self) -> tuple[dict[str, int] | None, str | None]:
+        """Vectors per collection; a Chroma that cannot be read is reported, not raised."""
+        from cairn.store.vectors import VECTOR_KINDS, VectorStoreError
+
+        index = self.vectors
+
+        def count_all() -> dict[str, int]:
+            return {kind: index.count(kind) for kind in VECTOR_KINDS}
+
+        try:
+            return await asyncio.to_thread(count_all), None
+        except VectorStoreError as exc:
+            return None, str(exc)
+
+
+@dataclass
+class _SessionInfo:
+    cwd: str | None = None
+    git_branch: str | None = None
+
+
+def _group_sessions(messages: Sequence[Message], file_session: str | None) -> dict[str, _SessionInfo]:
+    """Per session in the batch: its first cwd and its latest git branch."""
+    sessions: dict[str, _SessionInfo] = {}
+    for message in messages:
+        session_id = message.session_id or file_session
+        if session_id is None:
+            continue
+        info = sessions.setdefault(session_id, _SessionInfo())
+        if info.cwd is None and message.cwd:
+            info.cwd = message.cwd
+        if message.git_branch:
+            info.git_branch = message.git_branch
+    return sessions
+
+
+def _message_row(message: Message, file_id: int, file_session: str | None) -> tuple[Any, ...]:
+    return (
+        message.session_id or file_session,
+        file_id,
+        message.line,
+        message.end_line,
+        message.byte_start,
+        message.byte_end,
+        message.uuid,
+        message.message_id,
+        message.role,
+        message.kind,
+        message.text,
+        message_hash(message.role, message.kind, message.text),
+        iso_utc(message.timestamp) if message.timestamp else None,
+        message.cwd,
+        message.git_branch or None,
+        int(message.is_sidechain),
+        message.agent_id,
+        int(message.is_noise),
+        int(message.is_compact_summary),
+        _json_list(message.tool_calls),
+        _json_list(message.tool_results),
+    )
+
+
+def _json_list(items: Sequence[Any]) -> str:
+    return json.dumps(
+        [item.model_dump(mode="json") if isinstance(item, BaseModel) else item for item in items],
+        ensure_ascii=False,
+        default=str,
+    )
+
+
+def _file_key(path: str | os.PathLike[str]) -> str:
+    """How a transcript is identified in the store: its absolute, symlink-free path."""
+    return str(Path(path).expanduser().resolve())
+
+
+def _project_dir(path: Path) -> Path:
+    """The Claude Code project directory a transcript sits in (`<project>/<session>/subagents/…` too)."""
+    return path.parent.parent.parent if is_subagent_file(path) else path.parent
+
+
+def _db_size(path: Path) -> int:
+    """Bytes on disk, the write-ahead log included (it can hold much until a checkpoint)."""
+    return sum(p.stat().st_size for p in (path, path.with_name(path.name + "-wal")) if p.exists())

@@ -1,0 +1,237 @@
+"""The vector outbox against a real SQLite and a real embedded Chroma: consistency across crashes."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from cairn.config import Settings
+from cairn.store import outbox
+from cairn.store.outbox import SOURCES
+from cairn.store.store import Store, idea_hash
+from cairn.store.vectors import VECTOR_KINDS
+from tests.store.ingesting import MAIN, SMALL, ingest
+
+
+@pytest.fixture
+async def store(settings: Settings) -> AsyncIterator[Store]:
+    opened = await Store.open(settings)
+    yield opened
+    await opened.close()
+
+
+async def eligible_ids(store: Store, kind: str) -> set[str]:
+    rows = await store.db.fetchall(SOURCES[kind].all_sql())
+    return {str(r[0]) for r in rows}
+
+
+async def assert_consistent(store: Store) -> None:
+    """Chroma holds exactly one vector per eligible SQLite row, for every kind."""
+    for kind in VECTOR_KINDS:
+        expected = await eligible_ids(store, kind)
+        assert store.vectors.get_ids(kind) == expected, kind
+        assert store.vectors.count(kind) == len(expected), kind
+
+
+async def add_memory(store: Store, session: str) -> dict[str, int]:
+    """A little of what the executor writes: ideas (one superseded), a span, entities with an alias."""
+    async with store.db.write() as conn:
+
+        async def insert(sql: str, params: tuple[Any, ...]) -> int:
+            async with conn.execute(sql + " RETURNING id", params) as cur:
+                row = await cur.fetchone()
+            return int(row[0])
+
+        span = await insert(
+            "INSERT INTO topic_spans (session_id, name, summary, start_line) VALUES (?, ?, ?, 1)",
+            (session, "Project setup", "Creating CLAUDE.md for the demo repository"),
+        )
+        old = await insert(
+            "INSERT INTO ideas (session_id, span_id, intent, content, content_hash) VALUES (?, ?, ?, ?, ?)",
+            (
+                session,
+                span,
+                "decision",
+                "Store vectors in SQLite blobs",
+                idea_hash("Store vectors in SQLite blobs"),
+            ),
+        )
+        new = await insert(
+            "INSERT INTO ideas (session_id, span_id, intent, content, content_hash, importance) "
+            "VALUES (?, ?, ?, ?, ?, 1.0)",
+            (session, span, "decision", "Store vectors in Chroma", idea_hash("Store vectors in Chroma")),
+        )
+        await conn.execute("UPDATE ideas SET superseded_by = ? WHERE id = ?", (new, old))
+        entity = await insert(
+            "INSERT INTO entities (canonical_name, type) VALUES ('Chroma', 'technology')", ()
+        )
+        await conn.execute("INSERT INTO entity_aliases (entity_id, alias) VALUES (?, 'chromadb')", (entity,))
+    return {"span": span, "old": old, "new": new, "entity": entity}
+
+
+def test_sources_cover_every_vector_kind() -> None:
+    assert set(SOURCES) == set(VECTOR_KINDS)
+
+
+async def test_sync_makes_chroma_match_sqlite(store: Store) -> None:
+    await ingest(store, SMALL)
+    await ingest(store, MAIN)
+    ids = await add_memory(store, SMALL.stem)
+    pending = await outbox.pending(store.db)
+    assert pending > 0
+    assert pending == await store.db.scalar(
+        "SELECT (SELECT count(*) FROM messages) + (SELECT count(*) FROM ideas) "
+        "+ (SELECT count(*) FROM topic_spans) + (SELECT count(*) FROM entities)"
+    )
+    seen: list[tuple[int, int]] = []
+
+    applied = await store.sync_vectors(progress=lambda done, total: seen.append((done, total)))
+
+    assert applied == pending
+    assert seen[0] == (0, pending) and seen[-1] == (pending, pending)
+    assert await outbox.pending(store.db) == 0
+    await assert_consistent(store)
+    noise = await store.db.scalar("SELECT count(*) FROM messages WHERE is_noise = 1")
+    assert noise > 0
+    assert store.vectors.count("messages") < await store.db.scalar("SELECT count(*) FROM messages")
+
+    # Metadata lets search filter superseded ideas out and scope by project.
+    current = store.vectors.query("ideas", "where do vectors live", 5, where={"superseded": False})
+    assert [hit.id for hit in current] == [str(ids["new"])]
+    collection = store.vectors._collection("ideas")
+    meta = collection.get(ids=[str(ids["old"])], include=["metadatas"])["metadatas"][0]
+    assert meta["superseded"] is True and meta["intent"] == "decision"
+    assert meta["session_id"] == SMALL.stem and meta["project"] == "/path/to/Demo"
+    message_meta = store.vectors._collection("messages").get(limit=1, include=["metadatas"])["metadatas"][0]
+    assert {"session_id", "role", "kind", "project"} <= set(message_meta)
+
+    assert await store.sync_vectors() == 0  # nothing left to do
+
+
+async def test_updates_and_deletes_reach_chroma(store: Store) -> None:
+    await ingest(store, SMALL)
+    ids = await add_memory(store, SMALL.stem)
+    await store.sync_vectors()
+    message_id = await store.db.scalar("SELECT min(id) FROM messages WHERE is_noise = 0")
+
+    async with store.db.write() as conn:
+        await conn.execute("DELETE FROM messages WHERE id = ?", (message_id,))
+        await conn.execute("DELETE FROM entity_aliases")
+        await conn.execute("UPDATE messages SET is_noise = 1 WHERE id = ?", (message_id + 1,))
+        await conn.execute("UPDATE topic_spans SET name = 'Vector storage' WHERE id = ?", (ids["span"],))
+    ops = dict(
+        (tuple(r[:2]), r[2]) for r in await store.db.fetchall("SELECT kind, item_id, op FROM vector_outbox")
+    )
+    assert ops[("messages", message_id)] == "delete"
+    assert ops[("entities", ids["entity"])] == "upsert"
+    assert len(ops) == 4
+
+    await store.sync_vectors()
+
+    await assert_consistent(store)
+    assert str(message_id) not in store.vectors.get_ids("messages")
+    assert str(message_id + 1) not in store.vectors.get_ids("messages")  # now noise: no vector
+    hits = store.vectors.query("spans", "vector storage", 1)
+    assert hits[0].id == str(ids["span"]) and hits[0].score > 0.5
+
+
+async def test_crash_between_chroma_write_and_outbox_delete_replays_cleanly(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await ingest(store, SMALL)
+    pending = await outbox.pending(store.db)
+
+    async def crash(db: object, rows: object) -> None:
+        raise KeyboardInterrupt("killed after the Chroma upsert")
+
+    monkeypatch.setattr(outbox, "_acknowledge", crash)
+    with pytest.raises(KeyboardInterrupt):
+        await store.sync_vectors()
+    monkeypatch.undo()
+    written = store.vectors.get_ids("messages")
+    assert written  # Chroma got the vectors ...
+    assert await outbox.pending(store.db) == pending  # ... but the outbox still holds every row
+
+    assert await store.sync_vectors() == pending
+
+    assert store.vectors.get_ids("messages") == written
+    assert store.vectors.count("messages") == len(written)
+    await assert_consistent(store)
+
+
+async def test_a_change_committed_during_the_chroma_write_stays_queued(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await ingest(store, SMALL)
+    target = await store.db.scalar("SELECT min(id) FROM messages WHERE is_noise = 0")
+    pending = await outbox.pending(store.db)
+    real_apply = outbox._apply
+    rounds: list[list[int]] = []
+
+    async def apply_then_edit(db: Any, vectors: Any, source: Any, ids: list[int]) -> None:
+        await real_apply(db, vectors, source, ids)
+        rounds.append(list(ids))
+        if len(rounds) == 1:  # an edit commits after its old text was sent to Chroma
+            async with db.write() as conn:
+                await conn.execute(
+                    "UPDATE messages SET text = 'quokka census in zanzibar' WHERE id = ?", (target,)
+                )
+
+    monkeypatch.setattr(outbox, "_apply", apply_then_edit)
+    seen: list[tuple[int, int]] = []
+    applied = await store.sync_vectors(progress=lambda done, total: seen.append((done, total)))
+
+    assert rounds[1] == [target]  # the first acknowledgement left the edited row queued
+    assert seen[1] == (pending, pending + 1)
+    assert applied == pending + 1
+    assert await outbox.pending(store.db) == 0
+    assert store.vectors.query("messages", "quokka census in zanzibar", 1)[0].id == str(target)
+    await assert_consistent(store)
+
+
+async def test_reindex_restores_every_vector_after_chroma_is_lost(settings: Settings) -> None:
+    async with await Store.open(settings) as store:
+        await ingest(store, SMALL)
+        await ingest(store, MAIN)
+        await add_memory(store, SMALL.stem)
+        await store.sync_vectors()
+        before = {kind: store.vectors.get_ids(kind) for kind in VECTOR_KINDS}
+    assert all(before.values())
+
+    shutil.rmtree(settings.chroma_dir)
+
+    async with await Store.open(settings) as store:
+        assert all(store.vectors.count(kind) == 0 for kind in VECTOR_KINDS)
+        restored = await store.reindex_vectors()
+        assert restored == sum(len(ids) for ids in before.values())
+        assert {kind: store.vectors.get_ids(kind) for kind in VECTOR_KINDS} == before
+        assert await outbox.pending(store.db) == 0
+        await assert_consistent(store)
+        stats = await store.stats()
+        assert stats.vectors == {kind: len(before[kind]) for kind in VECTOR_KINDS}
+
+
+async def test_reindex_drops_strays_sqlite_does_not_have(store: Store) -> None:
+    await ingest(store, SMALL)
+    await store.sync_vectors()
+    store.vectors.upsert("messages", ["999999"], ["a stray vector"], None)
+    assert "999999" in store.vectors.get_ids("messages")
+    await store.reindex_vectors()
+    await assert_consistent(store)
+
+
+async def test_enqueue_requeues_items_explicitly(store: Store) -> None:
+    await ingest(store, SMALL)
+    await store.sync_vectors()
+    ids = [r[0] for r in await store.db.fetchall("SELECT id FROM messages WHERE is_noise = 0 LIMIT 3")]
+    async with store.db.write() as conn:
+        await outbox.enqueue(conn, "messages", ids)
+    assert await outbox.pending(store.db) == 3
+    assert await store.sync_vectors() == 3
+    await assert_consistent(store)
+    async with store.db.write() as conn:
+        with pytest.raises(ValueError, match="unknown vector kind"):
+            await outbox.enqueue(conn, "chunks", [1])

@@ -1,0 +1,65 @@
+"""The capture loop: files synced piece by piece store exactly what one whole read stores."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cairn.config import Settings
+from cairn.ingest import sync_paths
+from cairn.store.store import Store
+from tests.conftest import SHARED_TRANSCRIPTS
+
+MAIN = SHARED_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl"
+
+
+async def _stored(settings: Settings, pieces: list[bytes], path: Path) -> list[tuple[int, int, str]]:
+    """Write `pieces` to `path` one after another, syncing after each; return the stored messages."""
+    path.write_bytes(b"")
+    async with await Store.open(settings) as store:
+        for piece in pieces:
+            with path.open("ab") as fh:
+                fh.write(piece)
+            report = await sync_paths(store, [path], settings, vectors=False)
+            assert not report.errors
+        rows = await store.db.fetchall("SELECT line, end_line, text FROM messages ORDER BY line, id")
+    return [(r["line"], r["end_line"], r["text"]) for r in rows]
+
+
+async def test_tool_result_read_later_keeps_its_tool_name(tmp_path: Path) -> None:
+    lines = MAIN.read_bytes().splitlines(keepends=True)
+    # Split right after the first tool_use line, so its result arrives in the next read.
+    cut = next(i + 1 for i, raw in enumerate(lines) if any(b.get("type") == "tool_use" for b in _blocks(raw)))
+    whole = await _stored(Settings.load(tmp_path / "a"), [b"".join(lines)], tmp_path / "a.jsonl")
+    split = await _stored(
+        Settings.load(tmp_path / "b"),
+        [b"".join(lines[:cut]), b"".join(lines[cut:])],
+        tmp_path / "b.jsonl",
+    )
+    assert split == whole
+    first_result = next(text for _line, _role, text in split if text.startswith("[tool_result"))
+    assert first_result.startswith("[tool_result Bash]")
+
+
+async def test_resync_after_every_half_line_stores_each_line_once(tmp_path: Path) -> None:
+    """A writer observed mid-line and between lines: nothing is lost, nothing stored twice.
+
+    Reads between the lines of one assistant turn store its blocks as separate messages (the offset
+    may only advance with what was stored), so the comparison is per line, not per message.
+    """
+    lines = MAIN.read_bytes().splitlines(keepends=True)
+    pieces: list[bytes] = []
+    for raw in lines:
+        pieces += [raw[: len(raw) // 2], raw[len(raw) // 2 :]]
+    stepwise = await _stored(Settings.load(tmp_path / "a"), pieces, tmp_path / "a.jsonl")
+    whole = await _stored(Settings.load(tmp_path / "b"), [b"".join(lines)], tmp_path / "b.jsonl")
+    for start, end, text in whole:
+        inside = [t for s, e, t in stepwise if start <= s and e <= end]
+        assert "\n".join(inside) == text, (start, end)
+    assert sum(e - s + 1 for s, e, _t in stepwise) <= sum(e - s + 1 for s, e, _t in whole)
+
+
+def _blocks(raw: bytes) -> list[dict[str, object]]:
+    message = json.loads(raw).get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    return content if isinstance(content, list) else []
