@@ -294,28 +294,62 @@ def _dump(data: Any) -> Any:
     return asdict(data)
 
 
-def _render_stats(stats: Any) -> None:
-    data = _dump(stats)
-    table = Table(title="cairn stats", show_header=False, title_justify="left")
+def _counts(value: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in value.items()) or "—"
+
+
+def _key_value_table(title: str, rows: dict[str, Any]) -> Table:
+    table = Table(title=title, show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
-    for key, value in data.items():
-        if isinstance(value, dict):
-            value = ", ".join(f"{k} {v}" for k, v in value.items()) or "—"
-        table.add_row(key.replace("_", " "), str(value))
-    console.print(table)
+    for key, value in rows.items():
+        table.add_row(key.replace("_", " "), _counts(value) if isinstance(value, dict) else str(value))
+    return table
+
+
+def _render_stats(stats: Any) -> None:
+    data = _dump(stats)
+    if not data.get("vectors_error"):
+        data.pop("vectors_error", None)
+    data["db_size"] = f"{data.pop('db_size_bytes', 0) / 1_048_576:.1f} MiB"
+    console.print(_key_value_table("cairn stats", data))
 
 
 def _render_inspect(report: Any) -> None:
     data = report.model_dump(mode="json")
-    total = data.get("total", data)
-    table = Table(title="transcripts", show_header=False, title_justify="left")
-    table.add_column(style="bold")
-    table.add_column()
-    for key, value in total.items():
-        if isinstance(value, dict):
-            value = ", ".join(f"{k} {v}" for k, v in value.items()) or "—"
-        elif isinstance(value, list):
-            value = "\n".join(json.dumps(v, default=str) for v in value) or "—"
-        table.add_row(key.replace("_", " "), str(value))
-    console.print(table)
+    if len(data["files"]) > 1:
+        files = Table(title="files", title_justify="left")
+        for col in ("file", "entries", "messages", "tool calls", "malformed", "partial bytes"):
+            files.add_column(col, justify="left" if col == "file" else "right")
+        for f in data["files"]:
+            files.add_row(
+                Path(f["path"]).name,
+                str(f["entries"]),
+                str(sum(f["messages_by_role"].values())),
+                str(sum(f["tool_calls_by_name"].values())),
+                str(f["malformed_lines"]),
+                str(f["partial_bytes"]),
+            )
+        console.print(files)
+    total = data["total"]
+    sessions = total.pop("sessions")
+    console.print(
+        _key_value_table("transcripts" if len(data["files"]) > 1 else data["files"][0]["path"], total)
+    )
+    if sessions:
+        table = Table(title="sessions", title_justify="left")
+        for col in ("session", "cwd", "git branch", "entries", "first", "last"):
+            table.add_column(col)
+        for sess in sessions:
+            table.add_row(
+                sess["session_id"],
+                sess["cwd"] or "—",
+                sess["git_branch"] or "—",
+                str(sess["entries"]),
+                sess["first_timestamp"] or "—",
+                sess["last_timestamp"] or "—",
+            )
+        console.print(table)
+    for f in data["files"]:
+        for line, reason in f.get("malformed_samples", []):
+            err.print(f"[yellow]malformed[/] {f['path']}:{line}: {reason}")
