@@ -12,19 +12,8 @@ import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-# Entry types Claude Code writes; a transcript's first entries carry one of these.
-TRANSCRIPT_TYPES = frozenset(
-    {
-        "user",
-        "assistant",
-        "system",
-        "summary",
-        "progress",
-        "file-history-snapshot",
-        "queue-operation",
-        "attachment",
-    }
-)
+from cairn.transcripts.entries import KNOWN_ENTRY_TYPES
+
 _SNIFF_BYTES = 64 * 1024
 _SNIFF_LINES = 5
 
@@ -44,13 +33,13 @@ def is_transcript(path: Path) -> bool:
     lines = head.split(b"\n")
     if len(lines) == 1 and len(head) == _SNIFF_BYTES:
         # One line longer than the sniff window: judge it by the type tag Claude Code writes in it.
-        return any(f'"type":"{t}"'.encode() in head for t in TRANSCRIPT_TYPES)
+        return any(f'"type":"{t}"'.encode() in head for t in KNOWN_ENTRY_TYPES)
     for raw in lines[:_SNIFF_LINES]:
         try:
             value = json.loads(raw)
         except ValueError:
             continue
-        if isinstance(value, dict) and value.get("type") in TRANSCRIPT_TYPES:
+        if isinstance(value, dict) and value.get("type") in KNOWN_ENTRY_TYPES:
             return True
     return False
 

@@ -222,7 +222,7 @@ class UnknownEntry(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _only_unknown_types(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("type") in _KNOWN_ENTRY_TYPES:
+        if isinstance(data, dict) and data.get("type") in KNOWN_ENTRY_TYPES:
             raise ValueError(f"invalid {data['type']!r} entry")
         return data
 
@@ -241,7 +241,7 @@ _KnownEntry = Annotated[
 Entry = Annotated[_KnownEntry | UnknownEntry, Field(union_mode="left_to_right")]
 """Any transcript line: one of the typed entries, or :class:`UnknownEntry`."""
 
-_KNOWN_ENTRY_TYPES = frozenset(
+KNOWN_ENTRY_TYPES = frozenset(
     {
         "user",
         "assistant",
