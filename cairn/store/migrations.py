@@ -16,6 +16,7 @@ never handed to another row, so a stale id from a model or in Chroma can never h
 2. memory: what the indexing agent writes — ideas, relations, topic spans, entities (+ FTS).
 3. operations: the work queue, learned search associations, index-run accounting, and the vector
    outbox with the triggers that fill it (and a backfill of every row that existed before it).
+4. indexing: the indexer's per-file line cursor, the lines it chose to skip, what each run applied.
 """
 
 from __future__ import annotations
@@ -441,7 +442,29 @@ _OPERATIONS = Migration(
     ),
 )
 
-MIGRATIONS: tuple[Migration, ...] = (_CAPTURE, _MEMORY, _OPERATIONS)
+_INDEXING = Migration(
+    4,
+    "indexing: a per-file indexing cursor, skipped lines, what each run applied",
+    (
+        # The indexer's own cursor, in lines: messages up to `indexed_line` have been through an agent
+        # run whose result was applied in the same transaction that moved it (capture's cursor is the
+        # byte offset; the two advance independently so capture never waits for a model).
+        "ALTER TABLE transcript_files ADD COLUMN indexed_line INTEGER NOT NULL DEFAULT 0",
+        """
+        CREATE TABLE skipped_lines (
+            file_id  INTEGER NOT NULL REFERENCES transcript_files (id) ON DELETE CASCADE,
+            line     INTEGER NOT NULL CHECK (line >= 0),
+            run_id   INTEGER REFERENCES index_runs (id) ON DELETE SET NULL,
+            PRIMARY KEY (file_id, line)
+        ) WITHOUT ROWID
+        """,
+        "ALTER TABLE index_runs ADD COLUMN applied TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(applied))",
+        "ALTER TABLE index_runs ADD COLUMN messages INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE index_runs ADD COLUMN sessions INTEGER NOT NULL DEFAULT 0",
+    ),
+)
+
+MIGRATIONS: tuple[Migration, ...] = (_CAPTURE, _MEMORY, _OPERATIONS, _INDEXING)
 LATEST_VERSION = len(MIGRATIONS)
 
 

@@ -216,6 +216,7 @@ ROWS: dict[int, list[tuple[str, dict[str, Any]]]] = {
         ),
         ("vector_outbox", {"kind": "entities", "item_id": 99, "op": "delete"}),
     ],
+    4: [("skipped_lines", {"file_id": 1, "line": 3, "run_id": 1})],
 }
 
 
@@ -294,7 +295,9 @@ async def test_upgrade_from_every_earlier_version_keeps_every_row(
 
     after = await snapshot(conn)
     for table, rows in before.items():
-        assert after[table] == rows, f"{table} changed in the upgrade from v{start}"
+        # Columns added by later steps come last: the old columns of every row are unchanged.
+        width = len(rows[0])
+        assert [row[:width] for row in after[table]] == rows, f"{table} changed in the upgrade from v{start}"
     # The new tables work with the old rows (foreign keys included).
     for version in range(start + 1, LATEST_VERSION + 1):
         await populate(conn, version)

@@ -1,0 +1,144 @@
+"""Cutting stored, not-yet-indexed messages into token-bounded batches for the indexing agent.
+
+The indexer reads from the store, not from the transcript files: capture has already stored each
+message (normalised and redacted) exactly once, and every file carries an `indexed_line` cursor. A
+batch lists, per file, the messages after that cursor; the executor moves the cursor to the batch's
+end in the same transaction that applies the agent's result, so a batch is indexed exactly once.
+
+Noise (slash commands, meta lines) is not sent to the model but is covered by the cursor. A single
+message larger than the budget is cut to fit (its head and tail) rather than blocking its file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from cairn.agent.schema import BatchMessage, IndexBatch, Mode, SessionUpdate
+from cairn.store.db import Database
+from cairn.tokens import count_tokens, truncate_to_tokens
+
+# Seed 003's budgets for the messages of one run (the rest goes to the prompt, tools and output).
+CONTINUOUS_MESSAGE_TOKENS = 5_000
+BACKFILL_MESSAGE_TOKENS = 40_000
+
+
+@dataclass(frozen=True)
+class IndexCursor:
+    """Where one file's indexing cursor moves when its batch is applied."""
+
+    file_id: int
+    path: str
+    session_id: str
+    from_line: int  # the cursor before: messages with line > from_line are in the batch
+    to_line: int  # the cursor after: the last line the batch covers
+
+
+@dataclass
+class PlannedBatch:
+    batch: IndexBatch
+    cursors: list[IndexCursor] = field(default_factory=list)
+    tokens: int = 0
+
+    @property
+    def message_count(self) -> int:
+        return sum(len(u.messages) for u in self.batch.updates)
+
+    def lines(self, session: str) -> set[int]:
+        """The message lines of `session` in this batch: what the agent's output may point at."""
+        return {m.line for u in self.batch.updates if u.session == session for m in u.messages}
+
+
+@dataclass
+class _Pending:
+    file_id: int
+    path: str
+    session_id: str
+    indexed_line: int
+    messages: list[BatchMessage] = field(default_factory=list)
+    last_line: int = 0
+
+
+async def pending_files(db: Database, paths: Iterable[str] | None = None) -> list[tuple[int, str, str, int]]:
+    """(file id, path, session, indexed_line) of files with stored messages past their cursor."""
+    rows = await db.fetchall(
+        """
+        SELECT f.id, f.path, f.session_id, f.indexed_line FROM transcript_files f
+        WHERE f.session_id IS NOT NULL
+          AND EXISTS (SELECT 1 FROM messages m WHERE m.file_id = f.id AND m.end_line > f.indexed_line)
+        ORDER BY f.path
+        """
+    )
+    wanted = None if paths is None else set(paths)
+    return [
+        (r["id"], r["path"], r["session_id"], r["indexed_line"])
+        for r in rows
+        if wanted is None or r["path"] in wanted
+    ]
+
+
+async def plan_batches(
+    db: Database,
+    *,
+    mode: Mode = "backfill",
+    paths: Iterable[str] | None = None,
+    message_tokens: int | None = None,
+) -> list[PlannedBatch]:
+    """Every not-yet-indexed message of the given files (default: all), cut into batches.
+
+    Backfill batches hold one session each (seed 003: fill the context with one session's history);
+    continuous batches put the new messages of several sessions into one run.
+    """
+    budget = message_tokens or (BACKFILL_MESSAGE_TOKENS if mode == "backfill" else CONTINUOUS_MESSAGE_TOKENS)
+    batches: list[PlannedBatch] = []
+    current = PlannedBatch(IndexBatch(mode=mode, updates=[]))
+    pending: dict[int, _Pending] = {}
+
+    def flush() -> None:
+        nonlocal current
+        for p in pending.values():
+            if p.last_line > p.indexed_line:
+                if p.messages:
+                    current.batch.updates.append(
+                        SessionUpdate(session=p.session_id, file_path=p.path, messages=p.messages)
+                    )
+                current.cursors.append(
+                    IndexCursor(p.file_id, p.path, p.session_id, p.indexed_line, p.last_line)
+                )
+                p.indexed_line, p.messages = p.last_line, []
+        if current.cursors:
+            batches.append(current)
+        current = PlannedBatch(IndexBatch(mode=mode, updates=[]))
+
+    for file_id, path, session_id, indexed_line in await pending_files(db, paths):
+        state = pending.setdefault(file_id, _Pending(file_id, path, session_id, indexed_line))
+        state.last_line = indexed_line
+        rows = await db.fetchall(
+            """
+            SELECT line, end_line, role, kind, text, timestamp, is_noise FROM messages
+            WHERE file_id = ? AND end_line > ? ORDER BY line, id
+            """,
+            (file_id, indexed_line),
+        )
+        for row in rows:
+            if row["is_noise"]:
+                state.last_line = max(state.last_line, row["end_line"])
+                continue
+            text = row["text"]
+            tokens = count_tokens(text) + 12  # the JSON envelope of one message
+            if tokens > budget:
+                text = truncate_to_tokens(text, budget - 50)
+                tokens = budget - 38
+            if current.tokens + tokens > budget and current.tokens > 0:
+                flush()
+            role = "tool" if row["kind"] == "tool_result" else row["role"]
+            state.messages.append(
+                BatchMessage(line=row["line"], role=role, content=text, timestamp=row["timestamp"])
+            )
+            state.last_line = max(state.last_line, row["end_line"])
+            current.tokens += tokens
+        if mode == "backfill":
+            flush()
+            pending.clear()
+    flush()
+    return batches
