@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -18,6 +18,9 @@ from rich.table import Table
 
 from cairn import __version__
 from cairn.config import Settings
+
+if TYPE_CHECKING:
+    from cairn.store.db import Database
 
 app = typer.Typer(
     name="cairn",
@@ -252,6 +255,152 @@ def reindex_vectors() -> None:
 
     n = _run(go())
     console.print(f"Rebuilt {n} vectors from SQLite.")
+
+
+async def _query(settings: Settings, fn: Callable[[Database], Awaitable[T]]) -> T:
+    store = await _open_store(settings)
+    try:
+        return await fn(store.db)
+    finally:
+        await store.close()
+
+
+def _print_rows(title: str, rows: list[dict[str, Any]], columns: list[str], as_json: bool) -> None:
+    if as_json:
+        _print_json(rows)
+        return
+    if not rows:
+        console.print(f"No {title} stored yet. Run `cairn sync` (or `cairn index PATH`) first.")
+        return
+    table = Table(title=f"{title} ({len(rows)})", title_justify="left")
+    for col in columns:
+        table.add_column(col.replace("_", " "), overflow="fold")
+    for row in rows:
+        table.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
+    console.print(table)
+
+
+SessionOpt = Annotated[str | None, typer.Option("--session", help="Only this session id.")]
+ProjectOpt = Annotated[str | None, typer.Option("--project", help="Only this project (name or path).")]
+LimitOpt = Annotated[int, typer.Option("--limit", min=1, max=10_000, help="At most this many rows.")]
+
+
+@app.command()
+def ideas(
+    intent: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--intent",
+            help="decision, conclusion, question, problem, solution, todo or context; repeat for several.",
+        ),
+    ] = None,
+    session: SessionOpt = None,
+    project: ProjectOpt = None,
+    superseded: Annotated[bool, typer.Option("--superseded", help="Include superseded ideas.")] = False,
+    limit: LimitOpt = 50,
+    as_json: JsonOpt = False,
+) -> None:
+    """List stored ideas, newest first (superseded ones left out unless asked for)."""
+    from cairn.agent.schema import INTENTS
+    from cairn.store.memory import list_ideas
+
+    unknown = sorted(set(intent or ()) - set(INTENTS))
+    if unknown:
+        raise _fail(f"unknown intent {', '.join(unknown)}; choose from {', '.join(INTENTS)}")
+    rows = _run(
+        _query(
+            _settings(),
+            lambda db: list_ideas(
+                db,
+                intents=tuple(intent or ()),
+                session=session,
+                project=project,
+                include_superseded=superseded,
+                limit=limit,
+            ),
+        )
+    )
+    _print_rows(
+        "ideas", rows, ["id", "intent", "content", "importance", "project", "topic", "superseded_by"], as_json
+    )
+
+
+OpenOpt = Annotated[bool, typer.Option("--open", help="Only those not yet resolved.")]
+
+
+def _list_tracked(
+    kind: str,
+    intents: tuple[str, ...],
+    done_column: str,
+    open_only: bool,
+    session: str | None,
+    project: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    from cairn.store.memory import list_ideas
+
+    rows = _run(
+        _query(
+            _settings(),
+            lambda db: list_ideas(
+                db, intents=intents, session=session, project=project, open_only=open_only, limit=limit
+            ),
+        )
+    )
+    _print_rows(kind, rows, ["id", "content", "project", done_column, "resolution"], as_json)
+
+
+@app.command()
+def questions(
+    open_only: OpenOpt = False,
+    session: SessionOpt = None,
+    project: ProjectOpt = None,
+    limit: LimitOpt = 50,
+    as_json: JsonOpt = False,
+) -> None:
+    """List questions and problems the indexer found, and the answers it linked to them."""
+    _list_tracked(
+        "questions", ("question", "problem"), "answered_at", open_only, session, project, limit, as_json
+    )
+
+
+@app.command()
+def todos(
+    open_only: OpenOpt = False,
+    session: SessionOpt = None,
+    project: ProjectOpt = None,
+    limit: LimitOpt = 50,
+    as_json: JsonOpt = False,
+) -> None:
+    """List todos the indexer found, and whether each was completed."""
+    _list_tracked("todos", ("todo",), "completed_at", open_only, session, project, limit, as_json)
+
+
+@app.command()
+def topics(session: SessionOpt = None, limit: LimitOpt = 100, as_json: JsonOpt = False) -> None:
+    """List topic spans per session, in order, with their idea counts."""
+    from cairn.store.memory import list_topics
+
+    rows = _run(_query(_settings(), lambda db: list_topics(db, session=session, limit=limit)))
+    _print_rows(
+        "topics", rows, ["id", "project", "name", "start_line", "end_line", "ideas", "summary"], as_json
+    )
+
+
+@app.command()
+def entities(
+    type: Annotated[
+        str | None, typer.Option("--type", help="project, technology, concept, person or file.")
+    ] = None,
+    limit: LimitOpt = 100,
+    as_json: JsonOpt = False,
+) -> None:
+    """List entities (technologies, files, concepts, …) with their aliases and idea counts."""
+    from cairn.store.memory import list_entities
+
+    rows = _run(_query(_settings(), lambda db: list_entities(db, type=type, limit=limit)))
+    _print_rows("entities", rows, ["id", "name", "type", "aliases", "ideas"], as_json)
 
 
 @app.command("config")

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pydantic_ai.models import override_allow_model_requests
 
 from cairn.config import Settings
 
@@ -20,6 +21,13 @@ def shared_transcripts() -> list[Path]:
     if not files:
         pytest.fail(f"no shared transcripts found under {SHARED_TRANSCRIPTS}")
     return files
+
+
+@pytest.fixture(autouse=True)
+def _no_model_requests() -> Iterator[None]:
+    """No test may reach a real model API; tests of the HTTP path allow it locally, on 127.0.0.1."""
+    with override_allow_model_requests(False):
+        yield
 
 
 @pytest.fixture

@@ -1,0 +1,94 @@
+"""Read-only listings of what the indexer stored — ideas, questions, todos, topics, entities — for people.
+
+The agent's tools answer the model's questions about one session; these answer a person's: what does
+cairn know, across projects, newest first. Every function returns plain dicts ready for a table or JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cairn.store.db import Database
+
+_IDEA_COLUMNS = """
+    i.id, i.intent, i.content, i.confidence, i.importance, i.session_id AS session,
+    p.name AS project, f.path AS source_file, i.source_line, i.created_at,
+    i.answered_at, i.completed_at, i.resolution, i.superseded_by, i.usage_count,
+    s.name AS topic
+"""
+_IDEA_JOINS = """
+    FROM ideas i
+    LEFT JOIN sessions se ON se.id = i.session_id
+    LEFT JOIN projects p ON p.id = se.project_id
+    LEFT JOIN transcript_files f ON f.id = i.source_file_id
+    LEFT JOIN topic_spans s ON s.id = i.span_id
+"""
+
+
+async def list_ideas(
+    db: Database,
+    *,
+    intents: tuple[str, ...] = (),
+    session: str | None = None,
+    project: str | None = None,
+    open_only: bool = False,
+    include_superseded: bool = False,
+    limit: int = 50,
+) -> list[dict[str, Any]]:
+    """Ideas newest first. `open_only` keeps unanswered questions/problems and uncompleted todos."""
+    where, params = ["1 = 1"], []
+    if intents:
+        where.append(f"i.intent IN ({','.join('?' * len(intents))})")
+        params.extend(intents)
+    if session:
+        where.append("i.session_id = ?")
+        params.append(session)
+    if project:
+        where.append("(p.name = ? OR p.path = ?)")
+        params.extend([project, project])
+    if open_only:
+        where.append("i.answered_at IS NULL AND i.completed_at IS NULL")
+    if not include_superseded:
+        where.append("i.superseded_by IS NULL")
+    rows = await db.fetchall(
+        f"SELECT {_IDEA_COLUMNS} {_IDEA_JOINS} WHERE {' AND '.join(where)} "
+        "ORDER BY i.created_at DESC, i.id DESC LIMIT ?",
+        (*params, limit),
+    )
+    return [dict(row) for row in rows]
+
+
+async def list_topics(db: Database, *, session: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+    """Topic spans, per session in line order, with how many ideas each holds."""
+    rows = await db.fetchall(
+        """
+        SELECT t.id, t.session_id AS session, p.name AS project, t.name, t.summary, t.start_line,
+               t.end_line, t.depth, t.parent_id,
+               (SELECT count(*) FROM ideas i WHERE i.span_id = t.id) AS ideas
+        FROM topic_spans t
+        LEFT JOIN sessions se ON se.id = t.session_id
+        LEFT JOIN projects p ON p.id = se.project_id
+        WHERE (? IS NULL OR t.session_id = ?)
+        ORDER BY se.started_at DESC, t.session_id, t.start_line
+        LIMIT ?
+        """,
+        (session, session, limit),
+    )
+    return [dict(row) for row in rows]
+
+
+async def list_entities(db: Database, *, type: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+    """Entities by how many ideas mention them, with their aliases."""
+    rows = await db.fetchall(
+        """
+        SELECT e.id, e.canonical_name AS name, e.type,
+               (SELECT group_concat(a.alias, ', ') FROM entity_aliases a WHERE a.entity_id = e.id) AS aliases,
+               (SELECT count(*) FROM idea_entities ie WHERE ie.entity_id = e.id) AS ideas
+        FROM entities e
+        WHERE (? IS NULL OR e.type = ?)
+        ORDER BY ideas DESC, e.canonical_name COLLATE NOCASE
+        LIMIT ?
+        """,
+        (type, type, limit),
+    )
+    return [dict(row) for row in rows]
