@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from cairn.agent.schema import BatchMessage, IndexBatch, Mode, SessionUpdate
 from cairn.store.db import Database
@@ -69,7 +70,7 @@ async def pending_files(db: Database, paths: Iterable[str] | None = None) -> lis
         ORDER BY f.path
         """
     )
-    wanted = None if paths is None else set(paths)
+    wanted = None if paths is None else {str(Path(p).expanduser().resolve()) for p in paths}
     return [
         (r["id"], r["path"], r["session_id"], r["indexed_line"])
         for r in rows
