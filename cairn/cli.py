@@ -95,6 +95,17 @@ async def _open_store(settings: Settings):
         raise _fail(str(exc)) from exc
 
 
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        help="Indexing model: 'offline', a pydantic-ai model string such as anthropic:claude-haiku-4-5, or "
+        "openai-chat:NAME / ollama:NAME with CAIRN_MODEL_BASE_URL. Default: CAIRN_MODEL, else Claude Haiku "
+        "with ANTHROPIC_API_KEY, else offline.",
+    ),
+]
+
+
 @app.command()
 def sync(
     paths: Annotated[
@@ -110,11 +121,16 @@ def sync(
     no_vectors: Annotated[
         bool, typer.Option("--no-vectors", help="Store messages but do not embed them yet.")
     ] = False,
+    no_index: Annotated[
+        bool, typer.Option("--no-index", help="Store messages but do not run the indexer.")
+    ] = False,
+    model: ModelOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Read what is new in your transcripts into the store, then show its statistics.
+    """Read what is new in your transcripts, index it into ideas, topics and entities, show statistics.
 
-    Safe to run any time: each file is read from where the last run stopped, and nothing is stored twice.
+    Safe to run any time: each file is read from where the last run stopped, each message is indexed
+    once, and nothing is stored twice. Without ANTHROPIC_API_KEY the offline indexer is used.
     """
     from cairn.ingest import sync_paths
     from cairn.transcripts.discover import find_transcripts
@@ -151,16 +167,21 @@ def sync(
                     report.vectors_synced = await store.sync_vectors(
                         progress=lambda done, total: progress.update(vec_task, completed=done, total=total)
                     )
+                indexed = None if no_index else await _index(store, settings, model, None, progress)
             stats = await store.stats()
         finally:
             await store.close()
-        return {"sync": report, "stats": stats}
+        return {"sync": report, "index": indexed, "stats": stats}
 
     result = _run(go())
-    report, stats = result["sync"], result["stats"]
+    report, indexed, stats = result["sync"], result["index"], result["stats"]
     if as_json:
         _print_json(
-            {"sync": {**asdict(report), "messages_added": report.messages_added}, "stats": _dump(stats)}
+            {
+                "sync": {**asdict(report), "messages_added": report.messages_added},
+                "index": None if indexed is None else _index_json(indexed),
+                "stats": _dump(stats),
+            }
         )
         return
     console.print(
@@ -169,7 +190,96 @@ def sync(
     )
     for failed in report.errors:
         err.print(f"[yellow]skipped[/] {failed.path}: {failed.error}")
+    if indexed is not None:
+        _render_index(indexed)
     _render_stats(stats)
+
+
+async def _index(
+    store: Any, settings: Settings, model: str | None, paths: list[str] | None, progress: Progress
+) -> Any:
+    """Run the indexer over what is stored but not indexed yet; a model that cannot be set up is an error."""
+    from cairn.agent.indexer import index_pending
+    from cairn.agent.models import ModelConfigError
+
+    task = progress.add_task("indexing", total=None)
+    try:
+        return await index_pending(
+            store, settings, model=model, paths=paths, on_batch=lambda _planned, _run: progress.advance(task)
+        )
+    except ModelConfigError as exc:
+        raise _fail(str(exc)) from exc
+
+
+def _index_json(report: Any) -> dict[str, Any]:
+    return {
+        "batches": report.batches,
+        "runs_ok": report.ok,
+        "runs_failed": len(report.failures),
+        "skipped_batches": report.skipped_batches,
+        "stopped": report.stopped,
+        "applied": asdict(report.stats),
+        "rejected": report.rejected,
+        "input_tokens": report.input_tokens,
+        "output_tokens": report.output_tokens,
+        "tool_calls": report.tool_calls,
+        "requests": report.requests,
+        "seconds": round(report.seconds, 3),
+        "failures": [{"run_id": r.run_id, "outcome": r.outcome, "error": r.error} for r in report.failures],
+    }
+
+
+def _render_index(report: Any) -> None:
+    data = _index_json(report)
+    applied = data.pop("applied")
+    failures = data.pop("failures")
+    applied.pop("run_id", None)
+    console.print(_key_value_table("indexed", {**applied, **data}))
+    for failure in failures:
+        err.print(f"[yellow]run {failure['run_id']} {failure['outcome']}[/]: {failure['error']}")
+
+
+@app.command()
+def index(
+    paths: Annotated[list[Path], typer.Argument(help="Transcript files or directories to index.")],
+    model: ModelOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the indexing agent over transcripts, from where each was last indexed.
+
+    New bytes are read and stored first; then the stored, not-yet-indexed messages go to the agent in
+    token-bounded batches (one session each) and its results are applied. Running it again adds nothing.
+    """
+    from cairn.ingest import sync_paths
+    from cairn.transcripts.discover import find_transcripts
+
+    settings = _settings()
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        raise _fail(f"no such file or directory: {', '.join(map(str, missing))}")
+    files = list(find_transcripts(paths))
+    if not files:
+        raise _fail("no Claude Code transcripts among the given paths")
+
+    async def go() -> tuple[Any, Any]:
+        store = await _open_store(settings)
+        try:
+            with _progress(disable=as_json) as progress:
+                task = progress.add_task("reading transcripts", total=len(files))
+                captured = await sync_paths(store, files, settings, on_file=lambda _p: progress.advance(task))
+                indexed = await _index(store, settings, model, [str(f) for f in files], progress)
+        finally:
+            await store.close()
+        return captured, indexed
+
+    captured, indexed = _run(go())
+    if as_json:
+        _print_json({"messages_added": captured.messages_added, **_index_json(indexed)})
+    else:
+        console.print(f"Read {captured.messages_added} new message(s) from {len(files)} file(s).")
+        _render_index(indexed)
+    if indexed.failures and not indexed.ok:
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -64,6 +64,27 @@ class Settings(BaseSettings):
 
     # Language model (used from the indexing-agent issue on).
     model: str | None = Field(default=None, description="pydantic-ai model string, or 'offline'.")
+    model_base_url: str | None = Field(
+        default=None,
+        description="Base URL of the model API: an Anthropic-compatible proxy, or the OpenAI-compatible "
+        "server (Ollama, llama.cpp, vLLM) for openai-chat:, openai: and ollama: models.",
+    )
+    model_max_tokens: int = Field(default=4096, ge=256, description="Output tokens per model request.")
+    max_tool_calls: int = Field(
+        default=15, ge=0, description="Tool calls per indexing run before the agent is told to answer."
+    )
+    run_token_budget: int = Field(
+        default=60_000,
+        ge=1_000,
+        description="Input plus output tokens an indexing run may use besides re-reading its batch: the "
+        "run's limit is this plus four times the batch's own tokens, since every request re-sends it.",
+    )
+    model_retries: int = Field(
+        default=4,
+        ge=1,
+        le=20,
+        description="HTTP attempts per model request on 429/5xx/529 and connection errors.",
+    )
 
     # Transcript reading and normalisation
     max_line_bytes: int = Field(

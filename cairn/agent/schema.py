@@ -13,13 +13,15 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Intent = Literal["decision", "conclusion", "question", "problem", "solution", "todo", "context"]
-RelationType = Literal["supersedes", "builds_on", "contradicts", "answers", "relates_to"]
-EntityType = Literal["project", "technology", "concept", "person", "file"]
-Mode = Literal["continuous", "backfill"]
+# The store's vocabularies, re-exported: the agent's contract speaks them.
+from cairn.store.vocab import ENTITY_TYPES as ENTITY_TYPES
+from cairn.store.vocab import INTENTS as INTENTS
+from cairn.store.vocab import RELATION_TYPES as RELATION_TYPES
+from cairn.store.vocab import EntityType as EntityType
+from cairn.store.vocab import Intent as Intent
+from cairn.store.vocab import RelationType as RelationType
 
-INTENTS: tuple[Intent, ...] = ("decision", "conclusion", "question", "problem", "solution", "todo", "context")
-RELATION_TYPES: tuple[RelationType, ...] = ("supersedes", "builds_on", "contradicts", "answers", "relates_to")
+Mode = Literal["continuous", "backfill"]
 
 Score = Annotated[float, Field(ge=0.0, le=1.0)]
 Line = Annotated[int, Field(ge=0)]

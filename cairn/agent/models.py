@@ -1,0 +1,190 @@
+"""Which language model the indexer runs on, wired the way a user's run needs it.
+
+`resolve_model` turns a model string (`CAIRN_MODEL`, a `--model` override, or the default from
+`cairn.doctor.default_model`) into a pydantic-ai `Model` plus the request settings every run uses:
+
+- `offline` is the deterministic, network-free indexer (`cairn.agent.offline`).
+- `anthropic:NAME` talks to the Messages API (or `ANTHROPIC_BASE_URL` / `model_base_url`, e.g. a proxy).
+- `openai-chat:NAME`, `openai:NAME` and `ollama:NAME` talk to OpenAI or an OpenAI-compatible local
+  server at `model_base_url` (Ollama, llama.cpp, vLLM). With a base URL `openai:` means Chat
+  Completions, because that is the API those servers implement.
+- Anything else goes to pydantic-ai's own `infer_model`.
+
+Retrying is done once, in the HTTP transport (tenacity, honouring `Retry-After`), and the SDK's own
+retries are switched off, so one request is tried at most `model_retries` times and never
+three times that. `max_tokens` is always set: without it pydantic-ai asks for the model maximum
+and streams. Claude runs also turn on prompt caching, since each request of a run re-sends the
+prompt, the tools and the batch.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import httpx2
+from pydantic_ai.exceptions import UserError
+from pydantic_ai.models import Model, create_async_httpx2_client, infer_model
+from pydantic_ai.retries import AsyncHTTPX2TenacityTransport, RetryConfig, wait_retry_after
+from pydantic_ai.settings import ModelSettings
+from tenacity import retry_if_exception_type, stop_after_attempt, wait_exponential
+
+from cairn.config import Settings
+from cairn.doctor import default_model
+
+OFFLINE = "offline"
+
+# Statuses worth another attempt: rate limited, server errors, Anthropic's "overloaded".
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 529})
+# Failures before any answer arrived. A read timeout is not among them: the client already waited
+# its full timeout, and repeating that several times would stall the indexer for many minutes.
+RETRY_EXCEPTIONS: tuple[type[BaseException], ...] = (
+    httpx2.HTTPStatusError,
+    httpx2.NetworkError,
+    httpx2.RemoteProtocolError,
+    httpx2.ConnectTimeout,
+    httpx2.PoolTimeout,
+)
+# The longest a `Retry-After` header may make one wait; without a header, exponential backoff.
+MAX_RETRY_WAIT_SECONDS = 60.0
+
+
+class ModelConfigError(RuntimeError):
+    """The configured model cannot be used as configured (missing key, missing server URL)."""
+
+
+@dataclass
+class ModelChoice:
+    """A resolved model: the string it came from, the pydantic-ai model and its request settings."""
+
+    name: str
+    model: Model
+    settings: ModelSettings
+    http_client: httpx2.AsyncClient | None = field(default=None, repr=False)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client this choice created (pydantic-ai leaves clients passed in to their owner)."""
+        if self.http_client is not None:
+            await self.http_client.aclose()
+            self.http_client = None
+
+
+def _raise_for_retryable_status(response: httpx2.Response) -> None:
+    if response.status_code in RETRY_STATUSES:
+        response.raise_for_status()
+
+
+def retrying_http_client(attempts: int, *, max_wait: float = MAX_RETRY_WAIT_SECONDS) -> httpx2.AsyncClient:
+    """An httpx2 client that retries 429/5xx/529 and connection failures, up to `attempts` tries in all.
+
+    After the last attempt the final error propagates (`reraise=True`); pydantic-ai maps a status the
+    transport gave up on to `ModelHTTPError` with that status.
+    """
+    transport = AsyncHTTPX2TenacityTransport(
+        RetryConfig(
+            retry=retry_if_exception_type(RETRY_EXCEPTIONS),
+            wait=wait_retry_after(wait_exponential(multiplier=1, max=max_wait), max_wait=max_wait),
+            stop=stop_after_attempt(attempts),
+            reraise=True,
+        ),
+        validate_response=_raise_for_retryable_status,
+    )
+    return create_async_httpx2_client(transport=transport)
+
+
+def request_settings(settings: Settings, *, sdk_retries: bool = False) -> ModelSettings:
+    """The settings every indexing request carries.
+
+    `max_retries: 0` hands retrying to the transport; the framing announcement is off because the
+    system prompt itself says how to treat quoted data.
+    """
+    result = ModelSettings(max_tokens=settings.model_max_tokens, framing_announcement="never")
+    if not sdk_retries:
+        result["max_retries"] = 0
+    return result
+
+
+def _missing_key(env: str, name: str) -> ModelConfigError:
+    return ModelConfigError(
+        f"model {name!r} needs an API key: export {env}, or set CAIRN_MODEL=offline to index without "
+        "a model API."
+    )
+
+
+def _anthropic(name: str, model_name: str, settings: Settings) -> ModelChoice:
+    from pydantic_ai.models.anthropic import AnthropicModel
+    from pydantic_ai.providers.anthropic import AnthropicProvider
+
+    api_key = os.environ.get("ANTHROPIC_API_KEY")
+    if not api_key:
+        raise _missing_key("ANTHROPIC_API_KEY", name)
+    client = retrying_http_client(settings.model_retries)
+    provider = AnthropicProvider(
+        api_key=api_key,
+        base_url=settings.model_base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
+        http_client=client,
+    )
+    # Prompt caching: every request of a run re-sends the prompt, the tools and the batch, which
+    # the cache then serves at a tenth of the input price.
+    model_settings = ModelSettings(**request_settings(settings), cache=True)
+    return ModelChoice(name, AnthropicModel(model_name, provider=provider), model_settings, client)
+
+
+def _openai_compatible(name: str, kind: str, model_name: str, settings: Settings) -> ModelChoice:
+    from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    base_url = settings.model_base_url
+    api_key = os.environ.get("OPENAI_API_KEY")
+    if base_url is None and not api_key and not os.environ.get("OPENAI_BASE_URL"):
+        raise _missing_key("OPENAI_API_KEY", name)
+    client = retrying_http_client(settings.model_retries)
+    # Local servers accept any key but the OpenAI client insists on one.
+    provider = OpenAIProvider(base_url=base_url, api_key=api_key or "not-needed", http_client=client)
+    model: Model
+    if kind == "openai" and base_url is None:
+        model = OpenAIResponsesModel(model_name, provider=provider)
+    else:
+        model = OpenAIChatModel(model_name, provider=provider)
+    return ModelChoice(name, model, request_settings(settings), client)
+
+
+def _ollama(name: str, model_name: str, settings: Settings) -> ModelChoice:
+    from pydantic_ai.models.ollama import OllamaModel
+    from pydantic_ai.providers.ollama import OllamaProvider
+
+    base_url = settings.model_base_url or os.environ.get("OLLAMA_BASE_URL")
+    if not base_url:
+        raise ModelConfigError(
+            f"model {name!r} needs the server's URL: set CAIRN_MODEL_BASE_URL (or OLLAMA_BASE_URL), "
+            "e.g. http://127.0.0.1:11434/v1, or set CAIRN_MODEL=offline."
+        )
+    client = retrying_http_client(settings.model_retries)
+    provider = OllamaProvider(base_url=base_url, http_client=client)
+    return ModelChoice(name, OllamaModel(model_name, provider=provider), request_settings(settings), client)
+
+
+def resolve_model(settings: Settings, override: str | None = None) -> ModelChoice:
+    """The model for indexing runs: `override`, else `settings.model`, else the default.
+
+    Raises `ModelConfigError` when the model needs a key or URL that is not configured; the message
+    names the variable to set and the `offline` alternative.
+    """
+    name = (override or settings.model or default_model()).strip()
+    if name == OFFLINE:
+        from cairn.agent.offline import offline_model
+
+        return ModelChoice(OFFLINE, offline_model(), request_settings(settings, sdk_retries=True))
+    kind, _, model_name = name.partition(":")
+    if model_name:
+        if kind == "anthropic":
+            return _anthropic(name, model_name, settings)
+        if kind in ("openai", "openai-chat"):
+            return _openai_compatible(name, kind, model_name, settings)
+        if kind == "ollama":
+            return _ollama(name, model_name, settings)
+    try:
+        model = infer_model(name)
+    except (UserError, ValueError, ImportError) as exc:  # unknown provider, missing key or extra
+        raise ModelConfigError(f"cannot use model {name!r}: {exc}") from exc
+    return ModelChoice(name, model, request_settings(settings, sdk_retries=True))
