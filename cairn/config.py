@@ -69,7 +69,9 @@ class Settings(BaseSettings):
         description="Base URL of the model API: an Anthropic-compatible proxy, or the OpenAI-compatible "
         "server (Ollama, llama.cpp, vLLM) for openai-chat:, openai: and ollama: models.",
     )
-    model_max_tokens: int = Field(default=4096, ge=256, description="Output tokens per model request.")
+    model_max_tokens: int = Field(
+        default=8192, ge=256, description="Output tokens per model request (a backfill batch can need ~5K)."
+    )
     max_tool_calls: int = Field(
         default=15, ge=0, description="Tool calls per indexing run before the agent is told to answer."
     )
