@@ -16,9 +16,11 @@ import pytest
 from tests.conftest import SHARED_TRANSCRIPTS, shared_transcripts
 
 
-def cairn(*args: str, check: bool = True, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    """Run `python -m cairn ARGS` in the test's environment (its CAIRN_HOME)."""
-    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+def cairn(
+    *args: str, check: bool = True, timeout: float = 240, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run `python -m cairn ARGS` in the test's environment (its CAIRN_HOME), never with a real key."""
+    env = {**{k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}, **(env or {})}
     proc = subprocess.run(
         [sys.executable, "-m", "cairn", *args], capture_output=True, text=True, env=env, timeout=timeout
     )
@@ -27,8 +29,8 @@ def cairn(*args: str, check: bool = True, timeout: float = 240) -> subprocess.Co
     return proc
 
 
-def cairn_json(*args: str) -> Any:
-    return json.loads(cairn(*args, "--json").stdout)
+def cairn_json(*args: str, env: dict[str, str] | None = None) -> Any:
+    return json.loads(cairn(*args, "--json", env=env).stdout)
 
 
 def tool_use_counts(path: Path) -> dict[str, int]:
