@@ -1,0 +1,162 @@
+"""Assemble the offline indexer's `IndexResult` from a batch and what the tools returned.
+
+Every line in the result is a line of a message of that session's update, and every id is one a tool
+returned in this run; both are checked here rather than trusted to the heuristics. Limitation (of the
+contract, not the heuristics): ideas first seen in this batch have no ids yet, so a question asked and
+answered within one batch, or a todo set and done within it, is stored as a question or todo that
+stays open; the answer or completion is stored as its own idea next to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cairn.agent.offline.extract import Candidate, session_candidates
+from cairn.agent.offline.linking import (
+    activated,
+    answered_questions,
+    completed_todos,
+    entity_links,
+    relations,
+    stored_duplicate,
+)
+from cairn.agent.offline.lookups import Known
+from cairn.agent.offline.reading import SessionView, read_session
+from cairn.agent.offline.text import query_words
+from cairn.agent.offline.topics import TopicState, topics
+from cairn.agent.schema import EntityRef, Idea, IndexBatch, IndexResult, SearchAssociation
+
+MAX_SEARCH_ASSOCIATIONS = 5
+
+
+@dataclass
+class SessionDraft:
+    """One session update read and its candidate ideas (before stored duplicates are dropped)."""
+
+    view: SessionView
+    candidates: list[Candidate] = field(default_factory=list)
+
+
+def read_batch(batch: IndexBatch, known: Known | None = None) -> list[SessionDraft]:
+    """Every update of the batch, read, with its candidate ideas."""
+    known = known or Known()
+    drafts: list[SessionDraft] = []
+    for update in batch.updates:
+        view = read_session(update)
+        open_problem = any(q.intent == "problem" for q in known.open_questions.get(update.session, []))
+        drafts.append(SessionDraft(view, session_candidates(view, open_problem=open_problem)))
+    return drafts
+
+
+def _idea(candidate: Candidate) -> Idea:
+    return Idea(
+        session=candidate.session,
+        source_file=candidate.source_file,
+        source_line=candidate.line,
+        content=candidate.content,
+        intent=candidate.intent,
+        confidence=candidate.confidence,
+        importance=candidate.importance,
+        entities=[EntityRef(name=e.name[:200], type=e.type) for e in candidate.entities],
+    )
+
+
+def _associations(view: SessionView, ideas: list[Candidate]) -> list[SearchAssociation]:
+    """A person's question or problem should find the files written while it was worked on."""
+    found: list[SearchAssociation] = []
+    for candidate in ideas:
+        message = view.by_line(candidate.line)
+        if message is None or message.role != "user" or candidate.intent not in ("question", "problem"):
+            continue
+        query = query_words(candidate.content)
+        written = [path for m in view.messages if m.turn == candidate.turn for path in m.written]
+        for path in dict.fromkeys(written):
+            if query and len([a for a in found if a.query == query]) < 2:
+                found.append(
+                    SearchAssociation(
+                        query=query[:500],
+                        file_path=path,
+                        reason=f"written while working on the {candidate.intent} at line {candidate.line}",
+                    )
+                )
+    return found
+
+
+def build_result(batch: IndexBatch, known: Known, *, conservative: bool = False) -> IndexResult:
+    """The result for `batch` given the tools' answers in `known`.
+
+    `conservative` leaves out everything that points at stored ids except the span a topic change
+    closes: it is the answer to a rejected result, when the model gets one more try.
+    """
+    result = IndexResult()
+    states: dict[str, TopicState | None] = {}
+    referenced_ids: set[int] = set()
+    everything: list[Candidate] = []
+    seen_ideas: set[tuple[str, str, int, str]] = set()
+    used_anywhere: set[int] = set()
+    resolved_before: set[int] = set()  # a stored question or todo is resolved once, by the first update
+    for draft in read_batch(batch, known):
+        view = draft.view
+        kept: list[Candidate] = []
+        for candidate in draft.candidates:
+            twin = stored_duplicate(candidate, known)
+            key = (candidate.session, candidate.source_file, candidate.line, candidate.content)
+            if twin is not None:
+                referenced_ids.add(twin.id)
+            elif key not in seen_ideas:
+                seen_ideas.add(key)
+                kept.append(candidate)
+        answers, answer_relations = answered_questions(known, view, kept)
+        answers = [a for a in answers if a.question_idea_id not in resolved_before]
+        answer_relations = [r for r in answer_relations if r.to_idea_id not in resolved_before]
+        done = [t for t in completed_todos(known, view) if t.todo_idea_id not in resolved_before]
+        resolved = {a.question_idea_id for a in answers} | {t.todo_idea_id for t in done}
+        resolved_before |= resolved
+        links = answer_relations + relations(kept, known, resolved)
+        span = known.spans.get(view.session)
+        recent = [idea.content for idea in known.recent.get(view.session, [])]
+        changes, updates, states[view.session] = topics(
+            view, span, view.session in known.spans, kept, states.get(view.session), recent
+        )
+        result.ideas += [_idea(c) for c in kept]
+        result.topic_changes += changes
+        result.search_associations += _associations(view, kept)
+        if not conservative:
+            result.answered_questions += answers
+            result.completed_todos += done
+            result.relations += links
+            result.entity_links += entity_links(kept, known)
+            result.topic_updates += updates
+            referenced_ids |= {a.question_idea_id for a in answers} | {t.todo_idea_id for t in done}
+            referenced_ids |= {r.to_idea_id for r in links}
+        used = (
+            {c.line for c in kept}
+            | {a.answered_at_line for a in answers}
+            | {t.completed_at_line for t in done}
+            | {c.start_line for c in changes}
+        )
+        result.skip_lines += [line for line in view.lines if line not in used]
+        used_anywhere |= used
+        everything += kept
+    result.search_associations = result.search_associations[:MAX_SEARCH_ASSOCIATIONS]
+    # `skip_lines` carries no session: a line number used by any update is never offered as skippable.
+    result.skip_lines = sorted(set(result.skip_lines) - used_anywhere)
+    if not conservative:
+        result.activated_ideas = activated(everything, known, referenced_ids)
+    return _only_known_ids(result, known)
+
+
+def _only_known_ids(result: IndexResult, known: Known) -> IndexResult:
+    """`result` without any id no tool returned: the heuristics only use such ids, and this makes it so."""
+    ideas, entities = known.idea_ids(), set(known.entities)
+    spans = {span.id for span in known.spans.values() if span is not None}
+    result.answered_questions = [a for a in result.answered_questions if a.question_idea_id in ideas]
+    result.completed_todos = [t for t in result.completed_todos if t.todo_idea_id in ideas]
+    result.relations = [r for r in result.relations if r.to_idea_id in ideas]
+    result.activated_ideas = [i for i in result.activated_ideas if i in ideas]
+    result.entity_links = [link for link in result.entity_links if link.entity_id in entities]
+    result.topic_updates = [u for u in result.topic_updates if u.span_id in spans]
+    for change in result.topic_changes:
+        if change.from_span_id is not None and change.from_span_id not in spans:
+            change.from_span_id = None
+    return result

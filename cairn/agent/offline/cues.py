@@ -1,0 +1,314 @@
+"""Cue phrases that give a sentence its intent, and the hedges and labels that adjust how sure it is.
+
+The rules run in a fixed order, first match wins: an acknowledgment is noise; an explicit label
+("Decision:", "TODO:") decides; a user's real question stays a question even when it mentions a
+decision ("Should we switch to Postgres?"); decisions and conclusions are recognised before the
+tool-use preambles that would otherwise swallow "Let's use…"; weak solution cues ("passed", "no
+errors") count only after a problem was seen. Limitation: cue phrases are English and surface-level,
+so a decision stated without any of them ("Postgres it is") is missed, and sarcasm or quoted text
+is taken at face value.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from cairn.agent.schema import DEFAULT_IMPORTANCE, Intent
+
+_I = re.IGNORECASE
+
+
+def _any(*patterns: str, flags: int = _I) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{p})" for p in patterns), flags)
+
+
+ACK = _any(
+    r"^(?:ok(?:ay)?|k|thanks?(?: you)?(?: so much)?|thx|ty|great|perfect|cool|nice|awesome|excellent|got it|"
+    r"sounds good|makes sense|sure|yes|yep|yeah|no|nope|done|good|right|alright|hello|hi|hey|lgtm|"
+    r"continue|go ahead|go on|proceed|warmup|noted|understood|thank you)"
+    r"(?:[\s,]+(?:thanks|thank you))?[.!,:)]*$"
+)
+_LABELS: dict[str, Intent] = {
+    "open question": "question",
+    "question": "question",
+    "decision": "decision",
+    "decided": "decision",
+    "rule": "decision",
+    "conclusion": "conclusion",
+    "root cause": "conclusion",
+    "finding": "conclusion",
+    "todo": "todo",
+    "to-do": "todo",
+    "fixme": "todo",
+    "next step": "todo",
+    "next steps": "todo",
+    "follow-up": "todo",
+    "problem": "problem",
+    "bug": "problem",
+    "solution": "solution",
+    "fix": "solution",
+}
+LABEL = re.compile(
+    r"^(?P<label>" + "|".join(sorted((re.escape(k) for k in _LABELS), key=len, reverse=True)) + r")"
+    r"(?:\s+(?:though|then|here|for now))?\s*(?::|\u2014|\u2013)\s*",
+    _I,
+)
+HEDGE = _any(
+    r"\b(?:maybe|might|perhaps|possibly|probably|presumably|likely|could be|may be|not sure|unsure)\b",
+    r"\bi (?:think|guess|suspect|believe)\b",
+    r"\b(?:seems?|appears?)\b",
+    r"\bmy (?:first |initial )?(?:guess|hypothesis|theory)\b",
+)
+FIRM = _any(r"\b(?:definitely|confirmed|verified|always|never|must)\b", r"^decision\b")
+REQUEST = _any(
+    r"^(?:(?:ok(?:ay)?|so|and|also|now|then|great|cool|hey|alright)[,!.]?\s+)*"
+    r"(?:can|could|would|will) you\b",
+    r"^(?:(?:ok(?:ay)?|so|and|also|now|then)[,!.]?\s+)*please\b",
+    r"^(?:do you (?:want|mind)|would you (?:like|mind)|shall i|should i|want me to)\b",
+    r"^how can i (?:help|assist)\b",
+)
+# Without a question mark only these openings make a question ("do X" and "is Y" are too often not).
+INTERROGATIVE = _any(r"^(?:why|how|what|which|where|when|who|whose|should we|shall we|is there|are there)\b")
+HYPOTHESIS = _any(
+    r"\bmy (?:first |initial )?(?:guess|hypothesis|theory|suspicion) is\b",
+    r"\bi suspect\b",
+    r"\bprobably (?:because|caused by|due to)\b",
+    r"\b(?:likely|possible|probable) (?:cause|culprit|explanation)\b",
+    r"\b(?:might|may|could) be (?:related to|caused by|due to|because)\b",
+)
+REFUTATION = _any(
+    r"\b(?:guess|hypothesis|theory|assumption|idea) (?:was|is) (?:wrong|incorrect|mistaken)\b",
+    r"\b(?:i|we) was wrong\b|\b(?:i|we) were wrong\b",
+    r"\b(?:is|was|isn't|wasn't) (?:not )?(?:the|a) (?:cause|culprit|problem)\b.*\bnot\b",
+    r"\bnot (?:actually )?the (?:cause|culprit|problem|issue)\b",
+    r"\bruled out\b|\bdisproved?\b|\bturns out (?:that )?(?:it'?s|it was|this is|that'?s) not\b",
+    r"\bcontrary to what\b",
+)
+_DECISION_VERBS = (
+    r"use|go with|switch|adopt|stick with|keep|stay (?:on|with)|move to|migrate to|replace|prefer|"
+    r"standardi[sz]e on|drop|avoid|not use|pin|require|only (?:use|allow|run)"
+)
+DECISION = _any(
+    r"\b(?:we|i)(?:'ll| will| are going to|'re going to| shall)\s+(?:" + _DECISION_VERBS + r")\b",
+    r"\blet'?s\s+(?:also\s+)?(?:" + _DECISION_VERBS + r"|not)\b(?!\s+on\b)",
+    r"\b(?:we|i)\s+(?:have\s+|had\s+)?(?:decided|chose|chosen|opted|settled on|agreed)\b",
+    r"\bgoing with\b|\bwe(?:'ll| will)? go with\b|\bsettled on\b",
+    r"\bswitch(?:ing|ed)? (?:over )?(?:to|from)\b",
+    r"\b(?:use|go with|prefer|pick|choose)\b.*\b(?:instead of|rather than)\b",
+    r"\bfrom now on\b|\bas a rule\b|\b(?:team|house|project|hard) rule\b",
+    r"^(?:always|never)\s+\w+",
+    r"\b(?:remember|note)\s*:\s*(?:always|never)\b",
+    r"\bwe should (?:use|switch|adopt|move to|migrate to|stick with|stay on|prefer)\b",
+)
+TOOL_TALK = _any(r"\b(?:the |a )?\w+ tool\b", r"\btools?\b\s+to\b", r"\bTodoWrite\b")
+SUPERSESSION = _any(
+    r"\binstead of\b|\brather than\b|\bno longer\b|\bany ?more\b",
+    r"\bswitch(?:ing|ed)? (?:over )?(?:to|from)\b",
+    r"\breplac(?:e|es|ing|ed)\b.*\bwith\b",
+    r"\bactually,? let'?s\b|\bchang(?:e|ed|ing) (?:it )?(?:from|to)\b|\bmov(?:e|ed|ing) (?:away )?from\b",
+)
+CONCLUSION = _any(
+    r"\b(?:real |root |actual |underlying )?cause (?:is|was|of (?:the|this) \w+ (?:is|was))\b",
+    r"\broot cause\b|\bturns out\b|\bturned out\b",
+    r"\bthe (?:problem|issue|bug|reason|culprit|catch) (?:is|was)\b",
+    r"\b(?:that|this|which) (?:means|explains|confirms)\b",
+    r"\bconclusion\b|\bthe answer is\b|\bso the answer\b",
+    r"\b(?:is|was|are|were) caused by\b|\bbecause of this\b",
+    r"\b(?:i|we) (?:found|figured out|realized|realised|learned|confirmed) (?:that|why|the)\b",
+    r"\bthe (?:lesson|takeaway) is\b",
+    r"\b(?:is|are|was|were) actually\b",
+)
+PREAMBLE = _any(
+    r"^(?:(?:ok(?:ay)?|great|perfect|good|now|next|first|then|alright|excellent|sure)[,!.]?\s+)*"
+    r"(?:let me|let's (?:check|see|look|start|try|run|read|first|examine|explore|verify|create|update|fix|"
+    r"begin|continue|test|get|find|also|now|search|analy[sz]e|review|make|write|add|implement|measure)|"
+    r"i'll (?:\w+ )?(?:start|check|look|read|run|create|update|help|analy[sz]e|examine|explore|now|first|"
+    r"begin|also|fix|try|make|write|add|implement|search|continue|verify|test|complete|kill|stop|"
+    r"execute|provide|do|set|go|need|take)|i will (?:now|first|check|start|create|update)|"
+    r"now (?:i'll|i will|let me|let's|i need to|i can)|i need to (?:read|check|look|first|fix|create|"
+    r"update|see|find|make|verify)|i'm going to|i am going to|here's|here is|"
+    r"based on (?:my|the) analysis)\b",
+)
+# "TODO" as a marker ("TODO: …", "# TODO", "TODO(ana)"), not the product in "a TODO app".
+TODO = _any(r"(?:^|[#/]\s*)TODO\b(?!\s+app)|\bTODO\s*[:(]|\bFIXME\b", flags=0)
+TODO_PHRASES = _any(
+    r"\b(?:we|you) (?:still |will |'ll )?(?:need|have) to\b",
+    r"\bwe(?:'ll| will) (?:also )?need to\b",
+    r"\bremember to\b|\bdon'?t forget to\b|\bmake sure (?:we|to)\b",
+    r"\bnext steps?\b(?: (?:is|are|would be|will be))?",
+    r"\blater,? (?:we|i|you) (?:should|could|can|will)\b|\bat some point\b",
+    r"\bwe should (?:also )?(?:add|write|update|fix|check|implement|handle|migrate|test|document|revisit|"
+    r"clean|refactor|investigate|measure|remove|rename)\b",
+    r"\bstill (?:needs?|has) to be\b|\bleft to do\b|\bfollow[- ]up\b",
+)
+SOLUTION_STRONG = _any(
+    r"\bfixed by\b|\bthe (?:fix|solution|workaround) (?:is|was)\b|\bresolved by\b",
+    r"\b(?:is|are|was|were|has been|have been) (?:now )?(?:fixed|resolved|solved)\b",
+    r"\bnow (?:passes|pass|works|work|succeeds|compiles|builds|runs)\b",
+    r"\b(?:works|passes|pass|compiles|builds) now\b|\b(?:this|that|which) fixe[sd]\b|\bsolved\b",
+)
+SOLUTION_WEAK = _any(
+    r"\b(?:passed|passes|succeeded|succeeds|compiled successfully|is passing|are passing)\b",
+    r"\bno (?:more )?(?:\w+ )?errors\b|\bwithout (?:any )?errors\b|\b(?:0|zero) errors\b",
+    r"\b(?:fixed|resolved)\b",
+    r"\b(?:running|works|worked|runs) (?:successfully|fine|correctly)\b",
+)
+PROBLEM_USER = _any(
+    r"\b(?:fails|failed|failing|crash(?:es|ed|ing)?|broken|doesn'?t work|does not work|not working|"
+    r"won'?t (?:start|work|build|compile|run)|hangs?|hanging|timed out|flaky|regression|panic|segfault|"
+    r"stack trace|is locked|throws|raises)\b",
+    r"\bfailure\b(?! (?:handling|mode))",
+    r"\b(?:get|getting|got|see|seeing|hit|hitting|returns?|shows?) (?:an? |this |the |some )?(?:\w+ )?"
+    r"(?:error|exception|bug)s?\b",
+    r"\b(?:error|exception)\s*:|\bthere(?:'s| is) a bug\b|\bbug in\b",
+)
+# Exception class names and tracebacks are problems whatever words surround them.
+PROBLEM_SIGNATURE = _any(r"\b[A-Z]\w*(?:Error|Exception)\b|\bTraceback\b", flags=0)
+PROBLEM_ASSISTANT = _any(
+    r"\bthere (?:is|are|seems to be|appears to be|was) (?:a |an |some )?(?:\w+ )?"
+    r"(?:bug|issue|problem|error|discrepancy|mismatch|conflict)s?\b",
+    r"\b(?:is|are|keeps|kept) failing\b|\bfail(?:s|ed) with\b|\bthrows\b|\bcrash(?:es|ed)\b",
+    r"\bdoesn'?t work\b|\bdoes not work\b|\bnot working\b",
+    r"\b(?:wasn'?t|weren'?t|was not|were not) (?:\w+ )?(?:created|found|saved|applied|written) "
+    r"(?:properly|correctly)\b",
+    r"\b(?:is|are) (?:still )?missing\b|\bgot lost\b",
+)
+NEGATED_PROBLEM = _any(
+    r"\bno (?:\w+ )?(?:errors?|issues?|problems?|failures?)\b",
+    r"\bwithout (?:any )?(?:errors?|issues?|problems?)\b",
+    r"\b(?:0|zero) (?:errors?|failures?)\b",
+    r"\bas expected\b",
+)
+ACCOMPLISHMENT = _any(
+    r"^(?:done[.!]?\s+|great[.!]?\s+|perfect[.!]?\s+)?(?:i|we)(?:'ve|\s+have)?\s+(?:now\s+)?"
+    r"(?:also\s+)?(?:successfully\s+)?(?:created|implemented|added|updated|built|set up|configured|written|"
+    r"wrote|refactored|migrated|fixed|removed|replaced|integrated|documented|moved|renamed|upgraded|"
+    r"installed|completed|finished)\b",
+    r"^(?:successfully )?(?:created|implemented|added|updated|integrated|migrated|upgraded|installed)\s+\S",
+    r"^\S+(?: \S+){0,3} (?:has|have) been (?:successfully |completely |fully )?(?:created|implemented|added|"
+    r"updated|integrated|migrated|upgraded|installed|configured|documented|fixed|transformed|rewritten)\b",
+)
+COMPLETION = _any(
+    r"\b(?:done|completed?|finished|implemented|added|created|fixed|resolved|merged|shipped|deployed|"
+    r"passing|passes|passed|in place|works)\b",
+    r"[✓✅✔]",
+)
+_FILLER = re.compile(
+    r"^(?:(?:so|ok(?:ay)?|well|also|and|but|great|perfect|alright|right|now|then|good|yes|yeah|hmm|sure)"
+    r"[,!.]?\s+)+",
+    _I,
+)
+
+
+@dataclass(frozen=True)
+class Classified:
+    """A sentence's intent and how sure the sentence is of it."""
+
+    intent: Intent
+    confidence: float
+    importance: float
+    content: str
+    labelled: bool = False
+    hedged: bool = False
+    hypothesis: bool = False
+    refutation: bool = False
+    supersession: bool = False
+
+
+def is_ack(sentence: str) -> bool:
+    return bool(ACK.match(sentence.strip()))
+
+
+def is_preamble(sentence: str) -> bool:
+    return bool(PREAMBLE.match(sentence.strip()))
+
+
+def is_question(sentence: str) -> bool:
+    """A real, information-seeking question: not a request ("can you…") and not a one-word "why?"."""
+    text = _FILLER.sub("", sentence.strip())
+    if REQUEST.search(text) or len(text.split()) < 3:
+        return False
+    return text.endswith("?") or (bool(INTERROGATIVE.match(text)) and len(text.split()) >= 6)
+
+
+def strip_label(sentence: str) -> tuple[str, Intent | None]:
+    """`sentence` without a leading "Decision:"/"TODO:"-style label, and the intent the label names."""
+    text = _FILLER.sub("", sentence.strip())
+    if match := LABEL.match(text):
+        rest = text[match.end() :].strip()
+        if rest:
+            return capitalise(rest), _LABELS[match.group("label").lower()]
+    return capitalise(text), None
+
+
+def capitalise(text: str) -> str:
+    return text[:1].upper() + text[1:] if text[:1].islower() else text
+
+
+def _score(intent: Intent, base: float, text: str, *, importance_delta: float = 0.0) -> tuple[float, float]:
+    confidence, importance = base, DEFAULT_IMPORTANCE[intent] + importance_delta
+    if HEDGE.search(text):
+        confidence, importance = min(confidence, 0.6), importance - 0.1
+    elif FIRM.search(text):
+        confidence = min(0.9, confidence + 0.05)
+    return round(max(0.5, min(0.9, confidence)), 2), round(max(0.0, min(1.0, importance)), 2)
+
+
+def classify(sentence: str, role: str, *, after_problem: bool = False) -> Classified | None:
+    """The intent of one sentence said by `role` ("user", "assistant"), or None when it is not worth an idea.
+
+    `after_problem` says a problem was seen earlier in the session, which lets weak solution cues count.
+    """
+    raw = sentence.strip()
+    if not raw or is_ack(raw):
+        return None
+    content, label = strip_label(raw)
+    hedged = bool(HEDGE.search(raw))
+
+    def make(intent: Intent, base: float, **flags: bool) -> Classified:
+        delta = -0.1 if flags.get("weak") else 0.0
+        confidence, importance = _score(intent, base, raw, importance_delta=delta)
+        flags.pop("weak", None)
+        return Classified(
+            intent,
+            confidence,
+            importance,
+            content,
+            labelled=label is not None,
+            hedged=hedged,
+            supersession=bool(SUPERSESSION.search(raw)),
+            **flags,
+        )
+
+    if label is not None:
+        if label == "question" and not content.endswith("?") and role != "user":
+            return None
+        return make(label, 0.85)
+    if raw.endswith("?"):
+        return make("question", 0.8) if role == "user" and is_question(raw) else None
+    if HYPOTHESIS.search(raw):
+        return make("conclusion", 0.5, hypothesis=True)
+    if REFUTATION.search(raw):
+        return make("conclusion", 0.7, refutation=True)
+    if DECISION.search(raw) and not (TOOL_TALK.search(raw) and role != "user"):
+        return make("decision", 0.8)
+    if CONCLUSION.search(raw):
+        return make("conclusion", 0.8)
+    if is_preamble(raw):
+        return None
+    if TODO.search(raw) or TODO_PHRASES.search(raw):
+        return make("todo", 0.75)
+    if role == "user" and is_question(raw):
+        return make("question", 0.75)
+    negated = bool(NEGATED_PROBLEM.search(raw))
+    if SOLUTION_STRONG.search(raw):
+        return make("solution", 0.8)
+    if after_problem and SOLUTION_WEAK.search(raw):
+        return make("solution", 0.65, weak=True)
+    problem = PROBLEM_USER if role == "user" else PROBLEM_ASSISTANT
+    if not negated and (problem.search(raw) or (role == "user" and PROBLEM_SIGNATURE.search(raw))):
+        return make("problem", 0.8 if role == "user" else 0.65)
+    if role == "assistant" and ACCOMPLISHMENT.search(_FILLER.sub("", raw)):
+        return make("context", 0.7)
+    return None

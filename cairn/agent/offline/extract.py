@@ -1,0 +1,303 @@
+"""Candidate ideas of one session: classified sentences, tool errors and TodoWrite items, deduplicated.
+
+Per message at most one idea per intent (the most confident sentence wins) and at most three in all,
+so a long assistant summary yields its few points instead of a dozen near-duplicates. Context is
+kept sparse: one accomplishment ("I've created…") per turn, from the turn's last report. A hedged
+hypothesis that a later message in the batch refutes ("that guess was wrong") is dropped: the
+correction carries the knowledge.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+from cairn.agent.offline.cues import (
+    REFUTATION,
+    Classified,
+    capitalise,
+    classify,
+    is_ack,
+    is_preamble,
+)
+from cairn.agent.offline.entities import MAX_ENTITIES_PER_IDEA, Entity, entity_key, extract, file_name
+from cairn.agent.offline.reading import Message, SessionView
+from cairn.agent.offline.text import MAX_CONTENT_CHARS, Segment, jaccard, overlap, shorten, term_set
+from cairn.agent.schema import DEFAULT_IMPORTANCE, Intent
+
+MAX_IDEAS_PER_MESSAGE = 3
+MAX_TODO_WRITE_IDEAS = 5
+# (overlap coefficient, Jaccard) at which two ideas of one intent say the same thing. Reports of work
+# done share a project's vocabulary ("TODO app", "TypeScript") without repeating each other.
+DUPLICATE = {"context": (0.75, 0.5)}
+DUPLICATE_DEFAULT = (0.6, 0.35)
+_PRONOUN_START = re.compile(r"^(?:it|this|that|these|those|they|which)\b", re.IGNORECASE)
+_NEXT_HEADING = re.compile(
+    r"\b(?:next steps?|todos?|to-dos?|follow[- ]ups?|remaining (?:work|tasks|items)|future work|open items|"
+    r"action items)\b(?![-\w])",
+    re.IGNORECASE,
+)
+_TOOL_NOISE = re.compile(
+    r"<tool_use_error>|haven't granted|requested permissions|has not been read yet|No files found|"
+    r"doesn't want to proceed|was rejected|Interrupted by user|user denied",
+    re.IGNORECASE,
+)
+_ERROR_LINE = re.compile(
+    r"\b(?:\w*Error|\w*Exception|FAILED|failed|fatal|not found|No such file|denied|cannot|can't|unable)\b",
+    re.IGNORECASE,
+)
+TOOL_FAILURE_LEAD = re.compile(r"^[\w.:-]+ call failed: ")
+_EXIT_CODE = re.compile(r"^\s*Exit code \d+\s*$")
+_ATTACH_FILES = frozenset({"decision", "solution", "conclusion", "context"})
+
+
+def idea_terms(content: str) -> frozenset[str]:
+    """Terms of an idea's content, without the "Bash call failed:" lead every tool-error problem shares."""
+    return term_set(TOOL_FAILURE_LEAD.sub("", content))
+
+
+@dataclass
+class Candidate:
+    """A new idea before ids, relations and links are decided."""
+
+    session: str
+    source_file: str
+    line: int
+    intent: Intent
+    content: str
+    confidence: float
+    importance: float
+    turn: int
+    entities: list[Entity] = field(default_factory=list)
+    origin: str = "prose"  # prose, tool_error, todo_write
+    hypothesis: bool = False
+    refutation: bool = False
+    supersession: bool = False
+
+    @property
+    def terms(self) -> frozenset[str]:
+        """Terms of what the idea says (attached file names are evidence, not content)."""
+        return idea_terms(self.content)
+
+
+def _with_neighbours(chosen: Segment, prose: list[Segment], content: str, labelled: bool) -> str:
+    """`content` made self-contained: a short or pronoun-led sentence takes its neighbour in the paragraph."""
+    if labelled or (len(content) >= 50 and not _PRONOUN_START.match(content)):
+        return content
+    same = [s for s in prose if s.paragraph == chosen.paragraph]
+    before = [s for s in same if s.index < chosen.index]
+    after = [s for s in same if s.index > chosen.index]
+    if before and not is_ack(before[-1].text) and not is_preamble(before[-1].text):
+        joined = f"{before[-1].text} {content}"
+    elif (
+        after
+        and len(content) < 50
+        and not after[0].text.endswith("?")
+        and not is_preamble(after[0].text)
+        and not is_ack(after[0].text)
+    ):
+        joined = f"{content} {after[0].text}"
+    else:
+        return content
+    return joined if len(joined) <= MAX_CONTENT_CHARS else content
+
+
+def _message_candidates(view: SessionView, message: Message, after_problem: bool) -> list[Candidate]:
+    """The ideas of one message: its most confident sentence per intent, and bullets under "Next steps"."""
+    best: dict[Intent, tuple[Classified, Segment]] = {}
+    todos_under_heading: list[tuple[Classified, Segment]] = []
+    role = "assistant" if message.role == "assistant" else "user"
+    for segment in message.prose:
+        found = classify(segment.text, role, after_problem=after_problem)
+        if (
+            segment.bullet
+            and _NEXT_HEADING.search(segment.heading)
+            and (found is None or found.intent == "context")
+        ):
+            todo = Classified("todo", 0.7, DEFAULT_IMPORTANCE["todo"], capitalise(segment.text))
+            todos_under_heading.append((todo, segment))
+            continue
+        if found is None:
+            continue
+        held = best.get(found.intent)
+        if held is None or found.confidence > held[0].confidence:
+            best[found.intent] = (found, segment)
+    ranked = sorted(best.values(), key=lambda item: (-item[0].importance, item[1].index))
+    if len(ranked) > 1:
+        ranked = [item for item in ranked if item[0].intent != "context"]
+    chosen = ranked[:MAX_IDEAS_PER_MESSAGE] + todos_under_heading[: max(0, 3 - len(ranked))]
+    out: list[Candidate] = []
+    for found, segment in sorted(chosen, key=lambda item: item[1].index):
+        content = _with_neighbours(segment, message.prose, found.content, found.labelled)
+        out.append(
+            Candidate(
+                view.session,
+                view.source_file,
+                message.line,
+                found.intent,
+                shorten(content),
+                found.confidence,
+                found.importance,
+                message.turn,
+                extract(content, view.known_files),
+                hypothesis=found.hypothesis,
+                refutation=found.refutation,
+                supersession=found.supersession,
+            )
+        )
+    return out
+
+
+def _tool_error(view: SessionView, message: Message) -> Candidate | None:
+    """A problem from a failed tool call, unless the failure is the harness's own (permissions, misuse)."""
+    output = message.tool_output.strip()
+    if not message.tool_error or not output or _TOOL_NOISE.search(output):
+        return None
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip() and not _EXIT_CODE.match(ln)]
+    hits = [ln for ln in lines if _ERROR_LINE.search(ln)]
+    if not hits:
+        return None
+    detail = hits[-1] if any(ln.startswith("Traceback") for ln in lines) else hits[0]
+    detail = detail.lstrip("> -*#|").strip()
+    if len(term_set(detail)) < 2:
+        return None
+    content = shorten(f"{message.tool_name or 'A tool'} call failed: {detail}", 240)
+    return Candidate(
+        view.session,
+        view.source_file,
+        message.line,
+        "problem",
+        content,
+        0.6,
+        round(DEFAULT_IMPORTANCE["problem"] - 0.2, 2),
+        message.turn,
+        extract(detail, view.known_files),
+        origin="tool_error",
+    )
+
+
+def _todo_write_candidates(view: SessionView) -> list[Candidate]:
+    """Open TodoWrite items: the ones still not completed at the end of the batch."""
+    first: dict[str, tuple[int, int, str]] = {}
+    status: dict[str, str] = {}
+    for message in view.messages:
+        for item in message.todo_items:
+            key = item.content.lower()
+            first.setdefault(key, (item.line, message.turn, item.content))
+            status[key] = item.status
+    out: list[Candidate] = []
+    for key, (line, turn, content) in first.items():
+        if status[key] != "completed" and len(out) < MAX_TODO_WRITE_IDEAS:
+            text = shorten(capitalise(content))
+            out.append(
+                Candidate(
+                    view.session,
+                    view.source_file,
+                    line,
+                    "todo",
+                    text,
+                    0.8,
+                    DEFAULT_IMPORTANCE["todo"],
+                    turn,
+                    extract(text, view.known_files),
+                    origin="todo_write",
+                )
+            )
+    return out
+
+
+def _attach_written_files(view: SessionView, candidates: list[Candidate]) -> None:
+    """Give decisions, solutions, conclusions and reports the files written in their turn (nearest two)."""
+    written: dict[int, list[tuple[int, str]]] = {}
+    for message in view.messages:
+        for path in message.written:
+            written.setdefault(message.turn, []).append((message.line, file_name(path)))
+    for candidate in candidates:
+        if candidate.intent not in _ATTACH_FILES or candidate.turn not in written:
+            continue
+        nearest = sorted(written[candidate.turn], key=lambda item: (abs(item[0] - candidate.line), item[0]))
+        have = {entity_key(e.name) for e in candidate.entities}
+        added = 0
+        for _line, name in nearest:
+            if added == 2 or len(candidate.entities) >= MAX_ENTITIES_PER_IDEA:
+                break
+            if entity_key(name) not in have:
+                candidate.entities.append(Entity(name, "file"))
+                have.add(entity_key(name))
+                added += 1
+
+
+def is_duplicate(intent: str, a: frozenset[str], b: frozenset[str]) -> bool:
+    """Whether two ideas of `intent` with these terms say the same thing."""
+    least_overlap, least_jaccard = DUPLICATE.get(intent, DUPLICATE_DEFAULT)
+    return len(a & b) >= 3 and overlap(a, b) >= least_overlap and jaccard(a, b) >= least_jaccard
+
+
+_ORIGIN_RANK = {"prose": 2, "todo_write": 1, "tool_error": 0}
+
+
+def _rank(candidate: Candidate) -> tuple[int, int]:
+    """Which of two duplicates stays: what someone said over tool output, then the fuller statement."""
+    return _ORIGIN_RANK[candidate.origin], len(candidate.terms)
+
+
+def _deduplicate(candidates: list[Candidate]) -> list[Candidate]:
+    """Drop an idea that says what another idea of the same intent already says (the fuller one stays)."""
+    kept: list[Candidate] = []
+    for candidate in candidates:
+        if candidate.supersession or candidate.refutation:  # a change of mind is never a repetition
+            kept.append(candidate)
+            continue
+        terms = candidate.terms
+        twin = next(
+            (
+                k
+                for k in kept
+                if k.intent == candidate.intent
+                and len(terms & k.terms) >= 3
+                and is_duplicate(candidate.intent, terms, k.terms)
+            ),
+            None,
+        )
+        if twin is None:
+            kept.append(candidate)
+        elif _rank(candidate) > _rank(twin):
+            kept[kept.index(twin)] = candidate
+    return sorted(kept, key=lambda c: (c.line, c.origin))
+
+
+def session_candidates(view: SessionView, *, open_problem: bool = False) -> list[Candidate]:
+    """Every candidate idea of one session, in line order."""
+    candidates: list[Candidate] = []
+    after_problem = open_problem
+    reports: dict[int, Candidate] = {}
+    tool_problem_turns: set[int] = set()
+    refuted_after: list[int] = []
+    for message in view.messages:
+        if message.role == "tool":
+            problem = _tool_error(view, message) if message.turn not in tool_problem_turns else None
+            if problem is not None:
+                tool_problem_turns.add(message.turn)
+                candidates.append(problem)
+                after_problem = True
+            continue
+        if message.role not in ("user", "assistant"):
+            continue
+        if any(REFUTATION.search(s.text) for s in message.prose):
+            refuted_after.append(message.line)
+        for candidate in _message_candidates(view, message, after_problem):
+            if candidate.intent == "context":
+                if len(candidate.terms) >= 4:
+                    reports[candidate.turn] = candidate
+                continue
+            if candidate.intent == "problem":
+                after_problem = True
+            candidates.append(candidate)
+    candidates.extend(reports.values())
+    candidates.extend(_todo_write_candidates(view))
+    candidates = [
+        c for c in candidates if not (c.hypothesis and any(line > c.line for line in refuted_after))
+    ]
+    candidates = [replace(c, entities=list(c.entities)) for c in sorted(candidates, key=lambda c: c.line)]
+    _attach_written_files(view, candidates)
+    return _deduplicate(candidates)

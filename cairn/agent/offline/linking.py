@@ -1,0 +1,257 @@
+"""Links from the batch to what the memory holds: answers, completed todos, relations, entities, activation.
+
+All matching is by shared content terms (stemmed, stopwords removed), with thresholds set to err on
+the side of no link: a wrong `supersedes` hides a valid decision, while a missed one only leaves two
+decisions side by side. Supersession and contradiction need a change-of-mind cue ("instead of",
+"switch to", "that guess was wrong") in the new idea *and* shared terms with the stored one; shared
+terms alone give `builds_on` or `relates_to`. Limitation: two phrasings of one thing with no words in
+common ("Postgres" vs "the relational DB") are not linked; a semantic `search_ideas` result still
+counts only when its words overlap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cairn.agent.offline.cues import COMPLETION, is_preamble
+from cairn.agent.offline.entities import entity_key
+from cairn.agent.offline.extract import Candidate, idea_terms, is_duplicate
+from cairn.agent.offline.lookups import Known, KnownEntity, KnownIdea
+from cairn.agent.offline.reading import SessionView
+from cairn.agent.offline.text import coverage, jaccard, overlap, shorten, term_set
+from cairn.agent.schema import AnsweredQuestion, CompletedTodo, EntityLink, Relation, RelationType
+
+ANSWER_COVERAGE = 0.4
+STORED_DUPLICATE_JACCARD = 0.6
+# A question of fewer terms ("What should we do, WAL mode?") matches too much to be answered by words alone.
+MIN_QUESTION_TERMS = 3
+TODO_COVERAGE = 0.5
+RELATION_MIN_SHARED = 2
+SUPERSEDE_OVERLAP = 0.25
+BUILDS_ON_OVERLAP = 0.5
+RELATES_OVERLAP = 0.4
+ACTIVATION_OVERLAP = 0.5
+MAX_RELATIONS_PER_IDEA = 2
+MAX_ACTIVATED = 20
+_STRENGTH: dict[str, int] = {"supersedes": 0, "contradicts": 1, "answers": 2, "builds_on": 3, "relates_to": 4}
+_ANSWERING = {
+    "question": ("conclusion", "decision", "solution", "context"),
+    "problem": ("solution", "conclusion"),
+}
+
+
+@dataclass(frozen=True)
+class Link:
+    """One line of the batch that resolves a stored question or todo, and what it says."""
+
+    line: int
+    summary: str
+    candidate: Candidate | None = None
+
+
+def _statements(view: SessionView) -> list[tuple[int, str, frozenset[str]]]:
+    """(line, sentence, terms) of the session's statements: no questions, no preambles."""
+    found: list[tuple[int, str, frozenset[str]]] = []
+    for message in view.messages:
+        if message.role not in ("assistant", "user"):
+            continue
+        for segment in message.prose:
+            if not segment.text.endswith("?") and not is_preamble(segment.text):
+                found.append((message.line, segment.text, term_set(segment.text)))
+    return found
+
+
+def find_answer(question: KnownIdea, candidates: list[Candidate]) -> Link | None:
+    """The new idea that best answers a stored question or problem, by shared terms.
+
+    Only ideas of an answering intent count (a conclusion, decision or solution; for a question also
+    a report of work done): a bare statement that merely mentions the question's words is no answer.
+    """
+    wanted = idea_terms(question.content)
+    if len(wanted) < MIN_QUESTION_TERMS:
+        return None
+    intents = _ANSWERING.get(question.intent, _ANSWERING["question"])
+    scored = [
+        (coverage(wanted, c.terms), c)
+        for c in candidates
+        if c.intent in intents and len(wanted & c.terms) >= 2 and coverage(wanted, c.terms) >= ANSWER_COVERAGE
+    ]
+    if not scored:
+        return None
+    best = max(scored, key=lambda item: (round(item[0], 3), item[1].importance, -item[1].line))[1]
+    return Link(best.line, best.content, best)
+
+
+def find_completion(todo: KnownIdea, view: SessionView) -> Link | None:
+    """The first completed TodoWrite item, else statement with a completion cue, that matches the todo."""
+    wanted = idea_terms(todo.content)
+    if len(wanted) < 2:
+        return None
+    for message in view.messages:
+        for item in message.todo_items:
+            terms = term_set(item.content)
+            if item.status == "completed" and len(wanted & terms) >= 2 and overlap(wanted, terms) >= 0.6:
+                return Link(item.line, shorten(item.content))
+    for line, sentence, terms in _statements(view):
+        if (
+            COMPLETION.search(sentence)
+            and len(wanted & terms) >= 2
+            and coverage(wanted, terms) >= TODO_COVERAGE
+        ):
+            return Link(line, shorten(sentence))
+    return None
+
+
+def answered_questions(
+    known: Known, view: SessionView, candidates: list[Candidate]
+) -> tuple[list[AnsweredQuestion], list[Relation]]:
+    """The session's stored open questions (and problems) this batch answers, with `answers` relations."""
+    answers: list[AnsweredQuestion] = []
+    relations: list[Relation] = []
+    for question in known.open_questions.get(view.session, []):
+        link = find_answer(question, candidates)
+        if link is None:
+            continue
+        answers.append(
+            AnsweredQuestion(
+                question_idea_id=question.id, answered_at_line=link.line, answer_summary=link.summary
+            )
+        )
+        if link.candidate is not None and link.candidate.intent != "context":
+            relations.append(
+                Relation(
+                    from_session=view.session,
+                    from_line=link.line,
+                    to_idea_id=question.id,
+                    relation_type="answers",
+                )
+            )
+    return answers, relations
+
+
+def completed_todos(known: Known, view: SessionView) -> list[CompletedTodo]:
+    """The session's stored open todos this batch completes (a finished TodoWrite item or a report)."""
+    done: list[CompletedTodo] = []
+    for todo in known.open_todos.get(view.session, []):
+        link = find_completion(todo, view)
+        if link is not None:
+            done.append(
+                CompletedTodo(
+                    todo_idea_id=todo.id, completed_at_line=link.line, completion_summary=link.summary
+                )
+            )
+    return done
+
+
+def relation_type(candidate: Candidate, existing: KnownIdea) -> RelationType | None:
+    """How a new idea relates to a stored one, or None when they are not clearly about the same thing."""
+    if existing.superseded or candidate.intent in ("question", "todo", "context"):
+        return None
+    if candidate.intent == "problem" and existing.intent != "problem":
+        return None
+    new, old = candidate.terms, idea_terms(existing.content)
+    shared = len(new & old)
+    if shared < RELATION_MIN_SHARED:
+        return None
+    similarity = overlap(new, old)
+    if candidate.intent == "decision" and existing.intent == "decision" and candidate.supersession:
+        return "supersedes" if similarity >= SUPERSEDE_OVERLAP else None
+    if candidate.refutation and existing.intent in ("conclusion", "decision"):
+        return "contradicts" if similarity >= SUPERSEDE_OVERLAP else None
+    if (
+        shared >= 3
+        and similarity >= BUILDS_ON_OVERLAP
+        and existing.intent == candidate.intent
+        and candidate.intent != "problem"
+    ):
+        return "builds_on"
+    if shared >= 3 and similarity >= RELATES_OVERLAP:
+        return "relates_to"
+    return None
+
+
+def relations(candidates: list[Candidate], known: Known, resolved: set[int]) -> list[Relation]:
+    """Relations from new ideas to stored ideas the tools returned: strongest first, two per idea at most.
+
+    Ideas in `resolved` (answered or completed by this result) get no further relation. Several new
+    ideas on one line share the line's relations (the executor links every idea at the line), so
+    each (line, stored idea) pair is related once, by its strongest relation.
+    """
+    found: dict[tuple[int, int], tuple[int, float, RelationType]] = {}
+    for candidate in candidates:
+        options: list[tuple[int, float, int, RelationType]] = []
+        for existing in sorted(known.ideas.values(), key=lambda i: i.id):
+            same_line = existing.session == candidate.session and existing.line == candidate.line
+            if existing.id in resolved or same_line:
+                continue
+            kind = relation_type(candidate, existing)
+            if kind is not None:
+                similarity = overlap(candidate.terms, idea_terms(existing.content))
+                options.append((_STRENGTH[kind], -similarity, existing.id, kind))
+        for rank, similarity, ident, kind in sorted(options)[:MAX_RELATIONS_PER_IDEA]:
+            key = (candidate.line, ident)
+            if key not in found or (rank, similarity) < found[key][:2]:
+                found[key] = (rank, similarity, kind)
+    session = candidates[0].session if candidates else ""
+    return [
+        Relation(from_session=session, from_line=line, to_idea_id=ident, relation_type=kind)
+        for (line, ident), (_rank, _similarity, kind) in sorted(found.items())
+    ]
+
+
+def stored_duplicate(candidate: Candidate, known: Known) -> KnownIdea | None:
+    """A stored idea that already says what `candidate` says (then the candidate is not added again).
+
+    Stricter than the in-batch check: a stored idea may be from another session that merely shares a
+    project's words. A change of mind ("instead of", "that guess was wrong") is never a duplicate.
+    """
+    if candidate.supersession or candidate.refutation:
+        return None
+    for existing in sorted(known.ideas.values(), key=lambda i: i.id):
+        old = idea_terms(existing.content)
+        if (
+            existing.intent == candidate.intent
+            and is_duplicate(candidate.intent, candidate.terms, old)
+            and jaccard(candidate.terms, old) >= STORED_DUPLICATE_JACCARD
+        ):
+            return existing
+    return None
+
+
+def _entity_matches(name: str, kind: str, entity: KnownEntity) -> bool:
+    key = entity_key(name)
+    keys = {entity_key(entity.name), *(entity_key(a) for a in entity.aliases)}
+    if key in keys:
+        return entity.type == kind or {entity.type, kind} <= {"technology", "concept"}
+    if kind == "file" and entity.type == "file":
+        mine, theirs = name.lower(), entity.name.lower()
+        return mine.endswith("/" + theirs) or theirs.endswith("/" + mine)
+    return False
+
+
+def entity_links(candidates: list[Candidate], known: Known) -> list[EntityLink]:
+    """Links from new ideas to existing entities naming the same thing (case, punctuation, spelling aside)."""
+    links: list[EntityLink] = []
+    seen: set[tuple[int, int]] = set()
+    stored = sorted(known.entities.values(), key=lambda e: e.id)
+    for candidate in candidates:
+        for entity in candidate.entities:
+            match = next((e for e in stored if _entity_matches(entity.name, entity.type, e)), None)
+            if match is not None and (candidate.line, match.id) not in seen:
+                seen.add((candidate.line, match.id))
+                links.append(
+                    EntityLink(idea_source_line=candidate.line, entity_id=match.id, entity_name=match.name)
+                )
+    return links
+
+
+def activated(candidates: list[Candidate], known: Known, referenced: set[int]) -> list[int]:
+    """Stored ideas the batch is about: the ones it answers, completes or relates to, or clearly restates."""
+    chosen = set(referenced)
+    for existing in known.ideas.values():
+        terms = idea_terms(existing.content)
+        if any(
+            len(terms & c.terms) >= 3 and overlap(terms, c.terms) >= ACTIVATION_OVERLAP for c in candidates
+        ):
+            chosen.add(existing.id)
+    return sorted(chosen & known.idea_ids())[:MAX_ACTIVATED]

@@ -1,0 +1,134 @@
+"""How the offline indexer reads a session's messages: who really speaks, turns, tool calls, TodoWrite items.
+
+A transcript's "user" is not always the person: Claude Code also files a compacted-conversation
+summary and a sub-agent's task prompt under the user role. Those are recognised here (a compaction
+by its fixed opening, a task prompt by matching the `prompt=` of a `Task` call in the same batch) so
+that neither is mistaken for the person's own question or problem. Limitation: a task prompt whose
+`Task` call was in an earlier batch is not recognised and is read as a user message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from cairn.agent.offline.entities import file_name, tool_files, written_files
+from cairn.agent.offline.text import Segment, segments
+from cairn.agent.schema import BatchMessage, SessionUpdate
+
+COMPACTION_OPENING = "This session is being continued from a previous conversation"
+_TOOL_RESULT = re.compile(r"^\[tool_result(?: (?P<name>[\w.:-]+))?(?P<error> error)?\]\s?", re.IGNORECASE)
+_TASK_PROMPT = re.compile(r'\bprompt="((?:[^"\\]|\\.){20,})')
+_TODO_ITEM = re.compile(
+    r'\{"content":"(?P<content>(?:[^"\\]|\\.)+)","status":"(?P<status>pending|in_progress|completed)"'
+)
+_ALNUM = re.compile(r"[^a-z0-9]+")
+
+
+@dataclass(frozen=True)
+class TodoItem:
+    content: str
+    status: str
+    line: int
+
+
+@dataclass
+class Message:
+    """One batch message as the offline indexer sees it."""
+
+    line: int
+    role: str  # user, assistant, tool, system, summary; also "compaction" and "delegate" (task prompts)
+    text: str
+    turn: int  # a turn starts at each prompt: the person's, a sub-agent's task or a compaction
+    prose: list[Segment] = field(default_factory=list)
+    tool_name: str | None = None
+    tool_error: bool = False
+    tool_output: str = ""
+    files: list[str] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)
+    todo_items: list[TodoItem] = field(default_factory=list)
+
+
+@dataclass
+class SessionView:
+    session: str
+    source_file: str
+    messages: list[Message]
+    known_files: dict[str, str]  # basename -> two-component name seen in this session
+
+    @property
+    def lines(self) -> list[int]:
+        return [m.line for m in self.messages]
+
+    def by_line(self, line: int) -> Message | None:
+        return next((m for m in self.messages if m.line == line), None)
+
+
+def _fingerprint(text: str, chars: int = 48) -> str:
+    return _ALNUM.sub("", text.lower())[:chars]
+
+
+def _unescape(rendered: str) -> str:
+    try:
+        return str(json.loads(f'"{rendered}"'))
+    except ValueError:
+        return rendered.replace("\\n", "\n").replace('\\"', '"')
+
+
+def todo_items(text: str, line: int) -> list[TodoItem]:
+    """The items of TodoWrite calls in `text` (the rendering is cut, so only the first few survive)."""
+    items: list[TodoItem] = []
+    for tool_line in text.splitlines():
+        if tool_line.startswith("[tool_use TodoWrite]"):
+            for match in _TODO_ITEM.finditer(tool_line):
+                items.append(TodoItem(_unescape(match["content"]).strip(), match["status"], line))
+    return items
+
+
+def _task_prompts(update: SessionUpdate) -> set[str]:
+    return {
+        _fingerprint(_unescape(match.group(1)))
+        for message in update.messages
+        if message.role == "assistant"
+        for match in _TASK_PROMPT.finditer(message.content)
+    }
+
+
+def _role(message: BatchMessage, prompts: set[str]) -> str:
+    if message.role == "user":
+        if message.content.lstrip().startswith(COMPACTION_OPENING):
+            return "compaction"
+        if _fingerprint(message.content) in prompts:
+            return "delegate"
+    if message.role == "user" and _TOOL_RESULT.match(message.content):
+        return "tool"
+    return message.role
+
+
+def read_session(update: SessionUpdate) -> SessionView:
+    """Parse one session update into messages with roles, turns, prose segments and tool facts."""
+    prompts = _task_prompts(update)
+    messages: list[Message] = []
+    known: dict[str, str] = {}
+    turn = 0
+    for raw in update.messages:
+        role = _role(raw, prompts)
+        if role in ("user", "delegate", "compaction"):
+            turn += 1
+        message = Message(raw.line, role, raw.content, turn)
+        if role == "tool":
+            match = _TOOL_RESULT.match(raw.content)
+            message.tool_name = match["name"] if match else None
+            message.tool_error = bool(match and match["error"])
+            message.tool_output = raw.content[match.end() :] if match else raw.content
+        elif role in ("user", "assistant", "delegate"):
+            message.prose = segments(raw.content)
+            message.files = tool_files(raw.content)
+            message.written = written_files(raw.content)
+            message.todo_items = todo_items(raw.content, raw.line)
+            for path in message.files:
+                name = file_name(path)
+                known.setdefault(name.rsplit("/", 1)[-1], name)
+        messages.append(message)
+    return SessionView(update.session, update.file_path, messages, known)

@@ -1,0 +1,338 @@
+"""The offline model through a real pydantic-ai `Agent`, the real tools, a real store and the executor.
+
+Transcripts are captured with `sync_paths`, cut with `plan_batches`, rendered with
+`render_batch_prompt`, indexed by `Agent(offline_model(), output_type=IndexResult, deps_type=ToolDeps)`
+with `indexing_toolset()`, and applied with `executor.apply` — the indexer's loop minus Chroma
+(`ToolDeps(vectors=None)`: the tools then match by FTS5 and LIKE), which keeps the tests fast.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic_ai import Agent, ModelRetry, RunContext, capture_run_messages
+from pydantic_ai.messages import ModelResponse, ToolCallPart
+
+from cairn.agent import executor
+from cairn.agent.batches import PlannedBatch, plan_batches
+from cairn.agent.executor import ApplyStats, RunRecord
+from cairn.agent.offline import LOOKUP_BUDGET, OFFLINE_MODEL_NAME, offline_model
+from cairn.agent.schema import IndexResult, render_batch_prompt
+from cairn.config import Settings
+from cairn.ingest import sync_paths
+from cairn.store.store import Store
+from cairn.tools import ToolDeps, indexing_toolset
+from tests.conftest import REPO_ROOT, shared_transcripts
+
+DEMO = REPO_ROOT / "cairn" / "demo" / "demo-session.jsonl"
+SESSION = "0b7c5e2a-3d41-4c8e-9f6a-cafe00000abc"
+
+
+def _agent() -> Agent[ToolDeps, IndexResult]:
+    return Agent(offline_model(), output_type=IndexResult, deps_type=ToolDeps, toolsets=[indexing_toolset()])
+
+
+async def _run(store: Store, planned: PlannedBatch, *, max_tool_calls: int = 15) -> tuple[IndexResult, int]:
+    """The agent's result for one batch, and how many function tools it called."""
+    deps = ToolDeps(db=store.db, vectors=None, max_tool_calls=max_tool_calls)
+    with capture_run_messages() as messages:
+        run = await _agent().run(render_batch_prompt(planned.batch), deps=deps)
+    calls = [
+        part
+        for message in messages
+        if isinstance(message, ModelResponse)
+        for part in message.parts
+        if isinstance(part, ToolCallPart) and part.tool_name != "final_result"
+    ]
+    assert run.usage.tool_calls == len(calls) == deps.tool_calls
+    return run.output, len(calls)
+
+
+async def _apply(store: Store, planned: PlannedBatch, result: IndexResult) -> ApplyStats:
+    return await executor.apply(
+        store.db, planned, result, RunRecord(OFFLINE_MODEL_NAME, "test", planned.batch.mode)
+    )
+
+
+async def _index_all(
+    store: Store, settings: Settings, paths: list[Path], mode: str = "backfill"
+) -> list[Any]:
+    """Capture `paths`, then index every pending batch; (batch, result, tool calls, stats) per batch."""
+    await sync_paths(store, paths, settings, vectors=False)
+    done = []
+    for planned in await plan_batches(store.db, mode=mode):  # type: ignore[arg-type]
+        result, calls = await _run(store, planned)
+        done.append((planned, result, calls, await _apply(store, planned, result)))
+    return done
+
+
+def _line(session: str, line: int, role: str, text: str) -> str:
+    message: dict[str, Any] = {"role": role, "content": text}
+    if role == "assistant":
+        message = {
+            "id": f"msg_{line:04d}",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-x",
+            "content": [{"type": "text", "text": text}],
+        }
+    return json.dumps(
+        {
+            "parentUuid": None,
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": "/home/dev/acme",
+            "sessionId": session,
+            "version": "2.0.76",
+            "gitBranch": "main",
+            "type": role,
+            "uuid": f"00000000-0000-4000-8000-{line:012d}",
+            "timestamp": f"2026-01-01T10:00:{line:02d}.000Z",
+            "message": message,
+        }
+    )
+
+
+def _append(path: Path, *turns: tuple[str, str]) -> None:
+    start = len(path.read_text().splitlines()) if path.exists() else 0
+    with path.open("a") as fh:
+        for offset, (role, text) in enumerate(turns, start=1):
+            fh.write(_line(SESSION, start + offset, role, text) + "\n")
+
+
+def test_the_model_is_named_offline() -> None:
+    assert offline_model().model_name == OFFLINE_MODEL_NAME == "offline"
+
+
+async def test_demo_session_yields_the_expected_ideas(settings: Settings) -> None:
+    async with await Store.open(settings) as store:
+        [(_planned, result, calls, stats)] = await _index_all(store, settings, [DEMO])
+        assert stats.rejected == 0
+        assert 1 <= calls <= LOOKUP_BUDGET
+        by_intent = Counter(idea.intent for idea in result.ideas)
+        assert {"decision", "conclusion", "question", "problem", "solution", "todo"} <= set(by_intent)
+        ideas = {(i.source_line, i.intent): i for i in result.ideas}
+        assert ideas[(13, "decision")].content.startswith("Use WAL journal mode")
+        assert ideas[(13, "decision")].importance == 1.0
+        assert "Postgres" in ideas[(19, "question")].content
+        assert "load test" in ideas[(20, "todo")].content
+        assert (2, "problem") in ideas and (27, "conclusion") in ideas
+        # The refuted first guess (line 8) is not kept; greetings and tool preambles are skipped.
+        assert 8 not in {i.source_line for i in result.ideas}
+        assert {3, 8, 28}.issubset(result.skip_lines)
+        assert {"SQLite", "WAL", "PostgreSQL"} <= {e.name for i in result.ideas for e in i.entities}
+        [change] = result.topic_changes
+        assert change.from_span_id is None and change.start_line == 1
+        stored = await store.db.fetchall("SELECT intent, count(*) AS n FROM ideas GROUP BY intent")
+        assert {row["intent"]: row["n"] for row in stored} == dict(by_intent)
+
+
+async def test_every_shared_transcript_indexes_cleanly_within_budget(settings: Settings) -> None:
+    async with await Store.open(settings) as store:
+        done = await _index_all(store, settings, [*shared_transcripts(), DEMO])
+        assert len(done) >= 7
+        intents: Counter[str] = Counter()
+        for planned, result, calls, stats in done:
+            IndexResult.model_validate(result.model_dump())
+            assert calls + 1 <= 12
+            assert stats.rejected == 0, planned.batch.updates[0].file_path
+            for idea in result.ideas:
+                assert idea.source_line in planned.lines(idea.session)
+                assert len(idea.content) <= 300 and 0.5 <= idea.confidence <= 0.9
+            intents.update(i.intent for i in result.ideas)
+        assert len(intents) >= 5
+        pending = await plan_batches(store.db)
+        assert pending == []
+
+
+async def test_two_runs_over_the_same_state_are_equal(settings: Settings) -> None:
+    async with await Store.open(settings) as store:
+        await sync_paths(store, [*shared_transcripts(), DEMO], settings, vectors=False)
+        for planned in await plan_batches(store.db):
+            first, _ = await _run(store, planned)
+            second, _ = await _run(store, planned)
+            assert first == second
+            await _apply(store, planned, first)
+
+
+async def test_a_later_batch_answers_the_stored_question_and_completes_the_todo(
+    settings: Settings, tmp_path: Path
+) -> None:
+    lines = DEMO.read_bytes().splitlines(keepends=True)
+    path = tmp_path / "demo.jsonl"
+    async with await Store.open(settings) as store:
+        path.write_bytes(b"".join(lines[:21]))
+        await _index_all(store, settings, [path], mode="continuous")
+        with path.open("ab") as fh:
+            fh.write(b"".join(lines[21:]))
+        [(_planned, result, _calls, stats)] = await _index_all(store, settings, [path], mode="continuous")
+        question = await store.db.fetchone(
+            "SELECT id FROM ideas WHERE intent = 'question' AND source_line = 19"
+        )
+        todo = await store.db.fetchone("SELECT id FROM ideas WHERE intent = 'todo' AND source_line = 20")
+        assert question is not None and todo is not None
+        assert [(a.question_idea_id, a.answered_at_line) for a in result.answered_questions] == [
+            (question["id"], 27)
+        ]
+        assert [(t.todo_idea_id, t.completed_at_line) for t in result.completed_todos] == [(todo["id"], 27)]
+        assert stats.questions_answered == 1 and stats.todos_completed == 1 and stats.rejected == 0
+        assert any(r.relation_type == "answers" and r.to_idea_id == question["id"] for r in result.relations)
+        # The batch continues the session's span: no new topic, an updated summary.
+        assert result.topic_changes == [] and len(result.topic_updates) == 1
+        # The WAL question (line 12) was answered inside the first batch: too few terms to match later.
+        assert all(a.answered_at_line != 12 for a in result.answered_questions)
+
+
+async def test_a_changed_decision_supersedes_the_stored_one(settings: Settings, tmp_path: Path) -> None:
+    path = tmp_path / f"{SESSION}.jsonl"
+    _append(
+        path,
+        ("user", "Which database should the orders service use?"),
+        ("assistant", "Decision: we'll use SQLite for the orders database, with WAL mode."),
+    )
+    async with await Store.open(settings) as store:
+        await _index_all(store, settings, [path])
+        _append(
+            path,
+            ("user", "The orders database gets too many concurrent writers now."),
+            ("assistant", "Actually, let's switch the orders database to PostgreSQL instead of SQLite."),
+        )
+        [(_planned, result, _calls, stats)] = await _index_all(store, settings, [path])
+        old = await store.db.fetchone(
+            "SELECT id, superseded_by FROM ideas WHERE intent = 'decision' AND source_line = 2"
+        )
+        assert old is not None and old["superseded_by"] is not None
+        supersedes = [
+            (r.from_line, r.to_idea_id) for r in result.relations if r.relation_type == "supersedes"
+        ]
+        assert supersedes == [(4, old["id"])]
+        assert stats.rejected == 0
+        assert old["id"] in result.activated_ideas
+        # The stored entity is linked, and the idea still names it for the executor to alias.
+        sqlite = await store.db.fetchone("SELECT id FROM entities WHERE canonical_name = 'SQLite'")
+        assert sqlite is not None
+        assert any(
+            link.entity_id == sqlite["id"] and link.idea_source_line == 4 for link in result.entity_links
+        )
+
+
+async def test_a_new_decision_without_a_stored_one_relates_to_nothing(
+    settings: Settings, tmp_path: Path
+) -> None:
+    path = tmp_path / f"{SESSION}.jsonl"
+    _append(
+        path, ("assistant", "Actually, let's switch the orders database to PostgreSQL instead of SQLite.")
+    )
+    async with await Store.open(settings) as store:
+        [(_planned, result, _calls, _stats)] = await _index_all(store, settings, [path])
+        assert [i.intent for i in result.ideas] == ["decision"]
+        assert result.relations == [] and result.activated_ideas == []
+
+
+async def test_a_rejected_output_gets_a_conservative_retry(settings: Settings) -> None:
+    async with await Store.open(settings) as store:
+        await sync_paths(store, [DEMO], settings, vectors=False)
+        [planned] = await plan_batches(store.db)
+        agent = _agent()
+        seen: list[IndexResult] = []
+
+        @agent.output_validator
+        def reject_first(ctx: RunContext[ToolDeps], output: IndexResult) -> IndexResult:
+            seen.append(output)
+            if len(seen) == 1:
+                raise ModelRetry("entity_links: unknown id")
+            return output
+
+        run = await agent.run(render_batch_prompt(planned.batch), deps=ToolDeps(db=store.db, vectors=None))
+        assert len(seen) == 2
+        assert run.output.ideas == seen[0].ideas
+        assert run.output.entity_links == run.output.relations == run.output.activated_ideas == []
+
+
+async def test_a_second_rejection_leaves_the_ideas_alone(settings: Settings) -> None:
+    async with await Store.open(settings) as store:
+        await sync_paths(store, [DEMO], settings, vectors=False)
+        [planned] = await plan_batches(store.db)
+        agent = Agent(
+            offline_model(),
+            output_type=IndexResult,
+            deps_type=ToolDeps,
+            toolsets=[indexing_toolset()],
+            retries={"tools": 1, "output": 2},
+        )
+        seen: list[IndexResult] = []
+
+        @agent.output_validator
+        def reject_twice(ctx: RunContext[ToolDeps], output: IndexResult) -> IndexResult:
+            seen.append(output)
+            if len(seen) < 3:
+                raise ModelRetry("still invalid")
+            return output
+
+        run = await agent.run(render_batch_prompt(planned.batch), deps=ToolDeps(db=store.db, vectors=None))
+        assert len(seen) == 3 and seen[1].topic_changes
+        assert run.output == IndexResult(ideas=seen[0].ideas, skip_lines=seen[0].skip_lines)
+
+
+async def test_a_continuous_batch_of_two_sessions_looks_up_both(settings: Settings, tmp_path: Path) -> None:
+    first, second = tmp_path / f"{SESSION}.jsonl", tmp_path / "other.jsonl"
+    _append(first, ("user", "The nightly export fails with `KeyError: 'user_id'`."))
+    _append(second, ("assistant", "Decision: we'll use Celery for the nightly export jobs."))
+    other = second.read_text().replace(SESSION, "0b7c5e2a-3d41-4c8e-9f6a-cafe00000def")
+    second.write_text(other)
+    async with await Store.open(settings) as store:
+        await sync_paths(store, [first, second], settings, vectors=False)
+        [planned] = await plan_batches(store.db, mode="continuous")
+        assert len(planned.batch.updates) == 2
+        with capture_run_messages() as messages:
+            run = await _agent().run(
+                render_batch_prompt(planned.batch), deps=ToolDeps(db=store.db, vectors=None)
+            )
+        asked = [
+            (part.tool_name, part.args_as_dict().get("session"))
+            for message in messages
+            if isinstance(message, ModelResponse)
+            for part in message.parts
+            if isinstance(part, ToolCallPart) and part.tool_name == "get_current_span"
+        ]
+        assert sorted(session for _tool, session in asked) == sorted(u.session for u in planned.batch.updates)
+        assert sorted((i.session[-3:], i.intent) for i in run.output.ideas) == [
+            ("abc", "problem"),
+            ("def", "decision"),
+        ]
+        assert len(run.output.topic_changes) == 2
+        stats = await _apply(store, planned, run.output)
+        assert stats.rejected == 0 and stats.spans_opened == 2
+
+
+async def test_without_tools_the_model_answers_at_once(settings: Settings) -> None:
+    async with await Store.open(settings) as store:
+        await sync_paths(store, [DEMO], settings, vectors=False)
+        [planned] = await plan_batches(store.db)
+        agent = Agent(offline_model(), output_type=IndexResult)
+        run = await agent.run(render_batch_prompt(planned.batch))
+        assert run.usage.requests == 1 and run.usage.tool_calls == 0
+        assert len(run.output.ideas) >= 8
+        # Without `get_current_span` the session's span is unknown: no topic is opened on a guess.
+        assert run.output.topic_changes == []
+
+
+async def test_budget_notices_still_end_in_a_result(settings: Settings) -> None:
+    async with await Store.open(settings) as store:
+        await sync_paths(store, [DEMO], settings, vectors=False)
+        [planned] = await plan_batches(store.db)
+        result, calls = await _run(store, planned, max_tool_calls=1)
+        assert calls > 1
+        assert len(result.ideas) >= 8
+        stats = await _apply(store, planned, result)
+        assert stats.rejected == 0
+
+
+async def test_a_prompt_without_a_batch_is_refused() -> None:
+    agent = Agent(offline_model(), output_type=IndexResult)
+    with pytest.raises(RuntimeError, match="render_batch_prompt"):
+        await agent.run("hello")
