@@ -283,6 +283,240 @@ def index(
 
 
 @app.command()
+def backfill(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Transcript files or directories. Default: every transcript under ~/.claude/projects "
+            "(CAIRN_CLAUDE_PROJECTS_DIR)."
+        ),
+    ] = None,
+    model: ModelOpt = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since", help="Only sessions active on or after this ISO date (UTC), e.g. 2025-09-01."
+        ),
+    ] = None,
+    project: Annotated[
+        str | None,
+        typer.Option(
+            "--project", help="Only sessions of Claude Code projects whose directory or cwd has this."
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Capture messages, then report the batches, tokens and estimated cost per model "
+            "without running the model.",
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Index your whole transcript history: one session at a time, oldest first, in large batches.
+
+    Each run gets one session's consecutive messages up to the backfill budget. Ctrl-C stops after the
+    current batch (twice: at once); a rerun continues from the stored offsets and cursors, with nothing
+    indexed twice. Use --dry-run first to see what it would cost.
+    """
+    import os
+    import signal
+    import time
+
+    from rich.progress import TimeRemainingColumn
+
+    from cairn.agent.models import ModelConfigError, resolve_model
+    from cairn.backfill import (
+        OUTPUT_RATIO,
+        Estimate,
+        discover_sessions,
+        estimate,
+        estimate_tables,
+        parse_since,
+        pending_messages,
+        run_backfill,
+        run_overhead_tokens,
+        select_sessions,
+        session_paths,
+    )
+    from cairn.doctor import default_model
+    from cairn.ingest import sync_paths
+    from cairn.pricing import PRICES_AS_OF, load_prices
+
+    settings = _settings()
+    missing = [p for p in paths or [] if not p.exists()]
+    if missing:
+        raise _fail(f"no such file or directory: {', '.join(map(str, missing))}")
+    try:
+        since_at = parse_since(since) if since else None
+        prices = load_prices(settings)
+    except ValueError as exc:
+        raise _fail(str(exc)) from exc
+    roots = paths or [settings.projects_dir]
+    sessions = select_sessions(discover_sessions(roots), since=since_at, project=project)
+    files = [f for s in sessions for f in s.files]
+    model_name = (model or settings.model or default_model()).strip()
+    interactive = err.is_terminal and not as_json
+    if not as_json:
+        console.print(
+            f"Backfilling {len(sessions)} session(s) ({len(files)} file(s)) from "
+            f"{', '.join(map(str, roots))}{' — dry run' if dry_run else f' with {model_name}'}"
+        )
+    stop_requests = 0
+
+    def on_signal() -> None:
+        nonlocal stop_requests
+        stop_requests += 1
+        if stop_requests == 1:
+            err.print("Stopping after the current batch… (press Ctrl-C again to stop at once)")
+            return
+        # Equivalent to a crash, which the store survives: the batch in flight is simply not applied.
+        err.print(
+            "Stopped at once; the batch in progress was not applied. Rerun `cairn backfill` to continue."
+        )
+        os._exit(130)
+
+    async def go() -> dict[str, Any]:
+        choice = None
+        if not dry_run:
+            try:
+                choice = resolve_model(settings, model)
+            except ModelConfigError as exc:
+                raise _fail(str(exc)) from exc
+        store = await _open_store(settings)
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, on_signal)
+        try:
+            captured = await sync_paths(store, files, settings, vectors=not dry_run)
+            if dry_run:
+                overhead = run_overhead_tokens()
+                return {
+                    "captured": captured,
+                    "estimates": [(s, await estimate(store.db, s, overhead)) for s in sessions],
+                }
+            assert choice is not None
+            total = await pending_messages(store.db, [p for s in sessions for p in session_paths(s)])
+            started = time.perf_counter()
+            counters = {"sessions": 0, "ideas": 0, "tokens": 0}
+            progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TextColumn("sessions {task.fields[sessions]}/{task.fields[of]}"),
+                MofNCompleteColumn(),
+                TextColumn("messages · {task.fields[ideas]} ideas · {task.fields[tokens]:,} tokens"),
+                TimeRemainingColumn(),
+                console=err,
+                transient=True,
+                disable=not interactive,
+            )
+            with progress:
+                task = progress.add_task(
+                    "backfill", total=total, sessions=0, of=len(sessions), ideas=0, tokens=0
+                )
+
+                def on_batch(_session: Any, planned: Any, run: Any) -> None:
+                    counters["ideas"] += sum(run.stats.ideas_by_intent.values()) if run.stats else 0
+                    counters["tokens"] += run.input_tokens + run.output_tokens
+                    progress.update(
+                        task,
+                        advance=planned.message_count,
+                        ideas=counters["ideas"],
+                        tokens=counters["tokens"],
+                    )
+
+                def on_session(result: Any) -> None:
+                    counters["sessions"] += 1
+                    progress.update(task, sessions=counters["sessions"])
+                    if interactive or as_json:
+                        return
+                    failed = f", {result.failures} failed run(s)" if result.failures else ""
+                    sys.stdout.write(
+                        f"[{counters['sessions']}/{len(sessions)}] {result.session.session_id} "
+                        f"({result.session.project}): {result.batches} batch(es), {result.messages} "
+                        f"messages, {result.ideas} ideas, {result.input_tokens + result.output_tokens} "
+                        f"tokens, {time.perf_counter() - started:.1f}s elapsed{failed}\n"
+                    )
+                    sys.stdout.flush()
+
+                report = await run_backfill(
+                    store,
+                    settings,
+                    sessions,
+                    choice,
+                    should_stop=lambda: stop_requests > 0,
+                    on_batch=on_batch,
+                    on_session=on_session,
+                )
+            return {"captured": captured, "report": report, "seconds": time.perf_counter() - started}
+        finally:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(signum)
+            if choice is not None:
+                await choice.aclose()
+            await store.close()
+
+    try:
+        result = _run(go())
+    except KeyboardInterrupt:
+        # Only before the event loop took over Ctrl-C: nothing was indexed yet, nothing is half-done.
+        err.print("Interrupted before indexing started; rerun `cairn backfill` to continue.")
+        raise typer.Exit(130) from None
+    captured = result["captured"]
+    if dry_run:
+        total = Estimate()
+        rows = []
+        for session, est in result["estimates"]:
+            total.add(est)
+            rows.append({**session.describe(), **est.as_dict(prices, model_name)})
+        data = {
+            "dry_run": True,
+            "model": model_name,
+            "prices_as_of": PRICES_AS_OF,
+            "output_ratio": OUTPUT_RATIO,
+            "messages_added": captured.messages_added,
+            "sessions": rows,
+            "total": total.as_dict(prices, model_name),
+        }
+        if as_json:
+            _print_json(data)
+        else:
+            for renderable in estimate_tables(data):
+                console.print(renderable)
+        return
+
+    report = result["report"]
+    summary = {
+        "sessions_total": report.total,
+        "sessions_done": report.done,
+        "interrupted": report.interrupted,
+        "messages_added": captured.messages_added,
+        "wall_seconds": round(result["seconds"], 3),
+    }
+    if as_json:
+        _print_json(
+            {
+                "model": model_name,
+                **summary,
+                "sessions": [s.as_dict() for s in report.sessions],
+                **_index_json(report.index),
+            }
+        )
+    else:
+        console.print(_key_value_table("backfill", summary))
+        _render_index(report.index)
+    if report.interrupted:
+        err.print(
+            f"Interrupted after {report.done} of {report.total} session(s). Run `cairn backfill` again to "
+            "continue where it stopped; nothing is indexed twice."
+        )
+        raise typer.Exit(130)
+    if report.index.failures and not report.index.ok:
+        raise typer.Exit(1)
+
+
+@app.command()
 def stats(as_json: JsonOpt = False) -> None:
     """Show what the store holds: projects, sessions, messages, ideas, vectors, queue."""
     settings = _settings()
@@ -612,3 +846,138 @@ def _render_inspect(report: Any) -> None:
     for f in data["files"]:
         for line, reason in f.get("malformed_samples", []):
             err.print(f"[yellow]malformed[/] {f['path']}:{line}: {reason}")
+
+
+daemon_app = typer.Typer(
+    help="The background indexer: one per CAIRN_HOME, fed by Claude Code's hooks.",
+    no_args_is_help=True,
+)
+
+
+def _uptime(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
+
+
+@daemon_app.command("run")
+def daemon_run() -> None:
+    """Run the daemon in the foreground until Ctrl-C, SIGTERM or its idle timeout."""
+    from cairn.daemon.logs import setup_logging
+    from cairn.daemon.loop import run_daemon
+
+    settings = _settings()
+    setup_logging(settings, console=sys.stderr.isatty())
+    raise typer.Exit(_run(run_daemon(settings)))
+
+
+@daemon_app.command("start")
+def daemon_start() -> None:
+    """Start the daemon detached and return once it owns the store."""
+    from cairn.daemon.process import DaemonError, start
+
+    settings = _settings()
+    try:
+        pid = start(settings)
+    except DaemonError as exc:
+        raise _fail(str(exc)) from exc
+    console.print(f"cairn daemon started (pid {pid})")
+
+
+@daemon_app.command("stop")
+def daemon_stop() -> None:
+    """Stop the daemon: it finishes its current run, then exits."""
+    from cairn.daemon.process import DaemonError, stop
+
+    settings = _settings()
+    try:
+        pid = stop(settings)
+    except DaemonError as exc:
+        raise _fail(str(exc)) from exc
+    console.print("cairn daemon is not running" if pid is None else f"cairn daemon stopped (pid {pid})")
+
+
+@daemon_app.command("status")
+def daemon_status(as_json: JsonOpt = False) -> None:
+    """Whether the daemon runs, since when, and what its queue holds."""
+    from cairn.daemon.process import status
+
+    state = status(_settings())
+    if as_json:
+        _print_json({**asdict(state), "depth": state.depth, "parked": state.parked})
+        return
+    if state.running and state.pid is not None and state.uptime_seconds is not None:
+        console.print(f"cairn daemon running (pid {state.pid}, up {_uptime(state.uptime_seconds)})")
+    else:
+        console.print("cairn daemon not running")
+    console.print(f"queue: {state.depth} waiting, {state.parked} parked · log: {state.log}")
+
+
+app.add_typer(daemon_app, name="daemon")
+
+
+@app.command()
+def hook() -> None:
+    """Run cairn's Claude Code hook on the JSON payload on stdin (always exits 0).
+
+    For debugging: `cairn install` wires up the faster `hook.sh`, which honours the same contract.
+    """
+    from cairn.daemon.hook import main as hook_main
+
+    raise typer.Exit(hook_main())
+
+
+@app.command()
+def install(
+    settings_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--settings", help="Claude Code settings file to edit (default ~/.claude/settings.json)."
+        ),
+    ] = None,
+    uninstall: Annotated[bool, typer.Option("--uninstall", help="Remove cairn's hooks instead.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Add cairn's hook to Claude Code's settings (idempotent, with a backup), or remove it."""
+    from cairn.daemon import install as installer
+    from cairn.store.lock import StoreLockedError
+    from cairn.store.store import Store
+
+    settings = _settings()
+    path = settings_file if settings_file is not None else installer.DEFAULT_SETTINGS
+    try:
+        if uninstall:
+            report = installer.uninstall(path)
+        else:
+            command, kind = installer.hook_command(settings)
+            report = installer.install(path, command, kind)
+    except (installer.SettingsFileError, OSError) as exc:
+        raise _fail(str(exc)) from exc
+    store_note = None
+    if not uninstall and not settings.db_path.exists():
+        # The hook never creates the store (a hook must not migrate a database), so create it now.
+        async def create() -> None:
+            try:
+                store = await Store.open(settings)
+            except StoreLockedError:
+                return
+            await store.close()
+
+        _run(create())
+        store_note = f"created the cairn store at {settings.db_path}"
+    if as_json:
+        _print_json({**asdict(report), "store_created": store_note is not None})
+        return
+    verb = {"installed": "installed cairn's hook in", "uninstalled": "removed cairn's hook from"}
+    if report.action == "unchanged":
+        console.print(
+            f"{report.settings_path}: already {'clean' if uninstall else 'up to date'}, not changed"
+        )
+    else:
+        console.print(f"{verb[report.action]} {report.settings_path} ({', '.join(report.events)})")
+        if report.backup:
+            console.print(f"previous settings saved as {report.backup}")
+    if report.hook == "python":
+        err.print("[yellow]note:[/] no sqlite3 CLI (3.32+) on PATH: installed the slower Python hook")
+    if store_note:
+        console.print(store_note)

@@ -97,6 +97,28 @@ class Settings(BaseSettings):
     tool_input_max_chars: int = Field(default=300, ge=20)
     include_thinking: bool = Field(default=False, description="Show thinking blocks to the indexer.")
 
+    # Daemon (continuous indexing)
+    batch_window_seconds: float = Field(
+        default=2.5,
+        ge=0,
+        le=60,
+        description="After a hook notification, how long the daemon collects more before one indexing run.",
+    )
+    idle_exit_seconds: float = Field(
+        default=300,
+        ge=0,
+        description="The daemon exits after this long with an empty queue; the next hook starts it again.",
+    )
+    queue_max_attempts: int = Field(
+        default=5, ge=1, description="Failed runs of a queue item before it is parked for `cairn status`."
+    )
+    continuous_token_budget: int = Field(
+        default=10_000,
+        ge=1_000,
+        description="Tokens one continuous run aims at (seed 003); half of it goes to the new messages, "
+        "the rest to the prompt, tool results and output. What does not fit goes to the next run.",
+    )
+
     @classmethod
     def load(cls, home: str | os.PathLike[str] | None = None, **overrides: object) -> Settings:
         """Read settings for the store at `home` (default: `$CAIRN_HOME` or `~/.cairn`)."""

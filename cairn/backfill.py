@@ -1,0 +1,419 @@
+"""Backfill: index a developer's whole transcript history, one session at a time, oldest first.
+
+Seed 003's backfill mode: each agent run gets one session's consecutive messages up to the backfill
+budget (`plan_batches(mode="backfill")`), and sessions go in the order they happened, so when a later
+session revisits a decision the earlier one is already stored for the agent to find, link or
+supersede.
+
+Nothing here keeps state of its own. Capture stores each file's messages with its byte offset, and
+every applied batch moves its files' indexing cursors in the same transaction (`cairn.agent`). A run
+that stops — Ctrl-C, a crash, `kill -9` — therefore resumes from the stored offsets and cursors: the
+next run captures only new bytes and indexes only messages past the cursors, with no duplicates.
+
+The dry run captures (free, local and idempotent: the next real run would do the same) but runs no
+agent. Its estimates come from the same planner the real run uses, so its batch and message counts
+are exact for the data captured so far; token and cost figures are estimates (see `estimate`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from cairn.agent.batches import PlannedBatch, plan_batches
+from cairn.agent.indexer import IndexReport, RunOutcome, index_pending
+from cairn.agent.models import ModelChoice
+from cairn.config import Settings
+from cairn.pricing import Price, cost
+from cairn.prompts import load_prompt
+from cairn.store.db import Database
+from cairn.store.store import Store
+from cairn.tokens import count_tokens
+from cairn.transcripts.discover import find_transcripts, is_subagent_file, session_id_for
+
+# How much of each end of a file is read to find its first and last timestamps and its cwd.
+_SNIFF_BYTES = 64 * 1024
+# Seed 003's backfill budget besides the messages: ~5K tokens of tool results per run.
+TOOL_RESULT_TOKENS = 5_000
+# Seed 003 expects ~5K output tokens for a ~50K-token backfill run.
+OUTPUT_RATIO = 0.1
+
+
+@dataclass
+class Session:
+    """One Claude Code session on disk: its transcript and its subagents' transcripts."""
+
+    key: str  # the main transcript's path without `.jsonl`: unique even when session ids repeat
+    session_id: str
+    project: str  # the Claude Code project directory's name (the cwd with `/` → `-`)
+    files: list[Path]
+    started: datetime | None = None
+    last: datetime | None = None
+    mtime: float = 0.0
+    cwd: str | None = None
+
+    @property
+    def order(self) -> tuple[float, str]:
+        """Oldest first: by the first message's time, else the newest file's mtime."""
+        when = self.started.timestamp() if self.started else self.mtime
+        return when, self.key
+
+    @property
+    def last_activity(self) -> datetime:
+        return self.last or datetime.fromtimestamp(self.mtime, UTC)
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "session": self.session_id,
+            "project": self.project,
+            "files": [str(f) for f in self.files],
+            "started": self.started.isoformat() if self.started else None,
+        }
+
+
+def _parse_time(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _entries(lines: Iterable[bytes]) -> Iterable[dict[str, object]]:
+    for raw in lines:
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            yield value
+
+
+def sniff(path: Path) -> tuple[datetime | None, datetime | None, str | None]:
+    """(first timestamp, last timestamp, cwd) of a transcript, from its first and last 64 KiB.
+
+    Reading the whole of every file just to order sessions would cost as much as capturing them.
+    """
+    first = last = None
+    cwd: str | None = None
+    with path.open("rb") as fh:
+        head = fh.read(_SNIFF_BYTES)
+        size = fh.seek(0, os.SEEK_END)
+        start = max(0, size - _SNIFF_BYTES)
+        fh.seek(start)
+        tail = fh.read()
+    for entry in _entries(head.split(b"\n")):
+        if cwd is None and isinstance(entry.get("cwd"), str):
+            cwd = str(entry["cwd"])
+        if first is None:
+            first = _parse_time(entry.get("timestamp"))
+        if first is not None and cwd is not None:
+            break
+    tail_lines = tail.split(b"\n")
+    if start > 0:
+        tail_lines = tail_lines[1:]  # the first line of the window is cut
+    for entry in _entries(reversed(tail_lines)):
+        if (last := _parse_time(entry.get("timestamp"))) is not None:
+            break
+    return first, last, cwd
+
+
+def _session_key(path: Path) -> tuple[str, Path]:
+    """(grouping key, project directory) of a transcript file in Claude Code's layout."""
+    if is_subagent_file(path):
+        session_dir = path.parent.parent
+        return str(session_dir), session_dir.parent
+    return str(path.with_suffix("")), path.parent
+
+
+def discover_sessions(roots: Iterable[Path]) -> list[Session]:
+    """Every session with a transcript under `roots`, oldest first, subagent files with their parent."""
+    sessions: dict[str, Session] = {}
+    for path in find_transcripts(roots):
+        key, project_dir = _session_key(path)
+        session = sessions.get(key)
+        if session is None:
+            session = sessions[key] = Session(key, session_id_for(path), project_dir.name, [])
+        session.files.append(path)
+        first, last, cwd = sniff(path)
+        session.mtime = max(session.mtime, path.stat().st_mtime)
+        if first is not None and (session.started is None or first < session.started):
+            session.started = first
+        if last is not None and (session.last is None or last > session.last):
+            session.last = last
+        if cwd is not None and (session.cwd is None or not is_subagent_file(path)):
+            session.cwd = cwd
+    for session in sessions.values():
+        # The main transcript first, so its lines are indexed before its subagents' ones.
+        session.files.sort(key=lambda p: (is_subagent_file(p), str(p)))
+    return sorted(sessions.values(), key=lambda s: s.order)
+
+
+def parse_since(text: str) -> datetime:
+    """`--since`: an ISO date (midnight UTC, as transcripts keep UTC times) or date-time."""
+    try:
+        if len(text) == 10:
+            day = date.fromisoformat(text)
+            return datetime(day.year, day.month, day.day, tzinfo=UTC)
+        parsed = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise ValueError(f"--since wants an ISO date such as 2025-09-01, not {text!r}") from exc
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def matches_project(session: Session, project: str) -> bool:
+    """Whether `project` names the session's Claude Code project: its directory name or its cwd.
+
+    Claude Code names a project directory by its cwd with `/` replaced by `-`, so `/home/dev/demo`,
+    `dev/demo`, `demo` and `-home-dev-demo` all find `-home-dev-demo`.
+    """
+    wanted = project.casefold()
+    name = session.project.casefold()
+    cwd = (session.cwd or "").casefold()
+    return wanted in name or wanted.replace("/", "-") in name or (bool(cwd) and wanted in cwd)
+
+
+def select_sessions(
+    sessions: list[Session], *, since: datetime | None = None, project: str | None = None
+) -> list[Session]:
+    """The sessions active on or after `since` and belonging to `project`, order kept."""
+    return [
+        s
+        for s in sessions
+        if (since is None or s.last_activity >= since) and (project is None or matches_project(s, project))
+    ]
+
+
+def session_paths(session: Session) -> list[str]:
+    """The session's files as store keys (absolute, resolved paths)."""
+    return [str(f.resolve()) for f in session.files]
+
+
+@dataclass
+class SessionResult:
+    """What backfilling one session did."""
+
+    session: Session
+    batches: int = 0
+    messages: int = 0
+    ideas: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0
+    failures: int = 0
+    complete: bool = False  # every pending message of the session was indexed
+
+    def add(self, planned: PlannedBatch, run: RunOutcome) -> None:
+        self.batches += 1
+        self.input_tokens += run.input_tokens
+        self.output_tokens += run.output_tokens
+        self.seconds += run.seconds
+        if run.ok:
+            self.messages += planned.message_count
+            self.ideas += sum(run.stats.ideas_by_intent.values()) if run.stats else 0
+        else:
+            self.failures += 1
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            **self.session.describe(),
+            "batches": self.batches,
+            "messages": self.messages,
+            "ideas": self.ideas,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "seconds": round(self.seconds, 3),
+            "failures": self.failures,
+        }
+
+
+@dataclass
+class BackfillReport:
+    """The sum of a backfill: per session, and every run in one `IndexReport` for the CLI's renderers."""
+
+    total: int
+    sessions: list[SessionResult] = field(default_factory=list)
+    index: IndexReport = field(default_factory=IndexReport)
+    interrupted: bool = False
+
+    @property
+    def done(self) -> int:
+        """Sessions indexed to their end (an interrupted or failed session is not done)."""
+        return sum(1 for s in self.sessions if s.complete)
+
+
+class _Stop(Exception):
+    """Raised from the batch callback to leave `index_pending` between batches, never inside one."""
+
+
+BatchProgress = Callable[[Session, PlannedBatch, RunOutcome], None]
+SessionProgress = Callable[[SessionResult], None]
+
+
+async def run_backfill(
+    store: Store,
+    settings: Settings,
+    sessions: list[Session],
+    choice: ModelChoice,
+    *,
+    should_stop: Callable[[], bool] = lambda: False,
+    on_batch: BatchProgress | None = None,
+    on_session: SessionProgress | None = None,
+) -> BackfillReport:
+    """Index the captured, not-yet-indexed messages of `sessions`, one session after another.
+
+    `should_stop` is asked after every batch and before every session; once it answers True the
+    backfill ends at that boundary and the report says `interrupted`. A failure that is not a
+    batch's own (API down, bad key) ends the backfill too: every later session would fail alike.
+    """
+    report = BackfillReport(total=len(sessions))
+    for session in sessions:
+        if should_stop():
+            report.interrupted = True
+            break
+        result = SessionResult(session)
+        report.sessions.append(result)
+
+        def batch_done(planned: PlannedBatch, run: RunOutcome, result: SessionResult = result) -> None:
+            result.add(planned, run)
+            report.index.add(run)
+            if on_batch is not None:
+                on_batch(result.session, planned, run)
+            if should_stop():
+                raise _Stop
+
+        try:
+            indexed = await index_pending(
+                store,
+                settings,
+                model=choice,
+                paths=session_paths(session),
+                mode="backfill",
+                on_batch=batch_done,
+            )
+        except _Stop:
+            report.index.batches += result.batches
+            report.interrupted = True
+            break
+        report.index.batches += indexed.batches
+        report.index.skipped_batches += indexed.skipped_batches
+        result.complete = result.failures == 0 and indexed.skipped_batches == 0
+        if on_session is not None:
+            on_session(result)
+        if indexed.stopped is not None:
+            report.index.stopped = indexed.stopped
+            break
+    return report
+
+
+async def pending_messages(db: Database, paths: list[str]) -> int:
+    """Stored messages of `paths` past their indexing cursor and worth sending (not noise)."""
+    if not paths:
+        return 0
+    row = await db.fetchone(
+        """
+        SELECT count(*) AS n FROM messages m JOIN transcript_files f ON f.id = m.file_id
+        WHERE f.path IN (SELECT value FROM json_each(?)) AND m.end_line > f.indexed_line AND NOT m.is_noise
+        """,
+        (json.dumps(paths),),
+    )
+    return int(row["n"]) if row else 0
+
+
+@dataclass
+class Estimate:
+    """What backfilling one session (or all of them) would send, and its estimated price per model."""
+
+    batches: int = 0
+    messages: int = 0
+    message_tokens: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def add(self, other: Estimate) -> None:
+        self.batches += other.batches
+        self.messages += other.messages
+        self.message_tokens += other.message_tokens
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+
+    def as_dict(self, prices: dict[str, Price], model: str) -> dict[str, object]:
+        """Counts, `model`'s estimated cost (None when unpriced) and the cost on every priced model."""
+        model_cost = cost(model, self.input_tokens, self.output_tokens, prices)
+        return {
+            "batches": self.batches,
+            "messages": self.messages,
+            "message_tokens": self.message_tokens,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "model_cost_usd": None if model_cost is None else round(model_cost, 4),
+            "cost_usd": {
+                model: round(cost(model, self.input_tokens, self.output_tokens, prices) or 0.0, 4)
+                for model in prices
+            },
+        }
+
+
+def run_overhead_tokens() -> int:
+    """Input tokens a run sends besides its messages: the system prompt and seed 003's tool results."""
+    return count_tokens(load_prompt().text) + TOOL_RESULT_TOKENS
+
+
+async def estimate(db: Database, session: Session, overhead: int) -> Estimate:
+    """What a backfill of `session` would send, from the real planner over its captured messages.
+
+    Input: each batch's message tokens plus `overhead` per run. Re-sent context within a run is not
+    counted, since Claude runs use prompt caching, which bills those re-reads at a tenth. Output:
+    `OUTPUT_RATIO` of the input, seed 003's ~5K per ~50K-token run.
+    """
+    planned = await plan_batches(db, mode="backfill", paths=session_paths(session))
+    result = Estimate(
+        batches=len(planned),
+        messages=sum(p.message_count for p in planned),
+        message_tokens=sum(p.tokens for p in planned),
+    )
+    result.input_tokens = result.message_tokens + overhead * sum(1 for p in planned if p.message_count)
+    result.output_tokens = round(result.input_tokens * OUTPUT_RATIO)
+    return result
+
+
+def estimate_tables(data: dict[str, Any]) -> list[Table | str]:
+    """The dry run for people: what each session would send, then the total priced per model."""
+    model = str(data["model"])
+    sessions = Table(title=f"would send ({model})", title_justify="left")
+    for col in ("session", "project", "started", "batches", "messages", "input tok", "output tok", "cost"):
+        sessions.add_column(col, justify="left" if col in ("session", "project", "started") else "right")
+    for row in data["sessions"]:
+        price = row["model_cost_usd"]
+        sessions.add_row(
+            row["session"],
+            row["project"],
+            row["started"] or "—",
+            str(row["batches"]),
+            str(row["messages"]),
+            f"{row['input_tokens']:,}",
+            f"{row['output_tokens']:,}",
+            "?" if price is None else f"${price:.2f}",
+        )
+    total = data["total"]
+    per_model = Table(title="estimated cost per model", title_justify="left")
+    per_model.add_column("model")
+    per_model.add_column("cost", justify="right")
+    for name, value in total["cost_usd"].items():
+        per_model.add_row(name, f"${value:.2f}")
+    note = (
+        f"{total['batches']} run(s), {total['messages']} messages, ~{total['input_tokens']:,} input and "
+        f"~{total['output_tokens']:,} output tokens (output estimated at {data['output_ratio']:.0%} of "
+        f"input). List prices as of {data['prices_as_of']}, without caching discounts; override them "
+        "under \\[prices] in config.toml."
+    )
+    return [sessions, per_model, note]

@@ -1,0 +1,156 @@
+"""The Claude Code hook in Python: the same contract as `hook.sh`, for machines without the sqlite3 CLI.
+
+`cairn install` prefers `hook.sh` (a shell and one sqlite3 process start in a few milliseconds); this
+module is the fallback it installs when no usable `sqlite3` is on PATH, run as
+`python -S -E .../hook.py` so the interpreter skips site-packages and imports nothing but the standard
+library — which is why nothing here imports cairn. `cairn hook` runs it too, for debugging.
+
+The contract, shared with `hook.sh` and tested against both: read one JSON payload on stdin, queue
+its `transcript_path` (and a SubagentStop's `agent_transcript_path`) as a pending `work_queue` row
+unless one is already pending, for the five indexing events and `.jsonl` paths only; never create the
+store; give up on a busy database after 200 ms; start the daemon, detached, when none is alive; print
+nothing on stdout; always exit 0, writing one line to `$CAIRN_HOME/logs/hook.log` for every failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+import time
+
+EVENTS = frozenset({"UserPromptSubmit", "Stop", "SubagentStop", "PreCompact", "SessionEnd"})
+BUSY_TIMEOUT_S = 0.2
+
+
+def cairn_home() -> str:
+    """`$CAIRN_HOME`, else `~/.cairn`, exactly as `hook.sh` resolves it."""
+    return os.environ.get("CAIRN_HOME") or os.path.join(os.path.expanduser("~"), ".cairn")
+
+
+def log(home: str, message: str) -> None:
+    """Append one line to the hook log; a hook that cannot even log stays quiet rather than fail."""
+    line = " ".join(message.split())
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    try:
+        os.makedirs(os.path.join(home, "logs"), exist_ok=True)
+        with open(os.path.join(home, "logs", "hook.log"), "a", encoding="utf-8") as fh:
+            fh.write(f"{stamp} cairn-hook: {line}\n")
+    except OSError:
+        pass
+
+
+def rows_for(payload: object) -> list[tuple[str, str | None, str]]:
+    """The `(path, session_id, event)` rows a payload asks for; empty when it is not for cairn."""
+    if not isinstance(payload, dict):
+        return []
+    event = payload.get("hook_event_name")
+    if event not in EVENTS:
+        return []
+    session = payload.get("session_id")
+    session_id = session if isinstance(session, str) else None
+    rows = []
+    for key in ("transcript_path", "agent_transcript_path"):
+        path = payload.get(key)
+        if isinstance(path, str) and path.endswith(".jsonl"):
+            rows.append((path, session_id, event))
+    return rows
+
+
+def _uri(path: str) -> str:
+    """A read-write, never-create SQLite URI for `path` (only `%`, `?` and `#` need escaping)."""
+    escaped = path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    return f"file:{escaped}?mode=rw"
+
+
+def enqueue(db_path: str, rows: list[tuple[str, str | None, str]]) -> None:
+    """Insert the rows as pending, collapsing into an already pending row of the same path."""
+    conn = sqlite3.connect(_uri(db_path), uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    try:
+        conn.execute("PRAGMA synchronous = NORMAL")  # no fsync per commit, as in hook.sh
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(
+            "INSERT INTO work_queue (path, session_id, event) VALUES (?, ?, ?) "
+            "ON CONFLICT (path) WHERE status = 'pending' DO NOTHING",
+            rows,
+        )
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+def daemon_alive(home: str) -> bool:
+    """Whether the pidfile's first line names a live process (the daemon re-checks the rest)."""
+    try:
+        with open(os.path.join(home, "daemon.pid"), encoding="ascii") as fh:
+            pid = int(fh.readline().strip())
+    except (OSError, ValueError):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def spawn_daemon(home: str) -> None:
+    """Start `cairn daemon start` in its own session with no stdio, unless one runs or spawning is off."""
+    if os.environ.get("CAIRN_HOOK_NO_SPAWN") == "1" or daemon_alive(home):
+        return
+    import subprocess
+
+    python = os.environ.get("CAIRN_PYTHON") or sys.executable
+    try:
+        subprocess.Popen(
+            [python, "-m", "cairn", "daemon", "start"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            env={**os.environ, "CAIRN_HOME": home},
+        )
+    except OSError as exc:
+        log(home, f"could not start the daemon with {python}: {exc}")
+
+
+def run(raw: bytes) -> None:
+    """Handle one payload; every failure is logged, none escapes."""
+    home = cairn_home()
+    db_path = os.path.join(home, "cairn.db")
+    if not os.path.isfile(db_path):
+        log(home, f"no cairn store at {db_path} (run 'cairn index' or 'cairn daemon start' once); not queued")
+        return
+    try:
+        payload = json.loads(raw)
+    except ValueError:
+        payload = None
+    if not isinstance(payload, dict):
+        log(home, f"invalid hook payload ({len(raw)} bytes, not one JSON object); nothing queued")
+    else:
+        rows = rows_for(payload)
+        if rows:
+            try:
+                enqueue(db_path, rows)
+            except sqlite3.Error as exc:
+                log(home, f"could not queue {len(rows)} path(s) in {db_path}: {exc}")
+    spawn_daemon(home)
+
+
+def main() -> int:
+    """Entry point: read stdin, handle it, exit 0 whatever happened."""
+    try:
+        raw = sys.stdin.buffer.read()
+    except OSError:
+        raw = b""
+    try:
+        run(raw)
+    except Exception as exc:
+        log(cairn_home(), f"hook failed: {type(exc).__name__}: {exc}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,252 @@
+"""`cairn install`: put cairn's hook into Claude Code's settings JSON, or take it out again.
+
+The settings file is the user's, full of things cairn knows nothing about, so the edit is surgical:
+only handlers whose command runs cairn's hook script are added or removed, everything else keeps its
+value and order, an unchanged file is not rewritten, and a changed one is first copied to a
+timestamped backup and then replaced atomically (through a symlink, to its target, so dotfile setups
+keep working).
+
+The command carries absolute, shell-quoted paths (Claude Code runs it with a shell, from whatever
+directory the session is in) and `CAIRN_HOME` when the user chose a non-default one, since Claude
+Code's environment need not have it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from cairn.config import DEFAULT_HOME, Settings
+
+HOOK_EVENTS = ("UserPromptSubmit", "Stop", "SubagentStop", "PreCompact", "SessionEnd")
+# These two events take a matcher (compaction trigger, end reason); "" matches every one.
+MATCHER_EVENTS = frozenset({"PreCompact", "SessionEnd"})
+HOOK_TIMEOUT_S = 10
+MIN_SQLITE = (3, 32, 0)  # `.import --ascii` and upserts on a partial index
+
+DEFAULT_SETTINGS = Path("~/.claude/settings.json")
+
+_CAIRN_HOOK = re.compile(r"cairn/daemon/hook\.(?:sh|py)\b")
+
+HookKind = Literal["sh", "python"]
+
+
+class SettingsFileError(RuntimeError):
+    """The settings file exists but is not a JSON object cairn can safely edit."""
+
+
+@dataclass
+class InstallReport:
+    settings_path: str
+    action: Literal["installed", "uninstalled", "unchanged"]
+    events: list[str] = field(default_factory=list)
+    backup: str | None = None
+    command: str | None = None
+    hook: HookKind | None = None
+
+
+def is_cairn_command(command: object) -> bool:
+    """Whether a handler's command runs cairn's hook (any install of it, from any path)."""
+    return isinstance(command, str) and bool(_CAIRN_HOOK.search(command))
+
+
+def _package_file(name: str) -> Path:
+    return Path(str(resources.files("cairn.daemon").joinpath(name))).absolute()
+
+
+def usable_sqlite3(candidate: str | None = None) -> str | None:
+    """Absolute path of a sqlite3 CLI new enough for `hook.sh`, or None."""
+    found = shutil.which(candidate or "sqlite3")
+    if found is None:
+        return None
+    try:
+        out = subprocess.run([found, "-version"], capture_output=True, text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.match(r"(\d+)\.(\d+)\.(\d+)", out.stdout.strip())
+    if match is None or tuple(int(p) for p in match.groups()) < MIN_SQLITE:
+        return None
+    return str(Path(found).absolute())
+
+
+def hook_command(
+    settings: Settings, *, python: str | None = None, sqlite3: str | None = None
+) -> tuple[str, HookKind]:
+    """The shell command Claude Code should run, and which hook it is.
+
+    `hook.sh` when a usable sqlite3 CLI exists (the fast one), else `hook.py` under `python -S -E`.
+    `python` (default: this interpreter) is also what the hook starts the daemon with.
+    """
+    interpreter = str(Path(python or sys.executable).absolute())
+    env = [f"CAIRN_PYTHON={shlex.quote(interpreter)}"]
+    if settings.home != DEFAULT_HOME.expanduser().resolve():
+        env.append(f"CAIRN_HOME={shlex.quote(str(settings.home))}")
+    cli = sqlite3 if sqlite3 is not None else usable_sqlite3()
+    if cli:
+        env.append(f"CAIRN_SQLITE3={shlex.quote(cli)}")
+        return " ".join([*env, "/bin/sh", shlex.quote(str(_package_file("hook.sh")))]), "sh"
+    script = shlex.quote(str(_package_file("hook.py")))
+    return " ".join([*env, shlex.quote(interpreter), "-S", "-E", script]), "python"
+
+
+def _handler(command: str) -> dict[str, Any]:
+    return {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}
+
+
+def _group(event: str, command: str) -> dict[str, Any]:
+    group: dict[str, Any] = {"matcher": ""} if event in MATCHER_EVENTS else {}
+    group["hooks"] = [_handler(command)]
+    return group
+
+
+def _load(path: Path) -> tuple[dict[str, Any], bytes | None]:
+    """The settings object and the file's original bytes (None when there is no file yet)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}, None
+    if not raw.strip():
+        return {}, raw
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise SettingsFileError(
+            f"{path} is not valid JSON ({exc}); fix it first, cairn left it as is"
+        ) from exc
+    if not isinstance(data, dict):
+        raise SettingsFileError(f"{path} does not hold a JSON object; cairn left it as is")
+    return data, raw
+
+
+def _hooks_table(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    hooks = data.get("hooks", {})
+    if not isinstance(hooks, dict):
+        raise SettingsFileError(f"'hooks' in {path} is not an object; cairn left the file as is")
+    return hooks
+
+
+def _cairn_handlers(groups: list[Any]) -> list[Any]:
+    return [
+        handler
+        for group in groups
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list)
+        for handler in group["hooks"]
+        if isinstance(handler, dict) and is_cairn_command(handler.get("command"))
+    ]
+
+
+def _without_cairn(groups: list[Any]) -> list[Any]:
+    """`groups` minus cairn's handlers; a group is dropped only when that removal emptied it."""
+    kept: list[Any] = []
+    for group in groups:
+        if not (isinstance(group, dict) and isinstance(group.get("hooks"), list)):
+            kept.append(group)
+            continue
+        handlers = [
+            h for h in group["hooks"] if not (isinstance(h, dict) and is_cairn_command(h.get("command")))
+        ]
+        if len(handlers) == len(group["hooks"]):
+            kept.append(group)
+        elif handlers:
+            kept.append({**group, "hooks": handlers})
+    return kept
+
+
+def _event_groups(hooks: dict[str, Any], event: str, path: Path) -> list[Any]:
+    groups = hooks.get(event, [])
+    if not isinstance(groups, list):
+        raise SettingsFileError(f"hooks.{event} in {path} is not a list; cairn left the file as is")
+    return groups
+
+
+def _write(path: Path, data: dict[str, Any], original: bytes | None) -> str | None:
+    """Back up the old file (if any), then atomically replace it; the backup's path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    backup = None
+    mode = 0o600
+    if original is not None:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        backup_path = path.with_name(f"{path.name}.cairn-backup-{stamp}")
+        backup_path.write_bytes(original)
+        shutil.copymode(path, backup_path)
+        mode = path.stat().st_mode & 0o7777
+        backup = str(backup_path)
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return backup
+
+
+def _target(settings_path: Path) -> Path:
+    """The file to edit: a symlinked settings file is edited where it really lives."""
+    path = settings_path.expanduser().absolute()
+    return path.resolve() if path.is_symlink() else path
+
+
+def install(settings_path: Path, command: str, hook: HookKind = "sh") -> InstallReport:
+    """Make `command` cairn's one hook for each event; events already right are left untouched."""
+    path = _target(settings_path)
+    data, original = _load(path)
+    hooks = _hooks_table(data, path)
+    changed: list[str] = []
+    new_hooks = dict(hooks)
+    for event in HOOK_EVENTS:
+        groups = _event_groups(hooks, event, path)
+        ours = _cairn_handlers(groups)
+        if ours == [_handler(command)]:
+            continue
+        new_hooks[event] = [*_without_cairn(groups), _group(event, command)]
+        changed.append(event)
+    report = InstallReport(str(path), "unchanged", changed, command=command, hook=hook)
+    if changed:
+        report.action = "installed"
+        report.backup = _write(path, {**data, "hooks": new_hooks}, original)
+    return report
+
+
+def uninstall(settings_path: Path) -> InstallReport:
+    """Remove every cairn handler (from any event); containers only cairn filled are removed too."""
+    path = _target(settings_path)
+    data, original = _load(path)
+    if original is None:
+        return InstallReport(str(path), "unchanged")
+    hooks = _hooks_table(data, path)
+    changed: list[str] = []
+    new_hooks = dict(hooks)
+    for event, groups in hooks.items():
+        if not isinstance(groups, list) or not _cairn_handlers(groups):
+            continue
+        remaining = _without_cairn(groups)
+        if remaining:
+            new_hooks[event] = remaining
+        else:
+            del new_hooks[event]
+        changed.append(event)
+    report = InstallReport(str(path), "unchanged", changed)
+    if changed:
+        new_data = {**data, "hooks": new_hooks}
+        if not new_hooks:
+            del new_data["hooks"]
+        report.action = "uninstalled"
+        report.backup = _write(path, new_data, original)
+    return report

@@ -1,0 +1,289 @@
+"""The daemon's continuous indexing loop: queue items in, one agent run per cycle, items done or retried.
+
+Hooks put transcript paths into `work_queue` within milliseconds and leave. The daemon — the one
+owner of the store — waits for the first item, collects more for `batch_window_seconds` (a user's
+prompt, the assistant's answer and its subagents usually arrive together), then for every claimed
+path captures the file's new bytes (`sync_file`, exactly once by the stored offsets) and makes **one**
+agent run over all updated sessions, cut to the continuous budget by `plan_batches`.
+
+Why the outcomes are safe:
+- Capture and indexing each commit their cursors in the transaction that applies their work, so a
+  kill at any instant leaves items `running` with cursors at a consistent point; the next start puts
+  those items back (`requeue_running`) and re-reading from the cursors completes exactly the work an
+  uninterrupted run would have done.
+- An item whose file still has messages after this cycle's run is re-enqueued *before* it is marked
+  done, so a crash in between leaves a duplicate notification (harmless), never a lost one.
+- A failed run over several files is retried file by file in the same cycle, so one bad session costs
+  the others at most that one run; only the files that fail alone go back with an attempt count and
+  a next-try time (`retry`), and are parked after `queue_max_attempts`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from cairn.agent.batches import pending_files, plan_batches
+from cairn.agent.indexer import index_batch
+from cairn.agent.models import ModelChoice, ModelConfigError, resolve_model
+from cairn.config import Settings
+from cairn.daemon import queue
+from cairn.daemon.process import remove_pidfile, write_pidfile
+from cairn.ingest import sync_file
+from cairn.store.lock import StoreLockedError
+from cairn.store.store import Store
+from cairn.store.vectors import VectorStoreError
+from cairn.transcripts.discover import is_subagent_file, is_transcript
+
+log = logging.getLogger("cairn.daemon")
+
+CLAIM_LIMIT = 50
+POLL_SECONDS = 0.2
+RETRY_BACKOFF_SECONDS = 5.0
+CONTINUE_EVENT = "continue"  # a follow-up the daemon queues for itself: the file had more than one run
+
+
+@dataclass
+class CycleReport:
+    """What one cycle did, for the log and the tests' understanding of a run."""
+
+    claimed: int = 0
+    skipped: int = 0
+    messages_added: int = 0
+    runs: int = 0
+    failed_files: dict[str, str] = field(default_factory=dict)
+    done: int = 0
+    continued: int = 0
+    retried: int = 0
+
+
+def subagent_files(path: Path) -> list[Path]:
+    """The subagent transcripts of the session `path` belongs to: `<session>/subagents/agent-*.jsonl`.
+
+    A `SubagentStop` hook names the parent's transcript, so capturing the parent also captures its
+    subagents; the store files their messages under the parent session.
+    """
+    if is_subagent_file(path):
+        return []
+    return sorted(p for p in (path.parent / path.stem / "subagents").glob("agent-*.jsonl") if p.is_file())
+
+
+class Daemon:
+    """One daemon process: owns `store`, indexes with `choice`, stops when `stop()` is called."""
+
+    def __init__(self, settings: Settings, store: Store, choice: ModelChoice) -> None:
+        self.settings = settings
+        self.store = store
+        self.choice = choice
+        self.message_tokens = settings.continuous_token_budget // 2
+        self._stopping = asyncio.Event()
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    async def _sleep(self, seconds: float) -> bool:
+        """Sleep unless asked to stop meanwhile; True when stopping."""
+        try:
+            await asyncio.wait_for(self._stopping.wait(), timeout=seconds)
+        except TimeoutError:
+            return False
+        return True
+
+    async def serve(self) -> None:
+        """Cycle until stopped, or until the queue has been empty for `idle_exit_seconds`."""
+        requeued = await queue.requeue_running(self.store.db)
+        if requeued:
+            log.info("requeued %s item(s) left running by an earlier daemon", requeued)
+        try:
+            # Vectors of runs applied just before a crash: the next runs' lookups must see them.
+            await self.store.sync_vectors()
+        except VectorStoreError as exc:
+            log.warning("vector sync at start failed (the outbox keeps the work): %s", exc)
+        idle_since = time.monotonic()
+        while not self.stopping:
+            if await queue.depth(self.store.db) == 0:
+                if time.monotonic() - idle_since >= self.settings.idle_exit_seconds:
+                    log.info("queue empty for %.0fs: exiting", self.settings.idle_exit_seconds)
+                    return
+                await self._sleep(POLL_SECONDS)
+                continue
+            idle_since = time.monotonic()
+            if await self._sleep(self.settings.batch_window_seconds):
+                return
+            items = await queue.claim(self.store.db, datetime.now(UTC), CLAIM_LIMIT)
+            if not items:
+                # Everything waiting is backing off after a failure: poll again, no busy loop.
+                await self._sleep(POLL_SECONDS)
+                continue
+            report = await self.cycle(items)
+            idle_since = time.monotonic()
+            log.info(
+                "cycle: %s claimed, %s skipped, %s new message(s), %s run(s), %s done, %s continued, "
+                "%s retried",
+                report.claimed,
+                report.skipped,
+                report.messages_added,
+                report.runs,
+                report.done,
+                report.continued,
+                report.retried,
+            )
+
+    async def cycle(self, items: list[queue.QueueItem]) -> CycleReport:
+        """Capture the claimed files, make one indexing run over them, settle every item."""
+        report = CycleReport(claimed=len(items))
+        db = self.store.db
+        files_of: dict[int, list[str]] = {}
+        capture_errors: dict[str, str] = {}
+        for item in items:
+            path = Path(item.path).expanduser()
+            if not path.is_file() or not is_transcript(path):
+                log.info(
+                    "skipping %s: %s", item.path, "no such file" if not path.exists() else "no transcript"
+                )
+                await queue.done(db, [item.id])
+                report.skipped += 1
+                continue
+            keys = []
+            for file in [path, *subagent_files(path)]:
+                key = str(file.resolve())
+                keys.append(key)
+                if key in capture_errors:
+                    continue
+                captured = await sync_file(self.store, file, self.settings)
+                report.messages_added += captured.messages_added
+                if captured.error:
+                    capture_errors[key] = captured.error
+            files_of[item.id] = keys
+
+        keys = sorted({key for ks in files_of.values() for key in ks} - set(capture_errors))
+        failed = await self._index(keys, report) if keys and not self.stopping else {}
+        failed.update(capture_errors)
+        report.failed_files = failed
+
+        waiting = {path for _id, path, _session, _line in await pending_files(db, keys)} if keys else set()
+        by_item = {item.id: item for item in items}
+        outcome: dict[str, list[queue.QueueItem]] = defaultdict(list)
+        for item_id, item_keys in files_of.items():
+            item = by_item[item_id]
+            errors = [failed[k] for k in item_keys if k in failed]
+            if errors:
+                await queue.retry(
+                    db,
+                    item,
+                    errors[0],
+                    max_attempts=self.settings.queue_max_attempts,
+                    backoff=RETRY_BACKOFF_SECONDS,
+                )
+                report.retried += 1
+            elif any(k in waiting for k in item_keys):
+                outcome["continue"].append(item)
+            else:
+                outcome["done"].append(item)
+        for item in outcome["continue"]:
+            await queue.enqueue(db, item.path, item.session_id, CONTINUE_EVENT)
+        finished = outcome["continue"] + outcome["done"]
+        if finished:
+            await queue.done(db, [item.id for item in finished])
+        report.done, report.continued = len(outcome["done"]), len(outcome["continue"])
+        return report
+
+    async def _index(self, keys: list[str], report: CycleReport) -> dict[str, str]:
+        """One agent run over the first continuous batch of `keys`; the files that failed, with errors.
+
+        When a run over several files fails for a reason of its own (not the API's), each of its files
+        gets one run alone, so only the file at fault is held back.
+        """
+        planned = await plan_batches(
+            self.store.db, mode="continuous", paths=keys, message_tokens=self.message_tokens
+        )
+        if not planned:
+            return {}
+        first = planned[0]
+        run = await index_batch(self.store, first, self.choice, self.settings)
+        report.runs += 1
+        if run.ok:
+            return {}
+        files = sorted({cursor.path for cursor in first.cursors})
+        error = run.error or run.outcome
+        if run.systemic or len(files) == 1:
+            log.warning("indexing run over %s file(s) failed: %s", len(files), error)
+            return dict.fromkeys(keys if run.systemic else files, error)
+        log.warning("indexing run over %s files failed (%s); retrying them one by one", len(files), error)
+        failed: dict[str, str] = {}
+        for path in files:
+            if self.stopping:
+                break
+            alone = await plan_batches(
+                self.store.db, mode="continuous", paths=[path], message_tokens=self.message_tokens
+            )
+            if not alone:
+                continue
+            single = await index_batch(self.store, alone[0], self.choice, self.settings)
+            report.runs += 1
+            if not single.ok:
+                failed[path] = single.error or single.outcome
+        return failed
+
+
+async def run_daemon(settings: Settings) -> int:
+    """Run the daemon in this process until SIGTERM/SIGINT or idle exit; the process's exit code.
+
+    The first signal lets the current cycle finish; a second one cancels it — safe too, since every
+    write is one transaction and claimed items left `running` are requeued by the next start.
+    """
+    try:
+        store = await Store.open(settings)
+    except StoreLockedError as exc:
+        log.error("%s", exc)
+        return 1
+    try:
+        choice = resolve_model(settings)
+    except ModelConfigError as exc:
+        log.error("cannot start the daemon: %s", exc)
+        await store.close()
+        return 1
+    write_pidfile(settings)
+    daemon = Daemon(settings, store, choice)
+    log.info("daemon started (pid file %s, model %s)", settings.pid_path, choice.name)
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(daemon.serve())
+
+    def on_signal(signum: int) -> None:
+        if daemon.stopping:
+            log.warning("second %s: abandoning the current cycle", signal.Signals(signum).name)
+            task.cancel()
+        else:
+            log.info("%s: stopping after the current cycle", signal.Signals(signum).name)
+            daemon.stop()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, on_signal, signum)
+    code = 0
+    try:
+        await task
+    except asyncio.CancelledError:
+        await queue.requeue_running(store.db)
+    except Exception:
+        log.exception("daemon failed")
+        code = 1
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+        remove_pidfile(settings)
+        try:
+            await choice.aclose()
+        finally:
+            await store.close()
+        log.info("daemon stopped")
+    return code

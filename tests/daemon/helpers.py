@@ -1,0 +1,72 @@
+"""Driving real daemon processes from tests: bounded waits, and every started process killed at the end."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+DEFAULT_TIMEOUT = 20.0
+
+
+def cairn(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """`python -m cairn ARGS` in the test's environment, never with a real key."""
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    return subprocess.run(
+        [sys.executable, "-m", "cairn", *args], capture_output=True, text=True, env=env, timeout=timeout
+    )
+
+
+def wait_for(predicate: Callable[[], object], timeout: float = DEFAULT_TIMEOUT, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with contextlib.suppress(OSError):
+        if Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z":
+            return False
+    return True
+
+
+def pidfile_pid(home: Path) -> int | None:
+    try:
+        return int((home / "daemon.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def kill_hard(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not alive(pid), 10, f"pid {pid} to die")
+
+
+def query(home: Path, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    """Read the store as any outside reader would, while the daemon owns it."""
+    with contextlib.closing(sqlite3.connect(home / "cairn.db", timeout=10)) as conn:
+        return list(conn.execute(sql, params))
+
+
+def enqueue(home: Path, path: Path, session: str, event: str = "Stop") -> None:
+    """What the hook does: one row into work_queue, collapsing into a pending row for the same path."""
+    with contextlib.closing(sqlite3.connect(home / "cairn.db", timeout=10)) as conn, conn:
+        conn.execute(
+            "INSERT INTO work_queue (path, session_id, event) VALUES (?, ?, ?) "
+            "ON CONFLICT (path) WHERE status = 'pending' DO NOTHING",
+            (str(path), session, event),
+        )

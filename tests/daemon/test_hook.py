@@ -1,0 +1,282 @@
+"""The Claude Code hook as Claude Code runs it: real processes, a real store, both implementations.
+
+Every test runs against `hook.sh` (what `cairn install` normally wires up) and `hook.py` (the
+fallback without a sqlite3 CLI), through the exact command `cairn install` would write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cairn.config import Settings
+from cairn.daemon.install import hook_command, usable_sqlite3
+from cairn.store.store import Store
+from tests.conftest import SHARED_TRANSCRIPTS
+
+FASTHOOKS = SHARED_TRANSCRIPTS / "fasthooks"
+MAIN = FASTHOOKS / "sample_main_transcript.jsonl"
+AGENT = FASTHOOKS / "sample_agent_sidechain.jsonl"
+HOOK_SH = Path(__file__).resolve().parents[2] / "cairn" / "daemon" / "hook.sh"
+HOOK_PY = HOOK_SH.with_name("hook.py")
+EVENTS = ("UserPromptSubmit", "Stop", "SubagentStop", "PreCompact", "SessionEnd")
+
+pytestmark = pytest.mark.parametrize("kind", ["sh", "python"])
+
+
+def _make_store(settings: Settings) -> None:
+    async def create() -> None:
+        store = await Store.open(settings)
+        await store.close()
+
+    asyncio.run(create())
+
+
+@pytest.fixture
+def store(settings: Settings) -> Settings:
+    _make_store(settings)
+    return settings
+
+
+def _command(settings: Settings, kind: str) -> str:
+    if kind == "sh":
+        cli = usable_sqlite3()
+        if cli is None:
+            pytest.skip("no sqlite3 CLI (3.32+) on PATH")
+        command, got = hook_command(settings, sqlite3=cli)
+    else:
+        command, got = hook_command(settings, sqlite3="")
+    assert got == kind
+    return command
+
+
+def run_hook(
+    settings: Settings, kind: str, payload: bytes | str | dict[str, Any], **env: str
+) -> subprocess.CompletedProcess[bytes]:
+    """Run the installed hook command through a shell, as Claude Code does; it must print nothing."""
+    data = json.dumps(payload).encode() if isinstance(payload, dict) else payload
+    data = data.encode() if isinstance(data, str) else data
+    environ = {**os.environ, "CAIRN_HOOK_NO_SPAWN": "1", **env}
+    proc = subprocess.run(
+        ["/bin/sh", "-c", _command(settings, kind)], input=data, capture_output=True, env=environ, timeout=30
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b"", "hook output would reach Claude's context on UserPromptSubmit"
+    return proc
+
+
+def rows(settings: Settings) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(settings.db_path) as conn:
+        return conn.execute("SELECT path, session_id, event, status FROM work_queue ORDER BY id").fetchall()
+
+
+def log_lines(settings: Settings) -> list[str]:
+    path = settings.logs_dir / "hook.log"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def sample_payloads() -> list[dict[str, Any]]:
+    """The recorded hook logs turned back into stdin payloads, paths pointing at fixture files."""
+    payloads = []
+    for line in (FASTHOOKS / "sample_hook_logs.jsonl").read_text().splitlines():
+        logged = json.loads(line)
+        payload = {k: v for k, v in logged.items() if k not in {"ts", "event"}}
+        payload["hook_event_name"] = logged["event"]
+        payload["transcript_path"] = str(MAIN)
+        if logged["event"] == "SubagentStop":
+            payload["agent_transcript_path"] = str(AGENT)
+        payloads.append(payload)
+    return payloads
+
+
+def test_sample_payloads_queue_one_pending_row_per_transcript(store: Settings, kind: str) -> None:
+    payloads = sample_payloads()
+    for payload in payloads:
+        run_hook(store, kind, payload)
+    first = next(p for p in payloads if p["hook_event_name"] in EVENTS)
+    session = first["session_id"]
+    assert rows(store) == [
+        (str(MAIN), session, first["hook_event_name"], "pending"),
+        (str(AGENT), session, "SubagentStop", "pending"),
+    ]
+    assert log_lines(store) == []
+
+
+def test_each_indexing_event_queues_and_others_do_not(store: Settings, kind: str) -> None:
+    seen = {p["hook_event_name"]: p for p in sample_payloads()}
+    assert set(EVENTS) - {"SessionEnd"} <= set(seen)
+    seen.setdefault("SessionEnd", {**seen["Stop"], "hook_event_name": "SessionEnd", "reason": "other"})
+    for event, payload in seen.items():
+        with sqlite3.connect(store.db_path) as conn:
+            conn.execute("DELETE FROM work_queue")
+        run_hook(store, kind, {**payload, "agent_transcript_path": None})
+        expected = [(str(MAIN), payload["session_id"], event, "pending")] if event in EVENTS else []
+        assert rows(store) == expected, event
+
+
+def test_a_done_or_running_row_does_not_absorb_a_new_notification(store: Settings, kind: str) -> None:
+    payload = {"session_id": "s", "transcript_path": str(MAIN), "hook_event_name": "Stop"}
+    run_hook(store, kind, payload)
+    with sqlite3.connect(store.db_path) as conn:
+        conn.execute("UPDATE work_queue SET status = 'running'")
+    run_hook(store, kind, payload)
+    run_hook(store, kind, payload)
+    assert [r[3] for r in rows(store)] == ["running", "pending"]
+
+
+def test_concurrent_hooks_leave_one_pending_row(store: Settings, kind: str) -> None:
+    payload = json.dumps({"session_id": "s", "transcript_path": str(MAIN), "hook_event_name": "Stop"})
+    environ = {**os.environ, "CAIRN_HOOK_NO_SPAWN": "1"}
+    command = _command(store, kind)
+    procs = [
+        subprocess.Popen(
+            ["/bin/sh", "-c", command],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=environ,
+        )
+        for _ in range(8)
+    ]
+    for proc in procs:  # all started before any gets its payload: they race for the write lock
+        assert proc.stdin is not None
+        proc.stdin.write(payload.encode())
+        proc.stdin.close()
+    for proc in procs:
+        assert proc.wait(timeout=30) == 0
+    assert rows(store) == [(str(MAIN), "s", "Stop", "pending")]
+    assert log_lines(store) == []
+
+
+def test_hostile_path_is_stored_verbatim_and_never_executed(
+    store: Settings, kind: str, tmp_path: Path
+) -> None:
+    marks = [tmp_path / f"pwned{i}" for i in range(4)]
+    path = (
+        f'/tmp/it\'s a "dir"/$(touch {marks[0]})/`touch {marks[1]}`; touch {marks[2]} '
+        f"&& touch {marks[3]} \\ %?#\n'';--/x.jsonl"
+    )
+    run_hook(
+        store,
+        kind,
+        {"session_id": "s'; DROP TABLE work_queue;--", "transcript_path": path, "hook_event_name": "Stop"},
+    )
+    assert rows(store) == [(path, "s'; DROP TABLE work_queue;--", "Stop", "pending")]
+    assert not any(m.exists() for m in marks)
+
+
+@pytest.mark.parametrize("payload", [b"{not json", b"", b"[1, 2]", b'"Stop"', b'{"a": 1}\x1e{"b": 2}'])
+def test_bad_payload_exits_0_and_logs_one_line(store: Settings, kind: str, payload: bytes) -> None:
+    run_hook(store, kind, payload)
+    assert rows(store) == []
+    lines = log_lines(store)
+    assert len(lines) == 1 and "invalid hook payload" in lines[0]
+
+
+def test_non_jsonl_and_malformed_fields_are_ignored_quietly(store: Settings, kind: str) -> None:
+    for payload in [
+        {"session_id": "s", "transcript_path": "/tmp/notes.txt", "hook_event_name": "Stop"},
+        {"session_id": "s", "transcript_path": 42, "hook_event_name": "Stop"},
+        {"session_id": "s", "hook_event_name": "Stop"},
+    ]:
+        run_hook(store, kind, payload)
+    assert rows(store) == []
+    assert log_lines(store) == []
+
+
+def test_missing_store_is_logged_not_created(settings: Settings, kind: str) -> None:
+    payload = {"session_id": "s", "transcript_path": str(MAIN), "hook_event_name": "Stop"}
+    run_hook(settings, kind, payload)
+    assert not settings.db_path.exists()
+    lines = log_lines(settings)
+    assert len(lines) == 1 and "no cairn store" in lines[0]
+
+
+def test_locked_database_fails_open_quickly(store: Settings, kind: str) -> None:
+    holder = sqlite3.connect(store.db_path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        started = time.monotonic()
+        run_hook(store, kind, {"session_id": "s", "transcript_path": str(MAIN), "hook_event_name": "Stop"})
+        elapsed = time.monotonic() - started
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert elapsed < 2.0
+    assert rows(store) == []
+    lines = log_lines(store)
+    assert len(lines) == 1 and "locked" in lines[0]
+
+
+# Spawning: the hook starts `$CAIRN_PYTHON -m cairn daemon start` when no daemon is alive.
+
+
+@pytest.fixture
+def fake_python(tmp_path: Path) -> tuple[Path, Path]:
+    """A stand-in interpreter that records its arguments, CAIRN_HOME and its session id."""
+    record = tmp_path / "spawned"
+    fake = tmp_path / "fake python"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f"out='{record}'\n"
+        'printf \'%s\\n\' "$*" "$CAIRN_HOME" "$(cut -d" " -f6 /proc/$$/stat)" > "$out.tmp"\n'
+        'mv "$out.tmp" "$out"\n'
+    )
+    fake.chmod(0o755)
+    return fake, record
+
+
+def _run_direct(settings: Settings, kind: str, fake: Path, **env: str) -> None:
+    """Run the hook with the fake as CAIRN_PYTHON (the interpreter of hook.py itself stays real)."""
+    argv = ["/bin/sh", str(HOOK_SH)] if kind == "sh" else [sys.executable, "-S", "-E", str(HOOK_PY)]
+    environ = {**os.environ, "CAIRN_PYTHON": str(fake), **env}
+    environ.pop("CAIRN_HOOK_NO_SPAWN", None)
+    environ.update(env)
+    payload = json.dumps({"session_id": "s", "transcript_path": str(MAIN), "hook_event_name": "Stop"})
+    proc = subprocess.run(argv, input=payload.encode(), capture_output=True, env=environ, timeout=30)
+    assert proc.returncode == 0 and proc.stdout == b""
+
+
+def _wait_for(path: Path, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if path.exists():
+            return True
+        time.sleep(0.02)
+    return path.exists()
+
+
+def test_spawns_a_detached_daemon_when_none_is_alive(
+    store: Settings, kind: str, fake_python: tuple[Path, Path]
+) -> None:
+    fake, record = fake_python
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    store.pid_path.write_text(f"{dead.pid}\n123.0\n")
+    _run_direct(store, kind, fake)
+    assert _wait_for(record, 5.0), "the daemon was not started"
+    args, home, sid = record.read_text().splitlines()
+    assert args == "-m cairn daemon start"
+    assert home == str(store.home)
+    assert int(sid) != os.getsid(0), "the daemon must run in a session of its own"
+
+
+def test_no_spawn_while_the_daemon_lives_or_when_disabled(
+    store: Settings, kind: str, fake_python: tuple[Path, Path]
+) -> None:
+    fake, record = fake_python
+    store.pid_path.write_text(f"{os.getpid()}\n123.0\n")
+    _run_direct(store, kind, fake)
+    store.pid_path.unlink()
+    _run_direct(store, kind, fake, CAIRN_HOOK_NO_SPAWN="1")
+    assert not _wait_for(record, 0.5)
+    assert rows(store) == [(str(MAIN), "s", "Stop", "pending")]
