@@ -7,8 +7,9 @@ agent's output tool, which the executor validates and applies like any other.
 
 Modules: `text` (sentences, terms), `gazetteer` (technology names), `entities` (files, identifiers,
 technologies), `cues` (intent from cue phrases), `reading` (roles, turns, tool calls), `extract`
-(candidate ideas), `lookups` (tool plan and answers), `linking` (answers, todos, relations, entity
-links), `topics` (spans), `build` (the result), `model` (the `FunctionModel` state machine).
+(candidate ideas), `lookups` (tool plan and answers), `linking` (answers, todos, duplicates, entity
+links, activation), `evidence` (what a new and a stored idea share), `relating` (relations between
+them), `topics` (spans), `build` (the result), `model` (the `FunctionModel` state machine).
 """
 
 from cairn.agent.offline.build import build_result, read_batch

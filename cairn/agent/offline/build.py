@@ -17,14 +17,14 @@ from cairn.agent.offline.linking import (
     answered_questions,
     completed_todos,
     entity_links,
-    relations,
     stored_duplicate,
 )
 from cairn.agent.offline.lookups import Known
 from cairn.agent.offline.reading import SessionView, read_session
+from cairn.agent.offline.relating import relations
 from cairn.agent.offline.text import query_words
 from cairn.agent.offline.topics import TopicState, topics
-from cairn.agent.schema import EntityRef, Idea, IndexBatch, IndexResult, SearchAssociation
+from cairn.agent.schema import AnsweredQuestion, EntityRef, Idea, IndexBatch, IndexResult, SearchAssociation
 
 MAX_SEARCH_ASSOCIATIONS = 5
 
@@ -110,9 +110,12 @@ def build_result(batch: IndexBatch, known: Known, *, conservative: bool = False)
         answers = [a for a in answers if a.question_idea_id not in resolved_before]
         answer_relations = [r for r in answer_relations if r.to_idea_id not in resolved_before]
         done = [t for t in completed_todos(known, view) if t.todo_idea_id not in resolved_before]
-        resolved = {a.question_idea_id for a in answers} | {t.todo_idea_id for t in done}
-        resolved_before |= resolved
-        links = answer_relations + relations(kept, known, resolved)
+        resolved_before |= {a.question_idea_id for a in answers} | {t.todo_idea_id for t in done}
+        related = relations(kept, known, resolved_before)
+        more = [a for a in related.answers if _resolvable(a, view.session, known, batch)]
+        answers += more
+        resolved_before |= {a.question_idea_id for a in more}
+        links = answer_relations + related.relations
         span = known.spans.get(view.session)
         recent = [idea.content for idea in known.recent.get(view.session, [])]
         changes, updates, states[view.session] = topics(
@@ -144,6 +147,23 @@ def build_result(batch: IndexBatch, known: Known, *, conservative: bool = False)
     if not conservative:
         result.activated_ideas = activated(everything, known, referenced_ids)
     return _only_known_ids(result, known)
+
+
+def _resolvable(answer: AnsweredQuestion, session: str, known: Known, batch: IndexBatch) -> bool:
+    """Whether the executor will find `answer`'s line in `session`, the session of the answering idea.
+
+    It looks the line up in the question's own session when that session is in the batch, else in
+    the one batch session that has the line. (The `answers` relation names its session and needs
+    no such care; it marks the question answered as well.)
+    """
+    question = known.ideas.get(answer.question_idea_id)
+    sessions = {u.session for u in batch.updates}
+    if question is None or question.session == session:
+        return question is not None
+    if question.session in sessions:
+        return False
+    having = {u.session for u in batch.updates for m in u.messages if m.line == answer.answered_at_line}
+    return having == {session}
 
 
 def _only_known_ids(result: IndexResult, known: Known) -> IndexResult:

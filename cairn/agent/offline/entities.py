@@ -150,3 +150,24 @@ def entity_key(name: str) -> str:
     tech = canonical(name)
     base = tech or name
     return re.sub(r"[^a-z0-9+#]", "", base.lower())
+
+
+def is_identifier(name: str) -> bool:
+    """Whether `name` reads as one code identifier (`useTodos`, `busy_timeout`, `db.connect()`), not prose."""
+    token = name.strip()
+    return bool(_IDENTIFIER.match(token)) and _identifier_ok(token)
+
+
+def same_entity(name: str, kind: str, other: str, other_kind: str, aliases: tuple[str, ...] = ()) -> bool:
+    """Whether two entity names (the second with aliases) name one thing, case, punctuation, spelling aside.
+
+    A technology stored as a concept (or the reverse) is the same thing; a bare file name meets the
+    two-component name that ends in it ("page.tsx" and "app/page.tsx").
+    """
+    key = entity_key(name)
+    if key in {entity_key(other), *(entity_key(a) for a in aliases)}:
+        return kind == other_kind or {kind, other_kind} <= {"technology", "concept"}
+    if kind == "file" and other_kind == "file":
+        mine, theirs = name.lower(), other.lower()
+        return mine.endswith("/" + theirs) or theirs.endswith("/" + mine)
+    return False

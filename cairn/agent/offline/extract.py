@@ -73,6 +73,7 @@ class Candidate:
     hypothesis: bool = False
     refutation: bool = False
     supersession: bool = False
+    at: str | None = None  # when its message was said (ISO 8601), if known
 
     @property
     def terms(self) -> frozenset[str]:
@@ -298,6 +299,8 @@ def session_candidates(view: SessionView, *, open_problem: bool = False) -> list
     candidates = [
         c for c in candidates if not (c.hypothesis and any(line > c.line for line in refuted_after))
     ]
-    candidates = [replace(c, entities=list(c.entities)) for c in sorted(candidates, key=lambda c: c.line)]
+    said = {m.line: m.timestamp for m in view.messages}
+    ordered = sorted(candidates, key=lambda c: c.line)
+    candidates = [replace(c, entities=list(c.entities), at=said.get(c.line)) for c in ordered]
     _attach_written_files(view, candidates)
     return _deduplicate(candidates)

@@ -187,3 +187,12 @@ def find_technologies(text: str) -> list[str]:
     for match in _case_pattern().finditer(text):
         found.setdefault(_CASE_SENSITIVE[match.group(1)], match.start())
     return [name for name, _ in sorted(found.items(), key=lambda item: (item[1], item[0]))]
+
+
+@cache
+def spellings(name: str) -> tuple[str, ...]:
+    """Every spelling the gazetteer knows for the technology `name` ("PostgreSQL": postgres, psql, …)."""
+    target = canonical(name) or name
+    found = {target, *(s for s, c in _spellings().items() if c == target)}
+    found |= {s for s, c in _CASE_SENSITIVE.items() if c == target}
+    return tuple(sorted(found))

@@ -1,12 +1,10 @@
-"""Links from the batch to what the memory holds: answers, completed todos, relations, entities, activation.
+"""Links from the batch to what the memory holds: answers, completed todos, duplicates, entities, activation.
 
 All matching is by shared content terms (stemmed, stopwords removed), with thresholds set to err on
-the side of no link: a wrong `supersedes` hides a valid decision, while a missed one only leaves two
-decisions side by side. Supersession and contradiction need a change-of-mind cue ("instead of",
-"switch to", "that guess was wrong") in the new idea *and* shared terms with the stored one; shared
-terms alone give `builds_on` or `relates_to`. Limitation: two phrasings of one thing with no words in
-common ("Postgres" vs "the relational DB") are not linked; a semantic `search_ideas` result still
-counts only when its words overlap.
+the side of no link: a wrong answer closes a question that is still open, while a missed one only
+leaves it open. Relations between ideas are decided in `relating`. Limitation: two phrasings of one
+thing with no words in common ("Postgres" vs "the relational DB") are not linked; a semantic
+`search_ideas` result still counts only when its words overlap.
 """
 
 from __future__ import annotations
@@ -14,26 +12,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cairn.agent.offline.cues import COMPLETION, is_preamble
-from cairn.agent.offline.entities import entity_key
+from cairn.agent.offline.entities import same_entity
 from cairn.agent.offline.extract import Candidate, idea_terms, is_duplicate
 from cairn.agent.offline.lookups import Known, KnownEntity, KnownIdea
 from cairn.agent.offline.reading import SessionView
 from cairn.agent.offline.text import coverage, jaccard, overlap, shorten, term_set
-from cairn.agent.schema import AnsweredQuestion, CompletedTodo, EntityLink, Relation, RelationType
+from cairn.agent.schema import AnsweredQuestion, CompletedTodo, EntityLink, Relation
 
 ANSWER_COVERAGE = 0.4
 STORED_DUPLICATE_JACCARD = 0.6
 # A question of fewer terms ("What should we do, WAL mode?") matches too much to be answered by words alone.
 MIN_QUESTION_TERMS = 3
 TODO_COVERAGE = 0.5
-RELATION_MIN_SHARED = 2
-SUPERSEDE_OVERLAP = 0.25
-BUILDS_ON_OVERLAP = 0.5
-RELATES_OVERLAP = 0.4
 ACTIVATION_OVERLAP = 0.5
-MAX_RELATIONS_PER_IDEA = 2
 MAX_ACTIVATED = 20
-_STRENGTH: dict[str, int] = {"supersedes": 0, "contradicts": 1, "answers": 2, "builds_on": 3, "relates_to": 4}
 _ANSWERING = {
     "question": ("conclusion", "decision", "solution", "context"),
     "problem": ("solution", "conclusion"),
@@ -143,62 +135,6 @@ def completed_todos(known: Known, view: SessionView) -> list[CompletedTodo]:
     return done
 
 
-def relation_type(candidate: Candidate, existing: KnownIdea) -> RelationType | None:
-    """How a new idea relates to a stored one, or None when they are not clearly about the same thing."""
-    if existing.superseded or candidate.intent in ("question", "todo", "context"):
-        return None
-    if candidate.intent == "problem" and existing.intent != "problem":
-        return None
-    new, old = candidate.terms, idea_terms(existing.content)
-    shared = len(new & old)
-    if shared < RELATION_MIN_SHARED:
-        return None
-    similarity = overlap(new, old)
-    if candidate.intent == "decision" and existing.intent == "decision" and candidate.supersession:
-        return "supersedes" if similarity >= SUPERSEDE_OVERLAP else None
-    if candidate.refutation and existing.intent in ("conclusion", "decision"):
-        return "contradicts" if similarity >= SUPERSEDE_OVERLAP else None
-    if (
-        shared >= 3
-        and similarity >= BUILDS_ON_OVERLAP
-        and existing.intent == candidate.intent
-        and candidate.intent != "problem"
-    ):
-        return "builds_on"
-    if shared >= 3 and similarity >= RELATES_OVERLAP:
-        return "relates_to"
-    return None
-
-
-def relations(candidates: list[Candidate], known: Known, resolved: set[int]) -> list[Relation]:
-    """Relations from new ideas to stored ideas the tools returned: strongest first, two per idea at most.
-
-    Ideas in `resolved` (answered or completed by this result) get no further relation. Several new
-    ideas on one line share the line's relations (the executor links every idea at the line), so
-    each (line, stored idea) pair is related once, by its strongest relation.
-    """
-    found: dict[tuple[int, int], tuple[int, float, RelationType]] = {}
-    for candidate in candidates:
-        options: list[tuple[int, float, int, RelationType]] = []
-        for existing in sorted(known.ideas.values(), key=lambda i: i.id):
-            same_line = existing.session == candidate.session and existing.line == candidate.line
-            if existing.id in resolved or same_line:
-                continue
-            kind = relation_type(candidate, existing)
-            if kind is not None:
-                similarity = overlap(candidate.terms, idea_terms(existing.content))
-                options.append((_STRENGTH[kind], -similarity, existing.id, kind))
-        for rank, similarity, ident, kind in sorted(options)[:MAX_RELATIONS_PER_IDEA]:
-            key = (candidate.line, ident)
-            if key not in found or (rank, similarity) < found[key][:2]:
-                found[key] = (rank, similarity, kind)
-    session = candidates[0].session if candidates else ""
-    return [
-        Relation(from_session=session, from_line=line, to_idea_id=ident, relation_type=kind)
-        for (line, ident), (_rank, _similarity, kind) in sorted(found.items())
-    ]
-
-
 def stored_duplicate(candidate: Candidate, known: Known) -> KnownIdea | None:
     """A stored idea that already says what `candidate` says (then the candidate is not added again).
 
@@ -218,15 +154,8 @@ def stored_duplicate(candidate: Candidate, known: Known) -> KnownIdea | None:
     return None
 
 
-def _entity_matches(name: str, kind: str, entity: KnownEntity) -> bool:
-    key = entity_key(name)
-    keys = {entity_key(entity.name), *(entity_key(a) for a in entity.aliases)}
-    if key in keys:
-        return entity.type == kind or {entity.type, kind} <= {"technology", "concept"}
-    if kind == "file" and entity.type == "file":
-        mine, theirs = name.lower(), entity.name.lower()
-        return mine.endswith("/" + theirs) or theirs.endswith("/" + mine)
-    return False
+def _same(name: str, kind: str, entity: KnownEntity) -> bool:
+    return same_entity(name, kind, entity.name, entity.type, entity.aliases)
 
 
 def entity_links(candidates: list[Candidate], known: Known) -> list[EntityLink]:
@@ -236,7 +165,7 @@ def entity_links(candidates: list[Candidate], known: Known) -> list[EntityLink]:
     stored = sorted(known.entities.values(), key=lambda e: e.id)
     for candidate in candidates:
         for entity in candidate.entities:
-            match = next((e for e in stored if _entity_matches(entity.name, entity.type, e)), None)
+            match = next((e for e in stored if _same(entity.name, entity.type, e)), None)
             if match is not None and (candidate.line, match.id) not in seen:
                 seen.add((candidate.line, match.id))
                 links.append(

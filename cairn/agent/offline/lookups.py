@@ -1,10 +1,22 @@
 """What the offline indexer asks the read-only tools, and what it makes of their answers.
 
-The plan is a fixed priority list cut at a budget: each session's current span first (topic changes
-depend on it), then its open questions and todos, then searches for earlier decisions the batch's
-decisions may supersede, then existing entities the batch names, then recent ideas for duplicates.
+Two rounds, both within `LOOKUP_BUDGET`:
+
+1. A fixed priority list cut at the budget: each session's basics first (its current span, which
+   topic changes depend on; its open questions and todos; its recent ideas, for duplicates, topics
+   and links to its earlier batches), then `search_ideas` for the batch's strongest new ideas
+   (change-of-mind decisions, then decisions, conclusions, solutions, problems: what relations start
+   from), then `search_entities` for the entities the batch names, specific ones (files,
+   identifiers) before technologies. When `get_entity_ideas` is offered, the cut leaves room for
+   round 2.
+2. `get_entity_ideas` for the entities round 1 found that the batch names most specifically: the
+   ideas linked to the same file or identifier are the likeliest relatives of the new ones, in any
+   session, even when they share few words. Skipped when the tools already reported a spent budget.
+
 Only tools the agent actually offers are called, with only the parameters their schemas declare, so
-a toolset that lacks a tool or a parameter narrows the plan instead of failing the run.
+a toolset that lacks a tool or a parameter narrows the plan instead of failing the run. Nothing here
+depends on vectors: with or without them `search_ideas` answers in the same shape, and what its
+answers are worth is decided in `relating` from shared words and entities, not from its ranking.
 
 Answers are read by shape, not by class: any mapping with `id`, `intent` and `content` is an idea,
 with `id`, `name` and `start_line` a span, with `id`, `canonical_name` (or `name`) and `type` an
@@ -21,7 +33,8 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from cairn.agent.offline.extract import Candidate
+from cairn.agent.offline.entities import same_entity
+from cairn.agent.offline.extract import TOOL_FAILURE_LEAD, Candidate
 from cairn.agent.offline.text import query_words
 
 LOOKUP_BUDGET = 11
@@ -29,9 +42,17 @@ LOOKUP_BUDGET = 11
 MAX_SESSIONS_LOOKED_UP = 4
 MAX_IDEA_SEARCHES = 3
 MAX_ENTITY_SEARCHES = 3
+# Round 2 at most: two entities' ideas (ten each) are enough candidates for two relations per idea,
+# and with a single session's four basics and three idea searches they leave two entity searches.
+MAX_ENTITY_IDEA_LOOKUPS = 2
 OPEN_ITEMS_LIMIT = 10
 RECENT_IDEAS_LIMIT = 20
 SEARCH_LIMIT = 5
+ENTITY_IDEAS_LIMIT = 10
+# What relations start from, in the order searches are spent on them (a change of mind first).
+_SEARCH_INTENTS = {"decision": 0, "conclusion": 1, "solution": 2, "problem": 3}
+# Files and code identifiers name one thing; a project less so; a technology is in every idea of a stack.
+_SPECIFICITY = {"file": 0, "concept": 0, "project": 1, "technology": 2, "person": 3}
 
 
 @dataclass(frozen=True)
@@ -50,6 +71,7 @@ class KnownIdea:
     superseded: bool = False
     answered: bool = False
     completed: bool = False
+    at: str | None = None  # when it was said (ISO 8601), if the tool said
 
 
 @dataclass(frozen=True)
@@ -68,6 +90,7 @@ class KnownEntity:
     name: str
     type: str
     aliases: tuple[str, ...] = ()
+    ideas: int | None = field(default=None, compare=False)  # how many ideas link to it, if the tool said
 
 
 @dataclass
@@ -80,6 +103,8 @@ class Known:
     recent: dict[str, list[KnownIdea]] = field(default_factory=dict)
     ideas: dict[int, KnownIdea] = field(default_factory=dict)  # every idea any tool returned
     entities: dict[int, KnownEntity] = field(default_factory=dict)
+    entity_ideas: dict[int, tuple[int, ...]] = field(default_factory=dict)  # entity id -> its ideas' ids
+    exhausted: bool = False  # a tool answered that the run's tool budget is used up
 
     def idea_ids(self) -> set[int]:
         """Every idea id a tool returned in this run, whichever list it came in."""
@@ -101,50 +126,47 @@ def _params(tools: Mapping[str, Iterable[str]], tool: str, args: dict[str, Any])
 
 
 def _entity_counts(candidates: list[Candidate]) -> list[tuple[str, str]]:
-    """Entity (name, type) pairs by how often the batch's ideas name them: concepts and technologies first."""
+    """Entity (name, type) pairs the batch's ideas name: specific ones first, then the ones their text names.
+
+    A file an idea only carries because its turn wrote it is usually new in this very batch; a file
+    (or identifier) the text talks about is likelier to be known already, so it is searched first.
+    """
+    named: Counter[tuple[str, str]] = Counter()
     counts: Counter[tuple[str, str]] = Counter()
     for candidate in candidates:
+        text = candidate.content.lower()
         for entity in candidate.entities:
-            counts[(entity.name, entity.type)] += 1
-    rank = {"technology": 0, "concept": 1, "project": 2, "person": 3, "file": 4}
-    return sorted(counts, key=lambda pair: (-counts[pair], rank.get(pair[1], 5), pair[0].lower()))
+            pair = (entity.name, entity.type)
+            counts[pair] += 1
+            named[pair] += int(entity.name.rsplit("/", 1)[-1].lower() in text)
+    return sorted(
+        counts,
+        key=lambda pair: (_SPECIFICITY.get(pair[1], 4), -named[pair], -counts[pair], pair[0].lower()),
+    )
+
+
+def search_query(candidate: Candidate) -> str:
+    """The words to search stored ideas by: the idea's own, without the lead every tool failure shares."""
+    return query_words(TOOL_FAILURE_LEAD.sub("", candidate.content))
 
 
 def _search_targets(candidates: list[Candidate]) -> list[Candidate]:
-    """Decisions and conclusions worth checking against earlier ones: change-of-mind cues first."""
-    pool = [c for c in candidates if c.intent in ("decision", "conclusion") and not c.hypothesis]
-    return sorted(pool, key=lambda c: (not (c.supersession or c.refutation), c.intent != "decision", c.line))
+    """The new ideas worth a search: change-of-mind cues first, then by intent, what people said first."""
+    pool = [c for c in candidates if c.intent in _SEARCH_INTENTS and not c.hypothesis]
+    return sorted(
+        pool,
+        key=lambda c: (
+            not (c.supersession or c.refutation),
+            c.origin == "tool_error",
+            _SEARCH_INTENTS[c.intent],
+            -c.importance,
+            c.line,
+        ),
+    )
 
 
-def plan(
-    sessions: list[str],
-    candidates: dict[str, list[Candidate]],
-    tools: Mapping[str, Iterable[str]],
-    budget: int = LOOKUP_BUDGET,
-) -> list[Lookup]:
-    """The tool calls of the first step, best first, at most `budget` of them."""
-    looked = sessions[:MAX_SESSIONS_LOOKED_UP]
-    everything = [c for s in sessions for c in candidates.get(s, [])]
-    wanted: list[Lookup | None] = []
-    wanted += [_params(tools, "get_current_span", {"session": s}) for s in looked]
-    wanted += [
-        _params(tools, "get_open_questions", {"session": s, "limit": OPEN_ITEMS_LIMIT}) for s in looked
-    ]
-    wanted += [_params(tools, "get_open_todos", {"session": s, "limit": OPEN_ITEMS_LIMIT}) for s in looked]
-    searches = [
-        _params(tools, "search_ideas", {"query": query_words(c.content), "limit": SEARCH_LIMIT})
-        for c in _search_targets(everything)
-        if query_words(c.content)
-    ]
-    # Typed only for files: a technology stored as a concept (or the reverse) is still the same thing.
-    entity_searches = [
-        _params(tools, "search_entities", {"name": name, "type": kind if kind == "file" else None})
-        for name, kind in _entity_counts(everything)
-    ]
-    wanted += searches[:MAX_IDEA_SEARCHES] + entity_searches[:MAX_ENTITY_SEARCHES]
-    wanted += [
-        _params(tools, "get_recent_ideas", {"session": s, "limit": RECENT_IDEAS_LIMIT}) for s in looked
-    ]
+def _cut(wanted: Iterable[Lookup | None], budget: int) -> list[Lookup]:
+    """The distinct lookups of `wanted`, in order, at most `budget` of them."""
     plan_: list[Lookup] = []
     seen: set[str] = set()
     for lookup in wanted:
@@ -155,6 +177,65 @@ def plan(
             seen.add(key)
             plan_.append(lookup)
     return plan_
+
+
+def plan(
+    sessions: list[str],
+    candidates: dict[str, list[Candidate]],
+    tools: Mapping[str, Iterable[str]],
+    budget: int = LOOKUP_BUDGET,
+) -> list[Lookup]:
+    """The first round's tool calls, best first, at most `budget` of them (less the room kept for round 2)."""
+    looked = sessions[:MAX_SESSIONS_LOOKED_UP]
+    everything = [c for s in sessions for c in candidates.get(s, [])]
+    wanted: list[Lookup | None] = []
+    wanted += [_params(tools, "get_current_span", {"session": s}) for s in looked]
+    wanted += [
+        _params(tools, "get_open_questions", {"session": s, "limit": OPEN_ITEMS_LIMIT}) for s in looked
+    ]
+    wanted += [_params(tools, "get_open_todos", {"session": s, "limit": OPEN_ITEMS_LIMIT}) for s in looked]
+    wanted += [
+        _params(tools, "get_recent_ideas", {"session": s, "limit": RECENT_IDEAS_LIMIT}) for s in looked
+    ]
+    queries = dict.fromkeys(q for c in _search_targets(everything) if (q := search_query(c)))
+    wanted += [_params(tools, "search_ideas", {"query": q, "limit": SEARCH_LIMIT}) for q in queries][
+        :MAX_IDEA_SEARCHES
+    ]
+    # Typed only for files: a technology stored as a concept (or the reverse) is still the same thing.
+    wanted += [
+        _params(tools, "search_entities", {"name": name, "type": kind if kind == "file" else None})
+        for name, kind in _entity_counts(everything)
+    ][:MAX_ENTITY_SEARCHES]
+    first = _cut(wanted, budget)
+    entity_searches = sum(1 for lookup in first if lookup.tool == "search_entities")
+    if "get_entity_ideas" in tools and entity_searches:
+        first = _cut(wanted, budget - min(MAX_ENTITY_IDEA_LOOKUPS, entity_searches))
+    return first
+
+
+def follow_up(
+    candidates: list[Candidate], known: Known, tools: Mapping[str, Iterable[str]], budget: int
+) -> list[Lookup]:
+    """Round 2: `get_entity_ideas` for the found entities the batch names, most specific first.
+
+    An entity the tools say no idea links to is not asked about; nor is anything once a tool has
+    reported the run's budget spent, or when the first round left no room.
+    """
+    if known.exhausted or budget <= 0:
+        return []
+    stored = sorted(known.entities.values(), key=lambda e: e.id)
+    chosen: list[int] = []
+    for name, kind in _entity_counts(candidates):
+        same = [e for e in stored if same_entity(name, kind, e.name, e.type, e.aliases) and e.ideas != 0]
+        # The entity spelled exactly so first ("app/page.tsx" before a bare "page.tsx").
+        same.sort(key=lambda e: (e.name.lower() != name.lower(), e.id))
+        if same and same[0].id not in chosen:
+            chosen.append(same[0].id)
+    wanted = [
+        _params(tools, "get_entity_ideas", {"entity_id": ident, "limit": ENTITY_IDEAS_LIMIT})
+        for ident in chosen
+    ]
+    return _cut(wanted, min(budget, MAX_ENTITY_IDEA_LOOKUPS))
 
 
 def _walk(node: Any) -> Iterator[dict[str, Any]]:
@@ -187,6 +268,7 @@ def _idea(node: dict[str, Any]) -> KnownIdea | None:
     if ident is None or not isinstance(node.get("content"), str) or not isinstance(node.get("intent"), str):
         return None
     line = node.get("line", node.get("source_line"))
+    at = node.get("at")
     return KnownIdea(
         ident,
         node["intent"],
@@ -196,6 +278,7 @@ def _idea(node: dict[str, Any]) -> KnownIdea | None:
         superseded=node.get("superseded_by") is not None,
         answered=node.get("answered_at") is not None,
         completed=node.get("completed_at") is not None,
+        at=at if isinstance(at, str) else None,
     )
 
 
@@ -224,7 +307,11 @@ def _entity(node: dict[str, Any]) -> KnownEntity | None:
     ):
         return None
     aliases = tuple(a for a in node.get("aliases") or () if isinstance(a, str))
-    return KnownEntity(ident, name, node["type"], aliases)
+    return KnownEntity(ident, name, node["type"], aliases, _count(node.get("ideas")))
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def absorb(known: Known, tool: str, args: Mapping[str, Any], content: Any) -> None:
@@ -233,6 +320,7 @@ def absorb(known: Known, tool: str, args: Mapping[str, Any], content: Any) -> No
     session = args.get("session") if isinstance(args.get("session"), str) else None
     notice = data if isinstance(data, str) else data.get("notice") if isinstance(data, dict) else None
     if isinstance(notice, str):
+        known.exhausted = known.exhausted or "budget" in notice.lower()
         # `get_current_span` answers "no (open) span" with a notice; only a budget notice leaves it unknown.
         if tool == "get_current_span" and session is not None and "budget" not in notice.lower():
             known.spans[session] = None
@@ -256,6 +344,11 @@ def absorb(known: Known, tool: str, args: Mapping[str, Any], content: Any) -> No
         for entity in (_entity(n) for n in nodes):
             if entity is not None:
                 known.entities.setdefault(entity.id, entity)
+    elif tool == "get_entity_ideas" and isinstance(data, dict) and isinstance(data.get("entity"), dict):
+        entity = _entity(data["entity"])
+        if entity is not None:
+            known.entities.setdefault(entity.id, entity)
+            known.entity_ideas[entity.id] = tuple(idea.id for idea in ideas)
 
 
 def tool_parameters(function_tools: Iterable[Any]) -> dict[str, list[str]]:

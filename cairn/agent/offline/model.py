@@ -4,10 +4,12 @@ It is a state machine over the run's own message history, so it holds no state b
 two runs over the same batch and the same tool answers give the same result:
 
 1. Only the batch prompt so far: read the batch, return the planned tool calls (or, when the agent
-   offers no tools, go straight to step 2 with nothing known).
-2. Tool answers present: build the `IndexResult` from the batch and the answers and return it as a
-   call of the agent's output tool.
-3. The output was rejected (the history holds an earlier output call): return a conservative result
+   offers no tools, go straight to step 3 with nothing known).
+2. One round of tool answers present: return the follow-up calls (`get_entity_ideas` for entities
+   the first round found), if the budget left allows any and there is something to ask.
+3. Otherwise: build the `IndexResult` from the batch and the answers and return it as a call of the
+   agent's output tool. Both lookup rounds together make at most `LOOKUP_BUDGET` calls.
+4. The output was rejected (the history holds an earlier output call): return a conservative result
    without references to stored ids, and after a second rejection the ideas alone.
 """
 
@@ -27,7 +29,15 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from cairn.agent.offline.build import build_result, read_batch
 from cairn.agent.offline.extract import Candidate
-from cairn.agent.offline.lookups import Known, absorb, plan, tool_parameters
+from cairn.agent.offline.lookups import (
+    LOOKUP_BUDGET,
+    Known,
+    Lookup,
+    absorb,
+    follow_up,
+    plan,
+    tool_parameters,
+)
 from cairn.agent.schema import BATCH_OPEN, IndexBatch, IndexResult, extract_batch
 
 OFFLINE_MODEL_NAME = "offline"
@@ -71,6 +81,16 @@ def known_from(messages: Sequence[ModelMessage], output_tool: str | None) -> Kno
     return known
 
 
+def _calls(messages: Sequence[ModelMessage], output_tool: str | None) -> list[list[ToolCallPart]]:
+    """The function tool calls of each model response in `messages`, one list per response that made any."""
+    rounds = [
+        [part for part in message.parts if isinstance(part, ToolCallPart) and part.tool_name != output_tool]
+        for message in messages
+        if isinstance(message, ModelResponse)
+    ]
+    return [calls for calls in rounds if calls]
+
+
 def _output_attempts(messages: Sequence[ModelMessage], output_tool: str) -> int:
     return sum(
         1
@@ -90,26 +110,32 @@ def _output(result: IndexResult, info: AgentInfo, attempt: int) -> ModelResponse
     )
 
 
+def _lookups(response_id: str, lookups: list[Lookup]) -> ModelResponse:
+    return ModelResponse(
+        parts=[ToolCallPart(lk.tool, lk.args, f"offline_{response_id}_{i}") for i, lk in enumerate(lookups)]
+    )
+
+
 async def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     """The `FunctionModel` function: lookups first, the result once the tools have answered."""
     start, batch = _batch_start(messages)
     run = messages[start:]
     output_tool = info.output_tools[0].name if info.output_tools else None
-    asked = any(isinstance(m, ModelResponse) for m in run)
+    attempt = _output_attempts(run, output_tool) if output_tool else 0
+    rounds = _calls(run, output_tool)
     tools = tool_parameters(info.function_tools)
-    if not asked and tools:
-        drafts = read_batch(batch)
-        sessions = list(dict.fromkeys(d.view.session for d in drafts))
+    known = known_from(run, output_tool)
+    if attempt == 0 and tools and len(rounds) < 2:
+        drafts = read_batch(batch, known)
         candidates: dict[str, list[Candidate]] = {}
         for draft in drafts:
             candidates.setdefault(draft.view.session, []).extend(draft.candidates)
-        lookups = plan(sessions, candidates, tools)
-        if lookups:
-            return ModelResponse(
-                parts=[ToolCallPart(lk.tool, lk.args, f"offline_{i}") for i, lk in enumerate(lookups)]
-            )
-    attempt = _output_attempts(run, output_tool) if output_tool else 0
-    known = known_from(run, output_tool)
+        if not rounds and (lookups := plan(list(candidates), candidates, tools)):
+            return _lookups("1", lookups)
+        everything = [c for found in candidates.values() for c in found]
+        left = LOOKUP_BUDGET - sum(len(calls) for calls in rounds)
+        if rounds and (lookups := follow_up(everything, known, tools, left)):
+            return _lookups("2", lookups)
     result = build_result(batch, known, conservative=attempt >= 1)
     if attempt >= 2:
         result = IndexResult(ideas=result.ideas, skip_lines=result.skip_lines)

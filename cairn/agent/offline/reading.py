@@ -48,6 +48,7 @@ class Message:
     files: list[str] = field(default_factory=list)
     written: list[str] = field(default_factory=list)
     todo_items: list[TodoItem] = field(default_factory=list)
+    timestamp: str | None = None  # when it was said (ISO 8601), when the transcript says
 
 
 @dataclass
@@ -116,7 +117,7 @@ def read_session(update: SessionUpdate) -> SessionView:
         role = _role(raw, prompts)
         if role in ("user", "delegate", "compaction"):
             turn += 1
-        message = Message(raw.line, role, raw.content, turn)
+        message = Message(raw.line, role, raw.content, turn, timestamp=raw.timestamp)
         if role == "tool":
             match = _TOOL_RESULT.match(raw.content)
             message.tool_name = match["name"] if match else None
