@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Coroutine
 from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -18,9 +18,6 @@ from rich.table import Table
 
 from cairn import __version__
 from cairn.config import Settings
-
-if TYPE_CHECKING:
-    from cairn.store.db import Database
 
 app = typer.Typer(
     name="cairn",
@@ -151,6 +148,8 @@ def sync(
             [demo_transcript()],
             f"the demo session (no transcripts under {settings.projects_dir})",
         )
+    if _sync_through_daemon(settings, files, no_vectors or no_index or model is not None, as_json):
+        return
     if not as_json:
         console.print(f"Syncing {len(files)} transcript file(s) from {source}")
 
@@ -193,6 +192,41 @@ def sync(
     if indexed is not None:
         _render_index(indexed)
     _render_stats(stats)
+
+
+def _sync_through_daemon(settings: Settings, files: list[Path], custom: bool, as_json: bool) -> bool:
+    """Queue `files` for the running daemon, as its hook does; False when no daemon runs.
+
+    The daemon owns the store, so `sync` cannot read the files itself; the daemon captures and
+    indexes them with its own model and settings, which is why options that change how would be
+    silently ignored and are refused instead.
+    """
+    from cairn.daemon.client import DaemonRequestError, NoDaemon, daemon_request
+    from cairn.daemon.process import running_pid
+
+    info = running_pid(settings)
+    if info is None:
+        return False
+    if custom:
+        raise _fail(
+            f"the cairn daemon (pid {info.pid}) owns the store and indexes with its own settings; "
+            "stop it with `cairn daemon stop` to sync with --no-vectors, --no-index or --model"
+        )
+    paths = [str(f.resolve()) for f in files]
+    try:
+        queued = _run(daemon_request(settings, "enqueue", {"paths": paths}))
+    except NoDaemon:
+        return False
+    except DaemonRequestError as exc:
+        raise _fail(str(exc)) from exc
+    if as_json:
+        _print_json({"daemon": {"pid": info.pid, **queued}})
+    else:
+        console.print(
+            f"Queued {len(paths)} transcript file(s) for the cairn daemon (pid {info.pid}), which reads "
+            "and indexes them now; `cairn stats` shows the result."
+        )
+    return True
 
 
 async def _index(
@@ -519,20 +553,88 @@ def backfill(
 @app.command()
 def stats(as_json: JsonOpt = False) -> None:
     """Show what the store holds: projects, sessions, messages, ideas, vectors, queue."""
-    settings = _settings()
-
-    async def go() -> Any:
-        store = await _open_store(settings)
-        try:
-            return await store.stats()
-        finally:
-            await store.close()
-
-    data = _run(go())
+    data = _run(_request(_settings(), "stats"))
     if as_json:
-        _print_json(_dump(data))
+        _print_json(data)
     else:
         _render_stats(data)
+
+
+@app.command()
+def status(
+    as_json: JsonOpt = False,
+    runs: Annotated[int, typer.Option("--runs", min=0, help="How many recent index runs to list.")] = 10,
+) -> None:
+    """Show the daemon, its queue, parked items, recent index runs and today's token spend.
+
+    Reads the store read-only, so it works the same whether or not the daemon owns the store.
+    """
+    from cairn.daemon.status import read_status
+
+    state = read_status(_settings(), recent=runs)
+    if as_json:
+        _print_json({**asdict(state), "depth": state.depth})
+        return
+    daemon = state.daemon
+    if daemon.running and daemon.pid is not None and daemon.uptime_seconds is not None:
+        console.print(f"cairn daemon running (pid {daemon.pid}, up {_uptime(daemon.uptime_seconds)})")
+    else:
+        console.print("cairn daemon not running")
+    if not state.store:
+        console.print(f"no cairn store at {state.home} yet: `cairn install` or `cairn sync` creates one")
+        return
+    if state.error:
+        err.print(f"[bold red]error:[/] {state.error}")
+        raise typer.Exit(1)
+    today = state.today
+    summary: dict[str, Any] = {
+        "queue": f"{state.depth} waiting ({_counts(state.queue)})",
+        "ideas": state.ideas,
+        "messages": state.messages,
+    }
+    if today is not None:
+        summary[f"today ({today.date} UTC)"] = (
+            f"{today.runs} run(s), {today.failed_runs} failed, "
+            f"{today.input_tokens:,} tokens in, {today.output_tokens:,} out"
+        )
+    summary["log"] = daemon.log
+    console.print(_key_value_table("cairn status", summary))
+    if state.parked:
+        table = Table(title="parked (failed too often, no longer retried)", title_justify="left")
+        for col in ("id", "path", "attempts", "error"):
+            # Fold, never cut: a parked item's path and error are what the user came to read.
+            table.add_column(col, justify="right" if col in {"id", "attempts"} else "left", overflow="fold")
+        for item in state.parked:
+            table.add_row(str(item.id), item.path, str(item.attempts), item.last_error or "—")
+        console.print(table)
+    if state.retrying:
+        table = Table(title="retrying", title_justify="left")
+        for col in ("id", "path", "attempts", "next try", "error"):
+            table.add_column(col, justify="right" if col in {"id", "attempts"} else "left", overflow="fold")
+        for retry in state.retrying:
+            table.add_row(
+                str(retry.id),
+                retry.path,
+                str(retry.attempts),
+                retry.next_try_at or "—",
+                retry.last_error or "—",
+            )
+        console.print(table)
+    if state.recent_runs:
+        table = Table(title="recent index runs", title_justify="left")
+        for col in ("started", "model", "mode", "outcome", "tokens in", "tokens out", "ideas"):
+            table.add_column(col, justify="right" if col.startswith(("tokens", "ideas")) else "left")
+        for run in state.recent_runs:
+            table.add_row(
+                run.started_at,
+                run.model,
+                run.mode,
+                run.outcome or "—",
+                f"{run.input_tokens:,}",
+                f"{run.output_tokens:,}",
+                str(run.ideas_applied),
+            )
+        console.print(table)
 
 
 @app.command()
@@ -601,10 +703,23 @@ def reindex_vectors() -> None:
     console.print(f"Rebuilt {n} vectors from SQLite.")
 
 
-async def _query(settings: Settings, fn: Callable[[Database], Awaitable[T]]) -> T:
+async def _request(settings: Settings, op: str, args: dict[str, Any] | None = None) -> Any:
+    """One store operation as JSON-able data: asked of the daemon when it runs, else run here directly.
+
+    Both paths run the same `run_op`, so what a command prints does not depend on which one answered.
+    """
+    from cairn.daemon.client import DaemonRequestError, NoDaemon, daemon_request
+    from cairn.daemon.server import run_op
+
+    try:
+        return await daemon_request(settings, op, args)
+    except NoDaemon:
+        pass
+    except DaemonRequestError as exc:
+        raise _fail(str(exc)) from exc
     store = await _open_store(settings)
     try:
-        return await fn(store.db)
+        return await run_op(store, op, args)
     finally:
         await store.close()
 
@@ -646,22 +761,21 @@ def ideas(
 ) -> None:
     """List stored ideas, newest first (superseded ones left out unless asked for)."""
     from cairn.agent.schema import INTENTS
-    from cairn.store.memory import list_ideas
 
     unknown = sorted(set(intent or ()) - set(INTENTS))
     if unknown:
         raise _fail(f"unknown intent {', '.join(unknown)}; choose from {', '.join(INTENTS)}")
     rows = _run(
-        _query(
+        _request(
             _settings(),
-            lambda db: list_ideas(
-                db,
-                intents=tuple(intent or ()),
-                session=session,
-                project=project,
-                include_superseded=superseded,
-                limit=limit,
-            ),
+            "ideas",
+            {
+                "intents": list(intent or ()),
+                "session": session,
+                "project": project,
+                "include_superseded": superseded,
+                "limit": limit,
+            },
         )
     )
     _print_rows(
@@ -682,14 +796,17 @@ def _list_tracked(
     limit: int,
     as_json: bool,
 ) -> None:
-    from cairn.store.memory import list_ideas
-
     rows = _run(
-        _query(
+        _request(
             _settings(),
-            lambda db: list_ideas(
-                db, intents=intents, session=session, project=project, open_only=open_only, limit=limit
-            ),
+            "ideas",
+            {
+                "intents": list(intents),
+                "session": session,
+                "project": project,
+                "open_only": open_only,
+                "limit": limit,
+            },
         )
     )
     _print_rows(kind, rows, ["id", "content", "project", done_column, "resolution"], as_json)
@@ -724,9 +841,7 @@ def todos(
 @app.command()
 def topics(session: SessionOpt = None, limit: LimitOpt = 100, as_json: JsonOpt = False) -> None:
     """List topic spans per session, in order, with their idea counts."""
-    from cairn.store.memory import list_topics
-
-    rows = _run(_query(_settings(), lambda db: list_topics(db, session=session, limit=limit)))
+    rows = _run(_request(_settings(), "topics", {"session": session, "limit": limit}))
     _print_rows(
         "topics", rows, ["id", "project", "name", "start_line", "end_line", "ideas", "summary"], as_json
     )
@@ -741,9 +856,7 @@ def entities(
     as_json: JsonOpt = False,
 ) -> None:
     """List entities (technologies, files, concepts, …) with their aliases and idea counts."""
-    from cairn.store.memory import list_entities
-
-    rows = _run(_query(_settings(), lambda db: list_entities(db, type=type, limit=limit)))
+    rows = _run(_request(_settings(), "entities", {"type": type, "limit": limit}))
     _print_rows("entities", rows, ["id", "name", "type", "aliases", "ideas"], as_json)
 
 
@@ -782,6 +895,8 @@ def _progress(disable: bool = False) -> Progress:
 
 
 def _dump(data: Any) -> Any:
+    if isinstance(data, dict):
+        return dict(data)
     if hasattr(data, "model_dump"):
         return data.model_dump(mode="json")
     return asdict(data)

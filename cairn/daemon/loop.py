@@ -35,6 +35,7 @@ from cairn.agent.models import ModelChoice, ModelConfigError, resolve_model
 from cairn.config import Settings
 from cairn.daemon import queue
 from cairn.daemon.process import remove_pidfile, write_pidfile
+from cairn.daemon.server import SocketServer
 from cairn.ingest import sync_file
 from cairn.store.lock import StoreLockedError
 from cairn.store.store import Store
@@ -253,6 +254,16 @@ async def run_daemon(settings: Settings) -> int:
         log.error("cannot start the daemon: %s", exc)
         await store.close()
         return 1
+    # Listening before the pidfile names this process, so whoever sees the pidfile can connect.
+    server = SocketServer(settings, store)
+    try:
+        await server.start()
+    except OSError as exc:
+        log.error(
+            "cannot listen on %s (other cairn commands will report the store in use): %s",
+            settings.socket_path,
+            exc,
+        )
     write_pidfile(settings)
     daemon = Daemon(settings, store, choice)
     log.info("daemon started (pid file %s, model %s)", settings.pid_path, choice.name)
@@ -280,10 +291,13 @@ async def run_daemon(settings: Settings) -> int:
     finally:
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
-        remove_pidfile(settings)
         try:
-            await choice.aclose()
+            await server.close()  # no request may outlive the store it reads
         finally:
-            await store.close()
+            remove_pidfile(settings)
+            try:
+                await choice.aclose()
+            finally:
+                await store.close()
         log.info("daemon stopped")
     return code

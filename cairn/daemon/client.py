@@ -1,0 +1,81 @@
+"""Asking the running daemon over its Unix socket (see `cairn.daemon.server` for the protocol).
+
+The CLI calls `daemon_request` first and opens the store itself only on `NoDaemon`: a daemon that
+runs owns the store, and nobody else may open it (invariant 2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from typing import Any
+
+from cairn.config import Settings
+from cairn.daemon.process import running_pid
+
+DEFAULT_TIMEOUT = 60.0
+MAX_RESPONSE_BYTES = 256 * 1024 * 1024
+
+
+class NoDaemon(Exception):
+    """No daemon runs for this `CAIRN_HOME` (or it is not listening), so the caller works directly."""
+
+
+class DaemonRequestError(RuntimeError):
+    """The daemon was reached but the request failed: it refused it, timed out or broke the protocol."""
+
+
+async def daemon_request(
+    settings: Settings, op: str, args: dict[str, Any] | None = None, *, timeout: float = DEFAULT_TIMEOUT
+) -> Any:
+    """Send one request to the daemon and return its result.
+
+    Raises `NoDaemon` when no live daemon owns this `CAIRN_HOME` or its socket refuses connections
+    (it is starting up or shutting down), and `DaemonRequestError` for everything that goes wrong
+    after the request is sent.
+    """
+    info = running_pid(settings)
+    if info is None or not settings.socket_path.exists():
+        raise NoDaemon(f"no cairn daemon is running for {settings.home}")
+    try:
+        reader, writer = await asyncio.open_unix_connection(
+            str(settings.socket_path), limit=MAX_RESPONSE_BYTES
+        )
+    except OSError as exc:  # refused, gone, or a path the kernel cannot take
+        raise NoDaemon(f"the cairn daemon (pid {info.pid}) is not accepting requests: {exc}") from exc
+    try:
+        request = json.dumps({"op": op, "args": args or {}}).encode() + b"\n"
+        writer.write(request)
+        try:
+            await asyncio.wait_for(writer.drain(), timeout)
+            line = await asyncio.wait_for(reader.readline(), timeout)
+        except TimeoutError as exc:
+            raise DaemonRequestError(
+                f"the cairn daemon (pid {info.pid}) did not answer {op!r} within {timeout:.0f}s"
+            ) from exc
+        except (ConnectionError, ValueError) as exc:
+            raise DaemonRequestError(
+                f"lost the connection to the cairn daemon (pid {info.pid}): {exc}"
+            ) from exc
+    finally:
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
+    return _result(op, line)
+
+
+def _result(op: str, line: bytes) -> Any:
+    if not line:
+        raise DaemonRequestError(f"the cairn daemon closed the connection without answering {op!r}")
+    try:
+        response = json.loads(line)
+    except ValueError as exc:
+        raise DaemonRequestError(f"the cairn daemon sent a malformed response to {op!r}: {exc}") from exc
+    if not isinstance(response, dict) or "ok" not in response:
+        raise DaemonRequestError(f"the cairn daemon sent a malformed response to {op!r}")
+    if not response["ok"]:
+        raise DaemonRequestError(
+            f"the cairn daemon refused {op!r}: {response.get('error', 'no reason given')}"
+        )
+    return response.get("result")

@@ -1,0 +1,230 @@
+"""The daemon's Unix socket: how every other cairn process reaches the store the daemon owns.
+
+Chroma is not multi-process safe and the store lock admits one owner, so while the daemon runs the
+CLI does not open the store itself: it sends one request over `$CAIRN_HOME/cairn.sock` and prints the
+answer. The protocol is newline-delimited JSON, one request per line and one response per request:
+
+    → {"op": "ideas", "args": {"limit": 5}}
+    ← {"ok": true, "result": [...]}        or        ← {"ok": false, "error": "..."}
+
+Why a Unix socket with mode 0600 and no TCP port: the store holds everything the user's sessions
+said; only the user's own processes may ask it anything. Requests run as tasks in the daemon's event
+loop against its one open `Store`, so their writes are serialised with the loop's own by the writer
+lock in `Database.write()`.
+
+`run_op` is also what the CLI calls when no daemon runs, so both paths compute the same JSON and the
+user sees the same output either way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import logging
+import os
+import stat
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from cairn.config import Settings
+from cairn.store.store import Store
+
+log = logging.getLogger("cairn.daemon.server")
+
+MAX_REQUEST_BYTES = 1024 * 1024
+# sockaddr_un.sun_path is 108 bytes on Linux, the terminating NUL included.
+MAX_SOCKET_PATH_BYTES = 107
+
+
+class UnknownOpError(ValueError):
+    """A request named an operation the daemon does not offer."""
+
+
+class BadArgumentsError(ValueError):
+    """A request's arguments do not fit its operation."""
+
+
+async def _stats(store: Store) -> Any:
+    return (await store.stats()).model_dump(mode="json")
+
+
+async def _ideas(
+    store: Store,
+    *,
+    intents: list[str] | None = None,
+    session: str | None = None,
+    project: str | None = None,
+    open_only: bool = False,
+    include_superseded: bool = False,
+    limit: int = 50,
+) -> Any:
+    from cairn.store.memory import list_ideas
+
+    return await list_ideas(
+        store.db,
+        intents=tuple(intents or ()),
+        session=session,
+        project=project,
+        open_only=open_only,
+        include_superseded=include_superseded,
+        limit=limit,
+    )
+
+
+async def _topics(store: Store, *, session: str | None = None, limit: int = 100) -> Any:
+    from cairn.store.memory import list_topics
+
+    return await list_topics(store.db, session=session, limit=limit)
+
+
+async def _entities(store: Store, *, type: str | None = None, limit: int = 100) -> Any:
+    from cairn.store.memory import list_entities
+
+    return await list_entities(store.db, type=type, limit=limit)
+
+
+async def _enqueue(store: Store, *, paths: list[str], event: str = "sync") -> Any:
+    """Hand transcript files to the daemon's queue, as the hook does; how many were newly queued."""
+    from cairn.daemon import queue
+
+    added = 0
+    for path in paths:
+        added += await queue.enqueue(store.db, str(path), None, event)
+    return {"queued": len(paths), "added": added}
+
+
+Op = Callable[..., Awaitable[Any]]
+
+# `questions` and `todos` are `ideas` with fixed intents: the CLI sends them as `ideas`.
+OPS: dict[str, Op] = {
+    "stats": _stats,
+    "ideas": _ideas,
+    "topics": _topics,
+    "entities": _entities,
+    "enqueue": _enqueue,
+}
+
+
+def to_json(value: Any) -> Any:
+    """`value` as it comes out of a JSON round trip, so a direct result equals one from the socket."""
+    return json.loads(json.dumps(value, default=str))
+
+
+async def run_op(store: Store, op: str, args: dict[str, Any] | None = None) -> Any:
+    """Run one operation on `store` and return its JSON-able result (the same in and out of the daemon)."""
+    fn = OPS.get(op)
+    if fn is None:
+        raise UnknownOpError(f"unknown op {op!r}; the daemon offers {', '.join(sorted(OPS))}")
+    args = args or {}
+    try:
+        inspect.signature(fn).bind(store, **args)
+    except TypeError as exc:
+        raise BadArgumentsError(f"bad arguments for {op!r}: {exc}") from exc
+    return to_json(await fn(store, **args))
+
+
+def _parse(line: bytes) -> tuple[str, dict[str, Any]]:
+    try:
+        request = json.loads(line)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"bad request: not JSON ({exc})") from exc
+    if not isinstance(request, dict) or not isinstance(request.get("op"), str):
+        raise ValueError('bad request: expected {"op": "...", "args": {...}}')
+    args = request.get("args") or {}
+    if not isinstance(args, dict):
+        raise ValueError("bad request: args must be an object")
+    return request["op"], args
+
+
+class SocketServer:
+    """The daemon's listening socket and the requests in flight on it.
+
+    Connections are tracked so `close()` can end them before the store they use is closed.
+    """
+
+    def __init__(self, settings: Settings, store: Store) -> None:
+        self.settings = settings
+        self.store = store
+        self.path = settings.socket_path
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[Any]] = set()
+
+    async def start(self) -> None:
+        """Listen on the socket path, owner-only; a file left there by a dead daemon is replaced.
+
+        Only the store lock's holder calls this, so whatever is at the path is stale.
+        """
+        if len(os.fsencode(self.path)) > MAX_SOCKET_PATH_BYTES:
+            raise OSError(f"socket path {self.path} is too long for a Unix socket; use a shorter CAIRN_HOME")
+        _remove_socket(self.path)
+        old_umask = os.umask(0o177)
+        try:
+            self._server = await asyncio.start_unix_server(
+                self._handle, path=str(self.path), limit=MAX_REQUEST_BYTES
+            )
+        finally:
+            os.umask(old_umask)
+        os.chmod(self.path, 0o600)
+        log.info("listening on %s", self.path)
+
+    async def close(self) -> None:
+        """Stop listening, cancel the requests in flight, remove the socket file."""
+        if self._server is not None:
+            self._server.close()
+            for task in list(self._connections):
+                task.cancel()
+            if self._connections:
+                await asyncio.gather(*self._connections, return_exceptions=True)
+            await self._server.wait_closed()
+            self._server = None
+        _remove_socket(self.path)
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._connections.add(task)
+        try:
+            while True:
+                try:
+                    line = await reader.readuntil(b"\n")
+                except asyncio.IncompleteReadError:
+                    return  # the client closed the connection
+                except asyncio.LimitOverrunError:
+                    await _send(writer, {"ok": False, "error": "bad request: line too long"})
+                    return
+                await _send(writer, await self._respond(line))
+        except ConnectionError:
+            return
+        finally:
+            if task is not None:
+                self._connections.discard(task)
+            writer.close()
+            with contextlib.suppress(ConnectionError, asyncio.CancelledError):
+                await writer.wait_closed()
+
+    async def _respond(self, line: bytes) -> dict[str, Any]:
+        try:
+            op, args = _parse(line)
+            return {"ok": True, "result": await run_op(self.store, op, args)}
+        except ValueError as exc:
+            return {"ok": False, "error": str(exc)}
+        except Exception as exc:
+            log.exception("request failed")
+            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+
+
+async def _send(writer: asyncio.StreamWriter, response: dict[str, Any]) -> None:
+    writer.write(json.dumps(response, default=str).encode() + b"\n")
+    await writer.drain()
+
+
+def _remove_socket(path: Path) -> None:
+    """Remove a socket file at `path`; anything else there is left alone and reported by the bind."""
+    try:
+        if stat.S_ISSOCK(path.lstat().st_mode):
+            path.unlink()
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,174 @@
+"""`cairn status`: one look at the daemon, its queue, what failed, and what indexing cost today.
+
+The daemon owns the store while it runs, so this never opens a `Store` (which takes the store lock)
+and never goes through the daemon either: it reads through a read-only SQLite connection
+(`mode=ro`), which WAL lets it do while the daemon writes — the same way `cairn daemon status`
+reads the queue. Whether the daemon runs comes from `cairn.daemon.process` (pidfile + liveness), so
+both commands agree on what "running" means.
+
+Everything here is a plain dataclass, so `--json` is `asdict` and the CLI only renders.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from cairn.config import Settings
+from cairn.daemon import process
+from cairn.daemon.queue import STATUSES
+
+RECENT_RUNS = 10
+
+
+@dataclass(frozen=True)
+class ParkedItem:
+    """A queue item that failed `queue_max_attempts` times; the user has to look at it."""
+
+    id: int
+    path: str
+    session_id: str | None
+    attempts: int
+    last_error: str | None
+    enqueued_at: str
+
+
+@dataclass(frozen=True)
+class RetryingItem:
+    """A queue item that failed and waits for its next try."""
+
+    id: int
+    path: str
+    attempts: int
+    next_try_at: str | None
+    last_error: str | None
+
+
+@dataclass(frozen=True)
+class RecentRun:
+    """One `index_runs` row, cut to what tells a person whether indexing works and what it costs."""
+
+    id: int
+    started_at: str
+    model: str
+    mode: str
+    outcome: str | None
+    input_tokens: int
+    output_tokens: int
+    ideas_applied: int
+    error: str | None
+
+
+@dataclass(frozen=True)
+class Today:
+    """Indexing spend since midnight UTC (model prices are per token, and providers bill in UTC)."""
+
+    date: str
+    runs: int = 0
+    failed_runs: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass
+class Status:
+    """Everything `cairn status` shows; `store` is False when there is no store (yet) to read."""
+
+    home: str
+    store: bool
+    daemon: process.DaemonStatus
+    queue: dict[str, int] = field(default_factory=dict)
+    parked: list[ParkedItem] = field(default_factory=list)
+    retrying: list[RetryingItem] = field(default_factory=list)
+    recent_runs: list[RecentRun] = field(default_factory=list)
+    today: Today | None = None
+    ideas: int = 0
+    messages: int = 0
+    error: str | None = None
+
+    @property
+    def depth(self) -> int:
+        """Items the daemon still has to do: pending (including those backing off) and running."""
+        return self.queue.get("pending", 0) + self.queue.get("running", 0)
+
+
+def _ideas_applied(applied: str | None) -> int:
+    """Ideas one run wrote, from its `applied` JSON (`ApplyStats`); 0 for runs that applied nothing."""
+    try:
+        data = json.loads(applied or "{}")
+    except ValueError:
+        return 0
+    by_intent = data.get("ideas_by_intent") if isinstance(data, dict) else None
+    return sum(int(n) for n in by_intent.values()) if isinstance(by_intent, dict) else 0
+
+
+def _read(conn: sqlite3.Connection, state: Status, recent: int, now: datetime) -> None:
+    rows = conn.execute("SELECT status, count(*) FROM work_queue GROUP BY status").fetchall()
+    found = {str(status): int(n) for status, n in rows}
+    state.queue = {status: found.get(status, 0) for status in STATUSES}
+    state.parked = [
+        ParkedItem(*row)
+        for row in conn.execute(
+            "SELECT id, path, session_id, attempts, last_error, enqueued_at FROM work_queue "
+            "WHERE status = 'parked' ORDER BY id DESC"
+        )
+    ]
+    state.retrying = [
+        RetryingItem(*row)
+        for row in conn.execute(
+            "SELECT id, path, attempts, next_try_at, last_error FROM work_queue "
+            "WHERE status = 'pending' AND attempts > 0 ORDER BY next_try_at, id"
+        )
+    ]
+    state.recent_runs = [
+        RecentRun(
+            id=int(row[0]),
+            started_at=str(row[1]),
+            model=str(row[2]),
+            mode=str(row[3]),
+            outcome=row[4],
+            input_tokens=int(row[5]),
+            output_tokens=int(row[6]),
+            ideas_applied=_ideas_applied(row[7]),
+            error=row[8],
+        )
+        for row in conn.execute(
+            "SELECT id, started_at, model, mode, outcome, input_tokens, output_tokens, applied, error "
+            "FROM index_runs ORDER BY id DESC LIMIT ?",
+            (recent,),
+        )
+    ]
+    # Stored timestamps are ISO-8601 UTC text, so "today" is a string comparison against midnight.
+    date = now.astimezone(UTC).date().isoformat()
+    runs, failed, tokens_in, tokens_out = conn.execute(
+        "SELECT count(*), coalesce(sum(outcome NOT IN ('ok', 'tool_budget') OR outcome IS NULL), 0), "
+        "coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0) "
+        "FROM index_runs WHERE started_at >= ?",
+        (date,),
+    ).fetchone()
+    state.today = Today(date, int(runs), int(failed), int(tokens_in), int(tokens_out))
+    state.ideas = int(conn.execute("SELECT count(*) FROM ideas").fetchone()[0])
+    state.messages = int(conn.execute("SELECT count(*) FROM messages").fetchone()[0])
+
+
+def read_status(settings: Settings, *, recent: int = RECENT_RUNS, now: datetime | None = None) -> Status:
+    """Read the daemon's state and the store without locking anything; never raises for a bad store.
+
+    A store that cannot be read (older schema, corrupt file, locked past the busy timeout) is
+    reported in `error` next to whatever the daemon state says, because a status command that
+    crashes is useless exactly when something is wrong.
+    """
+    state = Status(home=str(settings.home), store=settings.db_path.exists(), daemon=process.status(settings))
+    if not state.store:
+        return state
+    try:
+        uri = f"{settings.db_path.as_uri()}?mode=ro"
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
+            conn.execute(f"PRAGMA busy_timeout = {settings.sqlite_busy_timeout_ms}")
+            _read(conn, state, recent, now if now is not None else datetime.now(UTC))
+    except sqlite3.Error as exc:
+        state.error = f"cannot read {settings.db_path}: {exc}"
+    return state

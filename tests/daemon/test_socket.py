@@ -1,0 +1,226 @@
+"""The daemon's Unix socket, against a real daemon process on a temp CAIRN_HOME.
+
+While the daemon owns the store the read commands must answer through it with exactly what they
+print without it; the socket is the owner's only door (0600, no TCP), survives bad clients, and goes
+away with the daemon.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cairn.config import Settings
+from cairn.daemon.client import DaemonRequestError, NoDaemon, daemon_request
+from tests.daemon.helpers import alive, cairn, kill_hard, pidfile_pid, query, wait_for
+
+READ_COMMANDS = [
+    ["stats", "--json"],
+    ["ideas", "--json"],
+    ["ideas", "--intent", "decision", "--limit", "2", "--json"],
+    ["questions", "--json"],
+    ["todos", "--open", "--json"],
+    ["topics", "--json"],
+    ["entities", "--type", "technology", "--json"],
+]
+
+
+class Daemon:
+    """One daemon for the test's CAIRN_HOME; the finaliser kills it if the test did not stop it."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.pids: list[int] = []
+
+    def start(self) -> int:
+        proc = cairn("daemon", "start")
+        assert proc.returncode == 0, proc.stderr
+        pid = pidfile_pid(self.home)
+        assert pid is not None and alive(pid)
+        self.pids.append(pid)
+        return pid
+
+    def stop(self) -> None:
+        proc = cairn("daemon", "stop")
+        assert proc.returncode == 0, proc.stderr
+        for pid in self.pids:
+            wait_for(lambda p=pid: not alive(p), 30, f"daemon {pid} to exit")
+
+    def cleanup(self) -> None:
+        for pid in self.pids:
+            if alive(pid):
+                kill_hard(pid)
+
+
+@pytest.fixture
+def daemon(cairn_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Daemon]:
+    monkeypatch.setenv("CAIRN_MODEL", "offline")
+    monkeypatch.setenv("CAIRN_BATCH_WINDOW_SECONDS", "0.2")
+    monkeypatch.setenv("CAIRN_IDLE_EXIT_SECONDS", "60")
+    started = Daemon(cairn_home)
+    try:
+        yield started
+    finally:
+        started.cleanup()
+
+
+@pytest.fixture
+def synced(cairn_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A store holding the indexed demo session, built without a daemon."""
+    monkeypatch.setenv("CAIRN_MODEL", "offline")
+    proc = cairn("sync", "--demo", "--json")
+    assert proc.returncode == 0, proc.stderr
+    return cairn_home
+
+
+def _outputs() -> list[object]:
+    results = []
+    for args in READ_COMMANDS:
+        proc = cairn(*args)
+        assert proc.returncode == 0, (args, proc.stderr)
+        data = json.loads(proc.stdout)
+        if isinstance(data, dict):
+            data.pop("db_size_bytes", None)  # the WAL grows and shrinks with checkpoints
+        results.append(data)
+    return results
+
+
+def _raw_exchange(path: Path, payload: bytes) -> bytes:
+    """Send raw bytes and read until the daemon answers a line or closes the connection."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10)
+        sock.connect(str(path))
+        # The daemon may refuse an oversized request and hang up before reading all of it.
+        with contextlib.suppress(BrokenPipeError):
+            sock.sendall(payload)
+        received = b""
+        while not received.endswith(b"\n"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+        return received
+
+
+def _listening_tcp_inodes() -> set[str]:
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A":  # TCP_LISTEN
+                    inodes.add(fields[9])
+    return inodes
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    return inodes
+
+
+def test_read_commands_print_the_same_with_and_without_the_daemon(synced: Path, daemon: Daemon) -> None:
+    direct = _outputs()
+    assert direct[1], "the demo session should have produced ideas"
+    daemon.start()
+    # The daemon holds the store lock, so these can only have been answered over the socket.
+    through_daemon = _outputs()
+    daemon.stop()
+    assert through_daemon == direct
+    assert _outputs() == direct
+
+
+def test_socket_is_owner_only_unix_and_removed_on_stop(daemon: Daemon, settings: Settings) -> None:
+    pid = daemon.start()
+    mode = settings.socket_path.lstat().st_mode
+    assert stat.S_ISSOCK(mode)
+    assert stat.S_IMODE(mode) == 0o600
+    if Path("/proc/net/tcp").exists():
+        assert not _socket_inodes(pid) & _listening_tcp_inodes(), "the daemon listens on a TCP port"
+    daemon.stop()
+    assert not settings.socket_path.exists()
+
+
+def test_a_stale_socket_file_is_replaced(daemon: Daemon, settings: Settings) -> None:
+    settings.home.mkdir(parents=True, exist_ok=True)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as stale:
+        stale.bind(str(settings.socket_path))  # left behind, as by a daemon killed with SIGKILL
+    daemon.start()
+    assert asyncio.run(daemon_request(settings, "stats"))["messages"] == 0
+
+
+def test_unknown_ops_and_bad_arguments_get_clear_errors(daemon: Daemon, settings: Settings) -> None:
+    daemon.start()
+    with pytest.raises(DaemonRequestError, match="unknown op 'drop_everything'"):
+        asyncio.run(daemon_request(settings, "drop_everything"))
+    with pytest.raises(DaemonRequestError, match="bad arguments for 'ideas'"):
+        asyncio.run(daemon_request(settings, "ideas", {"colour": "red"}))
+
+
+def test_garbage_from_a_client_does_not_hurt_the_daemon(daemon: Daemon, settings: Settings) -> None:
+    pid = daemon.start()
+    path = settings.socket_path
+    for payload in (
+        b"not json\n",
+        b"\xff\xfe\x00\n",
+        b"[1, 2]\n",
+        b'{"op": 7}\n',
+        b'{"op": "stats", "args": 3}\n',
+    ):
+        response = json.loads(_raw_exchange(path, payload))
+        assert response["ok"] is False and response["error"].startswith("bad request"), payload
+    assert json.loads(_raw_exchange(path, b"x" * (2 * 1024 * 1024) + b"\n"))["ok"] is False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:  # hang up mid-request
+        sock.connect(str(path))
+        sock.sendall(b'{"op": "sta')
+    # One connection carries several requests.
+    lines = _raw_exchange(path, b'{"op": "stats"}\n{"op": "nope"}\n')
+    assert json.loads(lines.splitlines()[0])["ok"] is True
+    assert alive(pid)
+    assert asyncio.run(daemon_request(settings, "stats"))["schema_version"] > 0
+
+
+def test_no_daemon_means_direct_work(cairn_home: Path, settings: Settings) -> None:
+    with pytest.raises(NoDaemon):
+        asyncio.run(daemon_request(settings, "stats"))
+    proc = cairn("stats", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["messages"] == 0
+
+
+def test_sync_hands_files_to_the_daemon(daemon: Daemon, cairn_home: Path) -> None:
+    daemon.start()
+    refused = cairn("sync", "--demo", "--no-index")
+    assert refused.returncode == 1 and "cairn daemon stop" in refused.stderr
+    proc = cairn("sync", "--demo", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["daemon"]["added"] == 1
+    wait_for(
+        lambda: (
+            query(cairn_home, "SELECT count(*) FROM ideas") != [(0,)]
+            and query(cairn_home, "SELECT count(*) FROM work_queue WHERE status != 'done'") == [(0,)]
+        ),
+        40,
+        "the daemon to index the queued demo session",
+    )
+
+
+def test_commands_not_routed_still_report_the_owner(daemon: Daemon) -> None:
+    pid = daemon.start()
+    proc = cairn("reindex-vectors")
+    assert proc.returncode == 1
+    assert f"in use by process {pid}" in " ".join(proc.stderr.split())
