@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
@@ -246,25 +246,15 @@ async def _index(
 
 
 def _index_json(report: Any) -> dict[str, Any]:
-    return {
-        "batches": report.batches,
-        "runs_ok": report.ok,
-        "runs_failed": len(report.failures),
-        "skipped_batches": report.skipped_batches,
-        "stopped": report.stopped,
-        "applied": asdict(report.stats),
-        "rejected": report.rejected,
-        "input_tokens": report.input_tokens,
-        "output_tokens": report.output_tokens,
-        "tool_calls": report.tool_calls,
-        "requests": report.requests,
-        "seconds": round(report.seconds, 3),
-        "failures": [{"run_id": r.run_id, "outcome": r.outcome, "error": r.error} for r in report.failures],
-    }
+    from cairn.daemon.jobs import index_json
+
+    return index_json(report)
 
 
 def _render_index(report: Any) -> None:
-    data = _index_json(report)
+    """Render an `IndexReport`, or the JSON of one (as `index_json` builds it; extra keys are ignored)."""
+    data = dict(report) if isinstance(report, dict) else _index_json(report)
+    data.pop("messages_added", None)
     applied = data.pop("applied")
     failures = data.pop("failures")
     applied.pop("run_id", None)
@@ -284,7 +274,6 @@ def index(
     New bytes are read and stored first; then the stored, not-yet-indexed messages go to the agent in
     token-bounded batches (one session each) and its results are applied. Running it again adds nothing.
     """
-    from cairn.ingest import sync_paths
     from cairn.transcripts.discover import find_transcripts
 
     settings = _settings()
@@ -295,25 +284,82 @@ def index(
     if not files:
         raise _fail("no Claude Code transcripts among the given paths")
 
-    async def go() -> tuple[Any, Any]:
-        store = await _open_store(settings)
-        try:
-            with _progress(disable=as_json) as progress:
-                task = progress.add_task("reading transcripts", total=len(files))
-                captured = await sync_paths(store, files, settings, on_file=lambda _p: progress.advance(task))
-                indexed = await _index(store, settings, model, [str(f) for f in files], progress)
-        finally:
-            await store.close()
-        return captured, indexed
+    with _progress(disable=as_json) as progress:
+        tasks: dict[str, Any] = {}
 
-    captured, indexed = _run(go())
+        def on_progress(event: dict[str, Any]) -> None:
+            step = event.get("step")
+            if step == "read":
+                if "read" not in tasks:
+                    tasks["read"] = progress.add_task("reading transcripts", total=len(files))
+                progress.advance(tasks["read"], event.get("advance", 0))
+            elif step == "index":
+                if "index" not in tasks:
+                    tasks["index"] = progress.add_task("indexing", total=None)
+                progress.advance(tasks["index"], event.get("advance", 1))
+
+        args = {"paths": [str(f.resolve()) for f in files], "model": model or settings.model}
+        data = _interruptible(lambda: _long_request(settings, "index", args, on_progress), "index")
     if as_json:
-        _print_json({"messages_added": captured.messages_added, **_index_json(indexed)})
+        _print_json(data)
     else:
-        console.print(f"Read {captured.messages_added} new message(s) from {len(files)} file(s).")
-        _render_index(indexed)
-    if indexed.failures and not indexed.ok:
+        console.print(f"Read {data['messages_added']} new message(s) from {len(files)} file(s).")
+        _render_index(data)
+    if data["runs_failed"] and not data["runs_ok"]:
         raise typer.Exit(1)
+
+
+def _interruptible(make: Callable[[], Coroutine[Any, Any, T]], command: str) -> T:
+    """Run `make()`; Ctrl-C ends the command (a daemon finishes the batch in flight and stops there)."""
+    try:
+        return _run(make())
+    except KeyboardInterrupt:
+        err.print(f"Interrupted; nothing is half-applied. Rerun `cairn {command}` to continue.")
+        raise typer.Exit(130) from None
+
+
+async def _long_request(
+    settings: Settings,
+    op: str,
+    args: dict[str, Any],
+    on_progress: Callable[[dict[str, Any]], None],
+    *,
+    should_stop: Callable[[], bool] | None = None,
+    on_direct: Callable[[], Any] | None = None,
+) -> Any:
+    """A long store operation (`cairn.daemon.jobs`): run by the daemon when it runs, else here.
+
+    Both paths run the same job function and return its JSON, streaming the same progress events;
+    `on_direct` is called before the direct path starts (e.g. to take over Ctrl-C), and `should_stop`
+    is that path's batch-boundary stop.
+    """
+    from cairn.agent.models import ModelConfigError
+    from cairn.daemon import jobs
+    from cairn.daemon.client import DaemonRequestError, NoDaemon, daemon_request
+    from cairn.daemon.server import to_json
+
+    try:
+        return await daemon_request(settings, op, args, timeout=None, on_progress=on_progress)
+    except NoDaemon:
+        pass
+    except DaemonRequestError as exc:
+        raise _fail(str(exc)) from exc
+    fn = {
+        "index": jobs.index_job,
+        "backfill": jobs.backfill_job,
+        "reindex_vectors": jobs.reindex_vectors_job,
+    }[op]
+    store = await _open_store(settings)
+    try:
+        if on_direct is not None:
+            on_direct()
+        return to_json(
+            await fn(store, settings, **args, emit=on_progress, should_stop=should_stop or (lambda: False))
+        )
+    except ModelConfigError as exc:
+        raise _fail(str(exc)) from exc
+    finally:
+        await store.close()
 
 
 @app.command()
@@ -356,27 +402,17 @@ def backfill(
     """
     import os
     import signal
-    import time
 
     from rich.progress import TimeRemainingColumn
 
-    from cairn.agent.models import ModelConfigError, resolve_model
     from cairn.backfill import (
-        OUTPUT_RATIO,
-        Estimate,
         discover_sessions,
-        estimate,
         estimate_tables,
         parse_since,
-        pending_messages,
-        run_backfill,
-        run_overhead_tokens,
         select_sessions,
-        session_paths,
     )
     from cairn.doctor import default_model
-    from cairn.ingest import sync_paths
-    from cairn.pricing import PRICES_AS_OF, load_prices
+    from cairn.pricing import load_prices
 
     settings = _settings()
     missing = [p for p in paths or [] if not p.exists()]
@@ -384,7 +420,7 @@ def backfill(
         raise _fail(f"no such file or directory: {', '.join(map(str, missing))}")
     try:
         since_at = parse_since(since) if since else None
-        prices = load_prices(settings)
+        load_prices(settings)  # a bad price file is reported before any work
     except ValueError as exc:
         raise _fail(str(exc)) from exc
     roots = paths or [settings.projects_dir]
@@ -411,108 +447,75 @@ def backfill(
         )
         os._exit(130)
 
-    async def go() -> dict[str, Any]:
-        choice = None
-        if not dry_run:
-            try:
-                choice = resolve_model(settings, model)
-            except ModelConfigError as exc:
-                raise _fail(str(exc)) from exc
-        store = await _open_store(settings)
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("sessions {task.fields[sessions]}/{task.fields[of]}"),
+        MofNCompleteColumn(),
+        TextColumn("messages · {task.fields[ideas]} ideas · {task.fields[tokens]:,} tokens"),
+        TimeRemainingColumn(),
+        console=err,
+        transient=True,
+        disable=not interactive,
+    )
+    counters = {"sessions": 0, "ideas": 0, "tokens": 0}
+    tasks: dict[str, Any] = {}
+
+    def on_progress(event: dict[str, Any]) -> None:
+        step = event.get("step")
+        if step == "start":
+            tasks["backfill"] = progress.add_task(
+                "backfill", total=event["total"], sessions=0, of=event["sessions"], ideas=0, tokens=0
+            )
+            return
+        task = tasks.get("backfill")
+        if task is None:
+            return
+        if step == "batch":
+            counters["ideas"] += event["ideas"]
+            counters["tokens"] += event["tokens"]
+            progress.update(
+                task, advance=event["messages"], ideas=counters["ideas"], tokens=counters["tokens"]
+            )
+        elif step == "session":
+            counters["sessions"] += 1
+            progress.update(task, sessions=counters["sessions"])
+            if interactive or as_json:
+                return
+            failed = f", {event['failures']} failed run(s)" if event["failures"] else ""
+            sys.stdout.write(
+                f"[{counters['sessions']}/{len(sessions)}] {event['session']} ({event['project']}): "
+                f"{event['batches']} batch(es), {event['messages']} messages, {event['ideas']} ideas, "
+                f"{event['input_tokens'] + event['output_tokens']} tokens, {event['elapsed']:.1f}s "
+                f"elapsed{failed}\n"
+            )
+            sys.stdout.flush()
+
+    def take_over_signals() -> None:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, on_signal)
-        try:
-            captured = await sync_paths(store, files, settings, vectors=not dry_run)
-            if dry_run:
-                overhead = run_overhead_tokens()
-                return {
-                    "captured": captured,
-                    "estimates": [(s, await estimate(store.db, s, overhead)) for s in sessions],
-                }
-            assert choice is not None
-            total = await pending_messages(store.db, [p for s in sessions for p in session_paths(s)])
-            started = time.perf_counter()
-            counters = {"sessions": 0, "ideas": 0, "tokens": 0}
-            progress = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                TextColumn("sessions {task.fields[sessions]}/{task.fields[of]}"),
-                MofNCompleteColumn(),
-                TextColumn("messages · {task.fields[ideas]} ideas · {task.fields[tokens]:,} tokens"),
-                TimeRemainingColumn(),
-                console=err,
-                transient=True,
-                disable=not interactive,
-            )
-            with progress:
-                task = progress.add_task(
-                    "backfill", total=total, sessions=0, of=len(sessions), ideas=0, tokens=0
-                )
 
-                def on_batch(_session: Any, planned: Any, run: Any) -> None:
-                    counters["ideas"] += sum(run.stats.ideas_by_intent.values()) if run.stats else 0
-                    counters["tokens"] += run.input_tokens + run.output_tokens
-                    progress.update(
-                        task,
-                        advance=planned.message_count,
-                        ideas=counters["ideas"],
-                        tokens=counters["tokens"],
-                    )
-
-                def on_session(result: Any) -> None:
-                    counters["sessions"] += 1
-                    progress.update(task, sessions=counters["sessions"])
-                    if interactive or as_json:
-                        return
-                    failed = f", {result.failures} failed run(s)" if result.failures else ""
-                    sys.stdout.write(
-                        f"[{counters['sessions']}/{len(sessions)}] {result.session.session_id} "
-                        f"({result.session.project}): {result.batches} batch(es), {result.messages} "
-                        f"messages, {result.ideas} ideas, {result.input_tokens + result.output_tokens} "
-                        f"tokens, {time.perf_counter() - started:.1f}s elapsed{failed}\n"
-                    )
-                    sys.stdout.flush()
-
-                report = await run_backfill(
-                    store,
-                    settings,
-                    sessions,
-                    choice,
-                    should_stop=lambda: stop_requests > 0,
-                    on_batch=on_batch,
-                    on_session=on_session,
-                )
-            return {"captured": captured, "report": report, "seconds": time.perf_counter() - started}
-        finally:
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(signum)
-            if choice is not None:
-                await choice.aclose()
-            await store.close()
-
-    try:
-        result = _run(go())
-    except KeyboardInterrupt:
-        # Only before the event loop took over Ctrl-C: nothing was indexed yet, nothing is half-done.
-        err.print("Interrupted before indexing started; rerun `cairn backfill` to continue.")
-        raise typer.Exit(130) from None
-    captured = result["captured"]
-    if dry_run:
-        total = Estimate()
-        rows = []
-        for session, est in result["estimates"]:
-            total.add(est)
-            rows.append({**session.describe(), **est.as_dict(prices, model_name)})
-        data = {
-            "dry_run": True,
-            "model": model_name,
-            "prices_as_of": PRICES_AS_OF,
-            "output_ratio": OUTPUT_RATIO,
-            "messages_added": captured.messages_added,
-            "sessions": rows,
-            "total": total.as_dict(prices, model_name),
-        }
+    args = {
+        "paths": [str(p.resolve()) for p in roots],
+        "model": model or settings.model,
+        "since": since,
+        "project": project,
+        "dry_run": dry_run,
+    }
+    with progress:
+        data = _interruptible(
+            lambda: _long_request(
+                settings,
+                "backfill",
+                args,
+                on_progress,
+                should_stop=lambda: stop_requests > 0,
+                on_direct=None if dry_run else take_over_signals,
+            ),
+            "backfill",
+        )
+    if data.get("dry_run"):
         if as_json:
             _print_json(data)
         else:
@@ -520,33 +523,22 @@ def backfill(
                 console.print(renderable)
         return
 
-    report = result["report"]
-    summary = {
-        "sessions_total": report.total,
-        "sessions_done": report.done,
-        "interrupted": report.interrupted,
-        "messages_added": captured.messages_added,
-        "wall_seconds": round(result["seconds"], 3),
-    }
     if as_json:
-        _print_json(
-            {
-                "model": model_name,
-                **summary,
-                "sessions": [s.as_dict() for s in report.sessions],
-                **_index_json(report.index),
-            }
-        )
+        _print_json(data)
     else:
+        summary = {
+            key: data[key]
+            for key in ("sessions_total", "sessions_done", "interrupted", "messages_added", "wall_seconds")
+        }
         console.print(_key_value_table("backfill", summary))
-        _render_index(report.index)
-    if report.interrupted:
+        _render_index(data)
+    if data["interrupted"]:
         err.print(
-            f"Interrupted after {report.done} of {report.total} session(s). Run `cairn backfill` again to "
-            "continue where it stopped; nothing is indexed twice."
+            f"Interrupted after {data['sessions_done']} of {data['sessions_total']} session(s). Run "
+            "`cairn backfill` again to continue where it stopped; nothing is indexed twice."
         )
         raise typer.Exit(130)
-    if report.index.failures and not report.index.ok:
+    if data["runs_failed"] and not data["runs_ok"]:
         raise typer.Exit(1)
 
 
@@ -688,19 +680,14 @@ def reindex_vectors() -> None:
     """Rebuild every Chroma collection from SQLite, the source of truth."""
     settings = _settings()
 
-    async def go() -> int:
-        store = await _open_store(settings)
-        try:
-            with _progress() as progress:
-                task = progress.add_task("re-embedding", total=None)
-                return await store.reindex_vectors(
-                    progress=lambda done, total: progress.update(task, completed=done, total=total)
-                )
-        finally:
-            await store.close()
+    with _progress() as progress:
+        task = progress.add_task("re-embedding", total=None)
 
-    n = _run(go())
-    console.print(f"Rebuilt {n} vectors from SQLite.")
+        def on_progress(event: dict[str, Any]) -> None:
+            progress.update(task, completed=event["completed"], total=event["total"])
+
+        data = _run(_long_request(settings, "reindex_vectors", {}, on_progress))
+    console.print(f"Rebuilt {data['vectors']} vectors from SQLite.")
 
 
 async def _request(settings: Settings, op: str, args: dict[str, Any] | None = None) -> Any:

@@ -340,6 +340,7 @@ async def index_pending(
     mode: Mode = "backfill",
     prompt: Prompt | None = None,
     on_batch: BatchCallback | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> IndexReport:
     """Index every stored, not-yet-indexed message (of `paths`, default all) in planned batches.
 
@@ -349,7 +350,8 @@ async def index_pending(
 
     A batch whose file already failed in this pass is skipped (cursors must stay contiguous), and a
     failure that is not the batch's own (API down, bad key) ends the pass: every later batch would
-    fail the same way and be recorded for nothing.
+    fail the same way and be recorded for nothing. `should_stop`, asked before every batch, ends the
+    pass early at a batch boundary.
     """
     owned = not isinstance(model, ModelChoice)
     choice = model if isinstance(model, ModelChoice) else resolve_model(settings, model)
@@ -357,6 +359,8 @@ async def index_pending(
     blocked: set[int] = set()
     try:
         for planned in await plan_batches(store.db, mode=mode, paths=paths):
+            if should_stop is not None and should_stop():
+                break
             report.batches += 1
             files = {cursor.file_id for cursor in planned.cursors}
             if report.stopped is not None or files & blocked:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Callable
 from typing import Any
 
 from cairn.config import Settings
@@ -27,9 +28,17 @@ class DaemonRequestError(RuntimeError):
 
 
 async def daemon_request(
-    settings: Settings, op: str, args: dict[str, Any] | None = None, *, timeout: float = DEFAULT_TIMEOUT
+    settings: Settings,
+    op: str,
+    args: dict[str, Any] | None = None,
+    *,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> Any:
     """Send one request to the daemon and return its result.
+
+    Progress lines the daemon sends before the result (long ops) go to `on_progress`; `timeout`
+    bounds the wait for each line, None waits as long as the op takes.
 
     Raises `NoDaemon` when no live daemon owns this `CAIRN_HOME` or its socket refuses connections
     (it is starting up or shutting down), and `DaemonRequestError` for everything that goes wrong
@@ -49,10 +58,16 @@ async def daemon_request(
         writer.write(request)
         try:
             await asyncio.wait_for(writer.drain(), timeout)
-            line = await asyncio.wait_for(reader.readline(), timeout)
+            while True:
+                line = await asyncio.wait_for(reader.readline(), timeout)
+                progress = _progress(line)
+                if progress is None:
+                    break
+                if on_progress is not None:
+                    on_progress(progress)
         except TimeoutError as exc:
             raise DaemonRequestError(
-                f"the cairn daemon (pid {info.pid}) did not answer {op!r} within {timeout:.0f}s"
+                f"the cairn daemon (pid {info.pid}) did not answer {op!r} within {timeout or 0:.0f}s"
             ) from exc
         except (ConnectionError, ValueError) as exc:
             raise DaemonRequestError(
@@ -63,6 +78,17 @@ async def daemon_request(
         with contextlib.suppress(ConnectionError):
             await writer.wait_closed()
     return _result(op, line)
+
+
+def _progress(line: bytes) -> dict[str, Any] | None:
+    """The event of a progress line, None for any other line (the result, or garbage `_result` reports)."""
+    if not line.startswith(b'{"progress"'):
+        return None
+    try:
+        event = json.loads(line).get("progress")
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None
 
 
 def _result(op: str, line: bytes) -> Any:

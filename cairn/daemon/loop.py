@@ -84,6 +84,9 @@ class Daemon:
         self.choice = choice
         self.message_tokens = settings.continuous_token_budget // 2
         self._stopping = asyncio.Event()
+        # Held by every cycle and by the socket's index/backfill/reindex_vectors ops, so the loop and
+        # a CLI command never capture or index the same pending messages at once.
+        self.index_lock = asyncio.Lock()
 
     def stop(self) -> None:
         self._stopping.set()
@@ -112,6 +115,8 @@ class Daemon:
             log.warning("vector sync at start failed (the outbox keeps the work): %s", exc)
         idle_since = time.monotonic()
         while not self.stopping:
+            if self.index_lock.locked():  # a socket client's index or backfill: not idle
+                idle_since = time.monotonic()
             if await queue.depth(self.store.db) == 0:
                 if time.monotonic() - idle_since >= self.settings.idle_exit_seconds:
                     log.info("queue empty for %.0fs: exiting", self.settings.idle_exit_seconds)
@@ -142,6 +147,10 @@ class Daemon:
 
     async def cycle(self, items: list[queue.QueueItem]) -> CycleReport:
         """Capture the claimed files, make one indexing run over them, settle every item."""
+        async with self.index_lock:
+            return await self._cycle(items)
+
+    async def _cycle(self, items: list[queue.QueueItem]) -> CycleReport:
         report = CycleReport(claimed=len(items))
         db = self.store.db
         files_of: dict[int, list[str]] = {}
@@ -254,8 +263,9 @@ async def run_daemon(settings: Settings) -> int:
         log.error("cannot start the daemon: %s", exc)
         await store.close()
         return 1
+    daemon = Daemon(settings, store, choice)
     # Listening before the pidfile names this process, so whoever sees the pidfile can connect.
-    server = SocketServer(settings, store)
+    server = SocketServer(settings, store, daemon.index_lock)
     try:
         await server.start()
     except OSError as exc:
@@ -265,7 +275,6 @@ async def run_daemon(settings: Settings) -> int:
             exc,
         )
     write_pidfile(settings)
-    daemon = Daemon(settings, store, choice)
     log.info("daemon started (pid file %s, model %s)", settings.pid_path, choice.name)
     loop = asyncio.get_running_loop()
     task = asyncio.ensure_future(daemon.serve())

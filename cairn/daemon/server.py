@@ -14,6 +14,16 @@ lock in `Database.write()`.
 
 `run_op` is also what the CLI calls when no daemon runs, so both paths compute the same JSON and the
 user sees the same output either way.
+
+The long ops (`index`, `backfill`, `reindex_vectors`, see `cairn.daemon.jobs`) may answer with any
+number of progress lines before the final one:
+
+    ← {"progress": {"step": "index", "advance": 1}}
+    ← {"ok": true, "result": {...}}
+
+They hold the daemon's indexing lock, which its loop takes for every cycle, so they never capture or
+index the same messages as the loop at the same time. A client that hangs up stops the op at the
+next batch boundary; the batch in flight is finished and applied whole.
 """
 
 from __future__ import annotations
@@ -108,6 +118,19 @@ OPS: dict[str, Op] = {
 }
 
 
+def _long_ops() -> dict[str, Op]:
+    from cairn.daemon import jobs
+
+    return {
+        "index": jobs.index_job,
+        "backfill": jobs.backfill_job,
+        "reindex_vectors": jobs.reindex_vectors_job,
+    }
+
+
+LONG_OPS = ("backfill", "index", "reindex_vectors")
+
+
 def to_json(value: Any) -> Any:
     """`value` as it comes out of a JSON round trip, so a direct result equals one from the socket."""
     return json.loads(json.dumps(value, default=str))
@@ -117,7 +140,8 @@ async def run_op(store: Store, op: str, args: dict[str, Any] | None = None) -> A
     """Run one operation on `store` and return its JSON-able result (the same in and out of the daemon)."""
     fn = OPS.get(op)
     if fn is None:
-        raise UnknownOpError(f"unknown op {op!r}; the daemon offers {', '.join(sorted(OPS))}")
+        offered = ", ".join(sorted([*OPS, *LONG_OPS]))
+        raise UnknownOpError(f"unknown op {op!r}; the daemon offers {offered}")
     args = args or {}
     try:
         inspect.signature(fn).bind(store, **args)
@@ -145,9 +169,10 @@ class SocketServer:
     Connections are tracked so `close()` can end them before the store they use is closed.
     """
 
-    def __init__(self, settings: Settings, store: Store) -> None:
+    def __init__(self, settings: Settings, store: Store, index_lock: asyncio.Lock | None = None) -> None:
         self.settings = settings
         self.store = store
+        self.index_lock = index_lock or asyncio.Lock()
         self.path = settings.socket_path
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[Any]] = set()
@@ -195,7 +220,7 @@ class SocketServer:
                 except asyncio.LimitOverrunError:
                     await _send(writer, {"ok": False, "error": "bad request: line too long"})
                     return
-                await _send(writer, await self._respond(line))
+                await _send(writer, await self._respond(line, reader, writer))
         except ConnectionError:
             return
         finally:
@@ -205,15 +230,45 @@ class SocketServer:
             with contextlib.suppress(ConnectionError, asyncio.CancelledError):
                 await writer.wait_closed()
 
-    async def _respond(self, line: bytes) -> dict[str, Any]:
+    async def _respond(
+        self, line: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> dict[str, Any]:
+        from cairn.agent.models import ModelConfigError
+
         try:
             op, args = _parse(line)
+            if op in LONG_OPS:
+                return {"ok": True, "result": await self._run_long(op, args, reader, writer)}
             return {"ok": True, "result": await run_op(self.store, op, args)}
-        except ValueError as exc:
+        except (ValueError, ModelConfigError) as exc:
             return {"ok": False, "error": str(exc)}
         except Exception as exc:
             log.exception("request failed")
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+
+    async def _run_long(
+        self, op: str, args: dict[str, Any], reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> Any:
+        """Run a long op under the indexing lock, streaming its progress to the client."""
+        fn = _long_ops()[op]
+        for reserved in ("emit", "should_stop"):
+            args.pop(reserved, None)
+        try:
+            inspect.signature(fn).bind(self.store, self.settings, **args)
+        except TypeError as exc:
+            raise BadArgumentsError(f"bad arguments for {op!r}: {exc}") from exc
+
+        def gone() -> bool:
+            return reader.at_eof() or writer.is_closing()
+
+        def emit(event: dict[str, Any]) -> None:
+            if not gone():
+                writer.write(json.dumps({"progress": event}, default=str).encode() + b"\n")
+
+        async with self.index_lock:
+            log.info("running %s for a socket client", op)
+            result = await fn(self.store, self.settings, **args, emit=emit, should_stop=gone)
+        return to_json(result)
 
 
 async def _send(writer: asyncio.StreamWriter, response: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import socket
 import stat
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ import pytest
 
 from cairn.config import Settings
 from cairn.daemon.client import DaemonRequestError, NoDaemon, daemon_request
+from tests.conftest import SHARED_TRANSCRIPTS
 from tests.daemon.helpers import alive, cairn, kill_hard, pidfile_pid, query, wait_for
 
 READ_COMMANDS = [
@@ -219,8 +221,62 @@ def test_sync_hands_files_to_the_daemon(daemon: Daemon, cairn_home: Path) -> Non
     )
 
 
-def test_commands_not_routed_still_report_the_owner(daemon: Daemon) -> None:
+VIEWER = sorted(str(p) for p in (SHARED_TRANSCRIPTS / "claude-code-viewer").glob("*.jsonl"))
+
+
+def _index_json(*paths: str) -> dict[str, object]:
+    proc = cairn("index", *paths, "--model", "offline", "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    data.pop("seconds")
+    for failure in data["failures"]:
+        failure.pop("run_id", None)
+    data["applied"].pop("run_id", None)
+    return data
+
+
+def test_index_runs_in_the_daemon_like_it_runs_directly(
+    daemon: Daemon, cairn_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    daemon.start()
+    through_daemon = _index_json(*VIEWER)
+    assert through_daemon["messages_added"] > 0 and through_daemon["runs_ok"] > 0
+    assert query(cairn_home, "SELECT count(*) FROM ideas")[0][0] > 0
+    again = _index_json(*VIEWER)
+    assert again["messages_added"] == 0 and again["batches"] == 0
+    assert again["runs_ok"] == 0 and again["runs_failed"] == 0
+    daemon.stop()
+
+    monkeypatch.setenv("CAIRN_HOME", str(tmp_path / "fresh"))
+    direct = _index_json(*VIEWER)
+    assert direct == through_daemon
+
+
+def test_reindex_vectors_and_backfill_dry_run_through_the_daemon(
+    synced: Path, daemon: Daemon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    projects = tmp_path / "projects" / "-home-dev-demo"
+    projects.mkdir(parents=True)
+    for path in VIEWER:
+        shutil.copy(path, projects / Path(path).name)
+    monkeypatch.setenv("CAIRN_CLAUDE_PROJECTS_DIR", str(projects.parent))
     pid = daemon.start()
-    proc = cairn("reindex-vectors")
-    assert proc.returncode == 1
-    assert f"in use by process {pid}" in " ".join(proc.stderr.split())
+    rebuilt = cairn("reindex-vectors")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert "in use" not in rebuilt.stderr and int(rebuilt.stdout.split()[1]) > 0
+    dry = cairn("backfill", "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    data = json.loads(dry.stdout)
+    assert data["dry_run"] is True and len(data["sessions"]) == len(VIEWER)
+    assert data["messages_added"] > 0 and data["total"]["batches"] > 0
+    assert alive(pid)
+    assert query(synced, "SELECT count(*) FROM index_runs WHERE model != 'offline'") == [(0,)]
+
+
+def test_long_ops_refuse_bad_arguments(daemon: Daemon, settings: Settings) -> None:
+    daemon.start()
+    with pytest.raises(DaemonRequestError, match="bad arguments for 'index'"):
+        asyncio.run(daemon_request(settings, "index", {"colour": "red"}))
+    events: list[dict[str, object]] = []
+    result = asyncio.run(daemon_request(settings, "reindex_vectors", on_progress=events.append, timeout=None))
+    assert result == {"vectors": 0}
