@@ -368,7 +368,7 @@ def backfill(
         list[Path] | None,
         typer.Argument(
             help="Transcript files or directories. Default: every transcript under ~/.claude/projects "
-            "(CAIRN_CLAUDE_PROJECTS_DIR)."
+            "(CAIRN_CLAUDE_PROJECTS_DIR), or the demo session when there is none."
         ),
     ] = None,
     model: ModelOpt = None,
@@ -425,6 +425,12 @@ def backfill(
         raise _fail(str(exc)) from exc
     roots = paths or [settings.projects_dir]
     sessions = select_sessions(discover_sessions(roots), since=since_at, project=project)
+    if not paths and not sessions and not since and not project:
+        # A new user with no Claude Code history yet still sees cairn work, on the session it ships.
+        if not as_json:
+            console.print(f"No transcripts under {settings.projects_dir}: backfilling the demo session.")
+        roots = [demo_transcript()]
+        sessions = select_sessions(discover_sessions(roots))
     files = [f for s in sessions for f in s.files]
     model_name = (model or settings.model or default_model()).strip()
     interactive = err.is_terminal and not as_json

@@ -231,3 +231,13 @@ def test_interrupted_backfill_resumes_without_duplicates(
     assert resumed["sessions_done"] == 2 * COPIES
     assert resumed["batches"] == 2 * COPIES - applied
     assert idea_keys(cairn_home, projects) == reference
+
+
+def test_without_history_the_demo_session_is_backfilled(cairn_home: Path) -> None:
+    """A new user's first `scripts/start` has no ~/.claude/projects yet: cairn shows itself on its demo."""
+    data = cairn_json("backfill")
+    assert data["sessions_total"] == 1 and data["sessions_done"] == 1
+    assert data["runs_ok"] == 1 and sum(data["applied"]["ideas_by_intent"].values()) > 0
+    assert cairn_json("backfill")["batches"] == 0
+    # An explicit filter that matches nothing is not silently replaced by the demo.
+    assert cairn_json("backfill", "--project", "no-such-project")["sessions_total"] == 0
