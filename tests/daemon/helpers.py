@@ -15,9 +15,11 @@ from pathlib import Path
 DEFAULT_TIMEOUT = 20.0
 
 
-def cairn(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """`python -m cairn ARGS` in the test's environment, never with a real key."""
-    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+def cairn(
+    *args: str, timeout: float = 60, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`python -m cairn ARGS` in the test's environment (plus `env`), never with a real key."""
+    env = {**{k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}, **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "cairn", *args], capture_output=True, text=True, env=env, timeout=timeout
     )
@@ -70,3 +72,49 @@ def enqueue(home: Path, path: Path, session: str, event: str = "Stop") -> None:
             "ON CONFLICT (path) WHERE status = 'pending' DO NOTHING",
             (str(path), session, event),
         )
+
+
+class Daemons:
+    """Starts daemons for one CAIRN_HOME and remembers every pid, so the finaliser can kill them all.
+
+    `env` is added to each daemon's environment (e.g. a dummy key for a fake model server).
+    """
+
+    def __init__(self, home: Path, env: dict[str, str] | None = None) -> None:
+        self.home = home
+        self.env = env
+        self.pids: list[int] = []
+
+    def start(self) -> int:
+        proc = cairn("daemon", "start", env=self.env)
+        assert proc.returncode == 0, proc.stderr
+        pid = pidfile_pid(self.home)
+        assert pid is not None and alive(pid)
+        self.pids.append(pid)
+        return pid
+
+    def stop(self) -> None:
+        proc = cairn("daemon", "stop")
+        assert proc.returncode == 0, proc.stderr
+        for pid in self.pids:
+            self.wait_exit(pid)
+
+    def wait_exit(self, pid: int, timeout: float = 30) -> None:
+        wait_for(lambda: not alive(pid), timeout, f"daemon {pid} to exit")
+
+    def wait_idle(self, timeout: float = 40) -> None:
+        """Until nothing is pending or running; the daemon is still up (unless it idled out)."""
+        wait_for(
+            lambda: (
+                query(self.home, "SELECT count(*) FROM work_queue WHERE status IN ('pending', 'running')")
+                == [(0,)]
+            ),
+            timeout,
+            "the queue to drain",
+        )
+
+    def cleanup(self) -> None:
+        pid = pidfile_pid(self.home)
+        for p in {*self.pids, *([pid] if pid else [])}:
+            if alive(p):
+                kill_hard(p)

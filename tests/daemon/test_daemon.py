@@ -13,67 +13,18 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import SHARED_TRANSCRIPTS
-from tests.daemon.helpers import alive, cairn, enqueue, kill_hard, pidfile_pid, query, wait_for
+from tests.daemon.helpers import Daemons, alive, cairn, enqueue, kill_hard, pidfile_pid, query, wait_for
 
 DEMO = Path(__file__).resolve().parents[2] / "cairn" / "demo" / "demo-session.jsonl"
 SIDECHAIN = SHARED_TRANSCRIPTS / "fasthooks" / "sample_agent_sidechain.jsonl"
 SESSION = "0b7c5e2a-3d41-4c8e-9f6a-cafe00000001"
 IDEAS = "SELECT source_line, intent, content FROM ideas"
 MESSAGES = "SELECT m.line, m.role, m.kind, m.text FROM messages m"
-
-
-class Daemons:
-    """Starts daemons for one CAIRN_HOME and remembers every pid, so the finaliser can kill them all."""
-
-    def __init__(self, home: Path) -> None:
-        self.home = home
-        self.pids: list[int] = []
-
-    def start(self) -> int:
-        proc = cairn("daemon", "start")
-        assert proc.returncode == 0, proc.stderr
-        pid = pidfile_pid(self.home)
-        assert pid is not None and alive(pid)
-        self.pids.append(pid)
-        return pid
-
-    def wait_exit(self, pid: int, timeout: float = 30) -> None:
-        wait_for(lambda: not alive(pid), timeout, f"daemon {pid} to exit")
-
-    def wait_idle(self, timeout: float = 40) -> None:
-        """Until nothing is pending or running; the daemon is still up (unless it idled out)."""
-        wait_for(
-            lambda: (
-                query(self.home, "SELECT count(*) FROM work_queue WHERE status IN ('pending', 'running')")
-                == [(0,)]
-            ),
-            timeout,
-            "the queue to drain",
-        )
-
-    def cleanup(self) -> None:
-        pid = pidfile_pid(self.home)
-        for p in {*self.pids, *([pid] if pid else [])}:
-            if alive(p):
-                kill_hard(p)
-
-
-@pytest.fixture
-def daemons(cairn_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Daemons]:
-    monkeypatch.setenv("CAIRN_MODEL", "offline")
-    monkeypatch.setenv("CAIRN_BATCH_WINDOW_SECONDS", "0.2")
-    monkeypatch.setenv("CAIRN_IDLE_EXIT_SECONDS", "60")
-    started = Daemons(cairn_home)
-    try:
-        yield started
-    finally:
-        started.cleanup()
 
 
 @pytest.fixture

@@ -11,11 +11,8 @@ ideas; and it does not hold back another file indexed in the same cycle.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,8 +22,8 @@ import pytest
 from cairn.agent.schema import BATCH_OPEN, extract_batch
 from cairn.daemon.loop import RETRY_BACKOFF_SECONDS
 from tests.agent.fake_anthropic import FakeAnthropic, Reply
-from tests.daemon.helpers import alive, cairn, enqueue, pidfile_pid, query, wait_for
-from tests.daemon.test_daemon import DEMO, Daemons
+from tests.daemon.helpers import Daemons, cairn, enqueue, query, wait_for
+from tests.daemon.test_daemon import DEMO
 
 GOOD = "0b7c5e2a-3d41-4c8e-9f6a-cafe00000001"
 BAD = "0b7c5e2a-3d41-4c8e-9f6a-cafe00000002"
@@ -82,38 +79,17 @@ class PoisonAnthropic(FakeAnthropic):
         return Reply(200, message)
 
 
-class KeyedDaemons(Daemons):
-    """Daemons started with a dummy Anthropic key.
-
-    `helpers.cairn` drops ANTHROPIC_API_KEY from its children so no test can spend real money; these
-    daemons need a key to take the Anthropic path at all, and only ever reach 127.0.0.1.
-    """
-
-    def start(self) -> int:
-        env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test"}
-        proc = subprocess.run(
-            [sys.executable, "-m", "cairn", "daemon", "start"],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-        )
-        assert proc.returncode == 0, proc.stderr
-        pid = pidfile_pid(self.home)
-        assert pid is not None and alive(pid)
-        self.pids.append(pid)
-        return pid
-
-
 @pytest.fixture
-def failing_daemons(cairn_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[KeyedDaemons]:
+def failing_daemons(cairn_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Daemons]:
     """Daemons on the Anthropic path with few attempts; the finaliser kills every one of them."""
     monkeypatch.setenv("CAIRN_MODEL", "anthropic:claude-haiku-4-5")
     monkeypatch.setenv("CAIRN_BATCH_WINDOW_SECONDS", "0.1")
     monkeypatch.setenv("CAIRN_IDLE_EXIT_SECONDS", "60")
     monkeypatch.setenv("CAIRN_QUEUE_MAX_ATTEMPTS", str(MAX_ATTEMPTS))
     monkeypatch.setenv("CAIRN_MODEL_RETRIES", "1")
-    started = KeyedDaemons(cairn_home)
+    # `cairn()` drops ANTHROPIC_API_KEY so no test can spend real money; these daemons need one to take
+    # the Anthropic path at all, and only ever reach the fake server on 127.0.0.1.
+    started = Daemons(cairn_home, env={"ANTHROPIC_API_KEY": "sk-ant-test"})
     try:
         yield started
     finally:

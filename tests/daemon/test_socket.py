@@ -14,7 +14,6 @@ import os
 import shutil
 import socket
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ import pytest
 from cairn.config import Settings
 from cairn.daemon.client import DaemonRequestError, NoDaemon, daemon_request
 from tests.conftest import SHARED_TRANSCRIPTS
-from tests.daemon.helpers import alive, cairn, kill_hard, pidfile_pid, query, wait_for
+from tests.daemon.helpers import Daemons, alive, cairn, query, wait_for
 
 READ_COMMANDS = [
     ["stats", "--json"],
@@ -33,45 +32,6 @@ READ_COMMANDS = [
     ["topics", "--json"],
     ["entities", "--type", "technology", "--json"],
 ]
-
-
-class Daemon:
-    """One daemon for the test's CAIRN_HOME; the finaliser kills it if the test did not stop it."""
-
-    def __init__(self, home: Path) -> None:
-        self.home = home
-        self.pids: list[int] = []
-
-    def start(self) -> int:
-        proc = cairn("daemon", "start")
-        assert proc.returncode == 0, proc.stderr
-        pid = pidfile_pid(self.home)
-        assert pid is not None and alive(pid)
-        self.pids.append(pid)
-        return pid
-
-    def stop(self) -> None:
-        proc = cairn("daemon", "stop")
-        assert proc.returncode == 0, proc.stderr
-        for pid in self.pids:
-            wait_for(lambda p=pid: not alive(p), 30, f"daemon {pid} to exit")
-
-    def cleanup(self) -> None:
-        for pid in self.pids:
-            if alive(pid):
-                kill_hard(pid)
-
-
-@pytest.fixture
-def daemon(cairn_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Daemon]:
-    monkeypatch.setenv("CAIRN_MODEL", "offline")
-    monkeypatch.setenv("CAIRN_BATCH_WINDOW_SECONDS", "0.2")
-    monkeypatch.setenv("CAIRN_IDLE_EXIT_SECONDS", "60")
-    started = Daemon(cairn_home)
-    try:
-        yield started
-    finally:
-        started.cleanup()
 
 
 @pytest.fixture
@@ -135,46 +95,46 @@ def _socket_inodes(pid: int) -> set[str]:
     return inodes
 
 
-def test_read_commands_print_the_same_with_and_without_the_daemon(synced: Path, daemon: Daemon) -> None:
+def test_read_commands_print_the_same_with_and_without_the_daemon(synced: Path, daemons: Daemons) -> None:
     direct = _outputs()
     assert direct[1], "the demo session should have produced ideas"
-    daemon.start()
+    daemons.start()
     # The daemon holds the store lock, so these can only have been answered over the socket.
     through_daemon = _outputs()
-    daemon.stop()
+    daemons.stop()
     assert through_daemon == direct
     assert _outputs() == direct
 
 
-def test_socket_is_owner_only_unix_and_removed_on_stop(daemon: Daemon, settings: Settings) -> None:
-    pid = daemon.start()
+def test_socket_is_owner_only_unix_and_removed_on_stop(daemons: Daemons, settings: Settings) -> None:
+    pid = daemons.start()
     mode = settings.socket_path.lstat().st_mode
     assert stat.S_ISSOCK(mode)
     assert stat.S_IMODE(mode) == 0o600
     if Path("/proc/net/tcp").exists():
         assert not _socket_inodes(pid) & _listening_tcp_inodes(), "the daemon listens on a TCP port"
-    daemon.stop()
+    daemons.stop()
     assert not settings.socket_path.exists()
 
 
-def test_a_stale_socket_file_is_replaced(daemon: Daemon, settings: Settings) -> None:
+def test_a_stale_socket_file_is_replaced(daemons: Daemons, settings: Settings) -> None:
     settings.home.mkdir(parents=True, exist_ok=True)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as stale:
         stale.bind(str(settings.socket_path))  # left behind, as by a daemon killed with SIGKILL
-    daemon.start()
+    daemons.start()
     assert asyncio.run(daemon_request(settings, "stats"))["messages"] == 0
 
 
-def test_unknown_ops_and_bad_arguments_get_clear_errors(daemon: Daemon, settings: Settings) -> None:
-    daemon.start()
+def test_unknown_ops_and_bad_arguments_get_clear_errors(daemons: Daemons, settings: Settings) -> None:
+    daemons.start()
     with pytest.raises(DaemonRequestError, match="unknown op 'drop_everything'"):
         asyncio.run(daemon_request(settings, "drop_everything"))
     with pytest.raises(DaemonRequestError, match="bad arguments for 'ideas'"):
         asyncio.run(daemon_request(settings, "ideas", {"colour": "red"}))
 
 
-def test_garbage_from_a_client_does_not_hurt_the_daemon(daemon: Daemon, settings: Settings) -> None:
-    pid = daemon.start()
+def test_garbage_from_a_client_does_not_hurt_the_daemon(daemons: Daemons, settings: Settings) -> None:
+    pid = daemons.start()
     path = settings.socket_path
     for payload in (
         b"not json\n",
@@ -204,8 +164,8 @@ def test_no_daemon_means_direct_work(cairn_home: Path, settings: Settings) -> No
     assert json.loads(proc.stdout)["messages"] == 0
 
 
-def test_sync_hands_files_to_the_daemon(daemon: Daemon, cairn_home: Path) -> None:
-    daemon.start()
+def test_sync_hands_files_to_the_daemon(daemons: Daemons, cairn_home: Path) -> None:
+    daemons.start()
     refused = cairn("sync", "--demo", "--no-index")
     assert refused.returncode == 1 and "cairn daemon stop" in refused.stderr
     proc = cairn("sync", "--demo", "--json")
@@ -236,16 +196,16 @@ def _index_json(*paths: str) -> dict[str, object]:
 
 
 def test_index_runs_in_the_daemon_like_it_runs_directly(
-    daemon: Daemon, cairn_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    daemons: Daemons, cairn_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    daemon.start()
+    daemons.start()
     through_daemon = _index_json(*VIEWER)
     assert through_daemon["messages_added"] > 0 and through_daemon["runs_ok"] > 0
     assert query(cairn_home, "SELECT count(*) FROM ideas")[0][0] > 0
     again = _index_json(*VIEWER)
     assert again["messages_added"] == 0 and again["batches"] == 0
     assert again["runs_ok"] == 0 and again["runs_failed"] == 0
-    daemon.stop()
+    daemons.stop()
 
     monkeypatch.setenv("CAIRN_HOME", str(tmp_path / "fresh"))
     direct = _index_json(*VIEWER)
@@ -253,14 +213,14 @@ def test_index_runs_in_the_daemon_like_it_runs_directly(
 
 
 def test_reindex_vectors_and_backfill_dry_run_through_the_daemon(
-    synced: Path, daemon: Daemon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    synced: Path, daemons: Daemons, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     projects = tmp_path / "projects" / "-home-dev-demo"
     projects.mkdir(parents=True)
     for path in VIEWER:
         shutil.copy(path, projects / Path(path).name)
     monkeypatch.setenv("CAIRN_CLAUDE_PROJECTS_DIR", str(projects.parent))
-    pid = daemon.start()
+    pid = daemons.start()
     rebuilt = cairn("reindex-vectors")
     assert rebuilt.returncode == 0, rebuilt.stderr
     assert "in use" not in rebuilt.stderr and int(rebuilt.stdout.split()[1]) > 0
@@ -273,8 +233,8 @@ def test_reindex_vectors_and_backfill_dry_run_through_the_daemon(
     assert query(synced, "SELECT count(*) FROM index_runs WHERE model != 'offline'") == [(0,)]
 
 
-def test_long_ops_refuse_bad_arguments(daemon: Daemon, settings: Settings) -> None:
-    daemon.start()
+def test_long_ops_refuse_bad_arguments(daemons: Daemons, settings: Settings) -> None:
+    daemons.start()
     with pytest.raises(DaemonRequestError, match="bad arguments for 'index'"):
         asyncio.run(daemon_request(settings, "index", {"colour": "red"}))
     events: list[dict[str, object]] = []
