@@ -63,3 +63,34 @@ def _blocks(raw: bytes) -> list[dict[str, object]]:
     message = json.loads(raw).get("message")
     content = message.get("content") if isinstance(message, dict) else None
     return content if isinstance(content, list) else []
+
+
+async def test_a_replaced_transcript_is_indexed_again_from_its_first_line(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Truncated or replaced under cairn: the new content is captured and indexed, the old is not redone."""
+    from cairn.agent.batches import plan_batches
+    from cairn.agent.indexer import index_pending
+
+    demo = Path(__file__).resolve().parents[1] / "cairn" / "demo" / "demo-session.jsonl"
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(demo.read_bytes())
+    async with await Store.open(settings) as store:
+        await sync_paths(store, [path], settings)
+        first = await index_pending(store, settings, model="offline")
+        assert first.ok == 1 and await plan_batches(store.db) == []
+        old_ideas = await store.db.scalar("SELECT count(*) FROM ideas")
+
+        replacement = tmp_path / "new.jsonl"  # a new inode at the same path, shorter content
+        replacement.write_bytes(b"".join(MAIN.read_bytes().splitlines(keepends=True)[:20]))
+        replacement.replace(path)
+        report = await sync_paths(store, [path], settings)
+        assert report.files[0].restarted and report.messages_added > 0
+
+        [planned] = await plan_batches(store.db)
+        assert planned.cursors[0].from_line == 0
+        sent = [m.content for u in planned.batch.updates for m in u.messages]
+        assert sent and not any("WAL" in text for text in sent), "old content is not planned again"
+        second = await index_pending(store, settings, model="offline")
+        assert second.ok == 1 and await plan_batches(store.db) == []
+        assert await store.db.scalar("SELECT count(*) FROM ideas") >= old_ideas

@@ -5,6 +5,9 @@ message (normalised and redacted) exactly once, and every file carries an `index
 batch lists, per file, the messages after that cursor; the executor moves the cursor to the batch's
 end in the same transaction that applies the agent's result, so a batch is indexed exactly once.
 
+When a file is truncated or replaced, capture resets its cursor to 0 and starts a new generation:
+only messages stored since then are planned, so the new content is indexed and the old is not redone.
+
 Noise (slash commands, meta lines) is not sent to the model but is covered by the cursor. A single
 message larger than the budget is cut to fit (its head and tail) rather than blocking its file.
 """
@@ -66,7 +69,10 @@ async def pending_files(db: Database, paths: Iterable[str] | None = None) -> lis
         """
         SELECT f.id, f.path, f.session_id, f.indexed_line FROM transcript_files f
         WHERE f.session_id IS NOT NULL
-          AND EXISTS (SELECT 1 FROM messages m WHERE m.file_id = f.id AND m.end_line > f.indexed_line)
+          AND EXISTS (
+              SELECT 1 FROM messages m
+              WHERE m.file_id = f.id AND m.end_line > f.indexed_line AND m.id > f.generation_start_id
+          )
         ORDER BY f.path
         """
     )
@@ -117,9 +123,11 @@ async def plan_batches(
         rows = await db.fetchall(
             """
             SELECT line, end_line, role, kind, text, timestamp, is_noise FROM messages
-            WHERE file_id = ? AND end_line > ? ORDER BY line, id
+            WHERE file_id = ? AND end_line > ?
+              AND id > (SELECT generation_start_id FROM transcript_files WHERE id = ?)
+            ORDER BY line, id
             """,
-            (file_id, indexed_line),
+            (file_id, indexed_line, file_id),
         )
         for row in rows:
             if row["is_noise"]:

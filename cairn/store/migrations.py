@@ -17,6 +17,7 @@ never handed to another row, so a stale id from a model or in Chroma can never h
 3. operations: the work queue, learned search associations, index-run accounting, and the vector
    outbox with the triggers that fill it (and a backfill of every row that existed before it).
 4. indexing: the indexer's per-file line cursor, the lines it chose to skip, what each run applied.
+5. generations: where a truncated or replaced transcript's new content starts, so it is indexed again.
 """
 
 from __future__ import annotations
@@ -464,7 +465,17 @@ _INDEXING = Migration(
     ),
 )
 
-MIGRATIONS: tuple[Migration, ...] = (_CAPTURE, _MEMORY, _OPERATIONS, _INDEXING)
+_GENERATIONS = Migration(
+    5,
+    "generations: a rewritten transcript is indexed again from its first line",
+    (
+        # Messages with ids up to this belong to an earlier content of the file (it was truncated or
+        # replaced); the indexer plans only newer ones, from `indexed_line` reset to 0.
+        "ALTER TABLE transcript_files ADD COLUMN generation_start_id INTEGER NOT NULL DEFAULT 0",
+    ),
+)
+
+MIGRATIONS: tuple[Migration, ...] = (_CAPTURE, _MEMORY, _OPERATIONS, _INDEXING, _GENERATIONS)
 LATEST_VERSION = len(MIGRATIONS)
 
 

@@ -207,6 +207,8 @@ class Store:
             projects = await self._upsert_projects(conn, file_path, sessions)
             await self._upsert_sessions(conn, sessions, projects)
             file_id, cursor = await self._upsert_file(conn, file_path, file_session, messages)
+            if result.restarted and cursor is not None:
+                await self._start_generation(conn, file_id)
             added = await self._insert_messages(conn, file_id, messages, file_session)
             await self._refresh_sessions(conn, list(sessions))
             await self._advance_cursor(conn, file_id, cursor, result)
@@ -342,6 +344,23 @@ class Store:
             WHERE id IN (SELECT value FROM json_each(?))
             """,
             (json.dumps(session_ids),),
+        )
+
+    async def _start_generation(self, conn: aiosqlite.Connection, file_id: int) -> None:
+        """A truncated or replaced file starts over: index its new content from line 0.
+
+        The messages stored from the old content stay (their ideas were indexed and remain true of
+        what was said), but the indexer must not see them again: only messages inserted after this
+        point — the new generation — are planned. A new message identical to an old one at the same
+        line is deduplicated away and, rightly, not indexed twice.
+        """
+        await conn.execute(
+            """
+            UPDATE transcript_files
+            SET indexed_line = 0, generation_start_id = (SELECT coalesce(max(id), 0) FROM messages)
+            WHERE id = ?
+            """,
+            (file_id,),
         )
 
     async def _advance_cursor(

@@ -217,6 +217,7 @@ ROWS: dict[int, list[tuple[str, dict[str, Any]]]] = {
         ("vector_outbox", {"kind": "entities", "item_id": 99, "op": "delete"}),
     ],
     4: [("skipped_lines", {"file_id": 1, "line": 3, "run_id": 1})],
+    5: [],  # a column only
 }
 
 
