@@ -136,6 +136,42 @@ def test_daemon_indexes_a_transcript_appended_line_by_line(
     assert sorted(query(cairn_home, own)) == sorted(query(reference, own)), "captured exactly once"
 
 
+def test_daemon_survives_a_transcript_truncated_and_replaced_under_it(
+    daemons: Daemons, cairn_home: Path, projects: Path, tmp_path: Path
+) -> None:
+    pid = daemons.start()
+    transcript = projects / f"{SESSION}.jsonl"
+    lines = DEMO.read_bytes().splitlines(keepends=True)
+    transcript.write_bytes(b"".join(lines))
+    enqueue(cairn_home, transcript, SESSION)
+    daemons.wait_idle()
+
+    with transcript.open("r+b") as fh:  # truncated mid-session, then written anew
+        fh.truncate(len(lines[0]) + len(lines[1]))
+    enqueue(cairn_home, transcript, SESSION)
+    daemons.wait_idle()
+    replacement = tmp_path / "replacement.jsonl"
+    replacement.write_bytes(
+        SHARED_TRANSCRIPTS.joinpath("fasthooks", "sample_main_transcript.jsonl").read_bytes()
+    )
+    replacement.replace(transcript)  # a new inode at the same path
+    enqueue(cairn_home, transcript, SESSION)
+    daemons.wait_idle()
+
+    assert alive(pid), "the daemon survived both rewrites"
+    [(offset, generation)] = query(
+        cairn_home, "SELECT byte_offset, generation_start_id FROM transcript_files"
+    )
+    assert offset == transcript.stat().st_size and generation > 0
+    pending = query(
+        cairn_home,
+        "SELECT count(*) FROM messages m JOIN transcript_files f ON f.id = m.file_id "
+        "WHERE m.id > f.generation_start_id AND m.end_line > f.indexed_line AND m.is_noise = 0",
+    )
+    assert pending == [(0,)], "the new content was indexed"
+    assert "Traceback" not in (cairn_home / "logs" / "daemon.log").read_text()
+
+
 def test_daemon_skips_missing_and_foreign_files(daemons: Daemons, cairn_home: Path, projects: Path) -> None:
     pid = daemons.start()
     foreign = projects / "hook-log.jsonl"
