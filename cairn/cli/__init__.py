@@ -1,0 +1,41 @@
+"""The `cairn` command line: a thin face over the library (rich for people, `--json` for scripts).
+
+Importing this package registers every command on `app`, then puts them in the order `cairn --help` lists.
+"""
+
+from __future__ import annotations
+
+from typer.models import CommandInfo
+
+from cairn.cli import admin, capture, daemon, memory  # noqa: F401  (registers the commands)
+from cairn.cli.common import app
+
+__all__ = ["app"]
+
+# The modules group commands by purpose; `cairn --help` lists them by workflow instead.
+_HELP_ORDER = (
+    "sync",
+    "index",
+    "backfill",
+    "stats",
+    "status",
+    "inspect",
+    "doctor",
+    "reindex-vectors",
+    "ideas",
+    "questions",
+    "todos",
+    "topics",
+    "entities",
+    "config",
+    "hook",
+    "install",
+)
+
+
+def _help_position(command: CommandInfo) -> int:
+    name = command.name or getattr(command.callback, "__name__", "")
+    return _HELP_ORDER.index(name) if name in _HELP_ORDER else len(_HELP_ORDER)
+
+
+app.registered_commands.sort(key=_help_position)

@@ -1,0 +1,229 @@
+"""Commands that look after cairn itself: status, doctor, reindex-vectors, config, hook and install."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from cairn.cli.common import (
+    JsonOpt,
+    app,
+    console,
+    counts,
+    err,
+    fail,
+    key_value_table,
+    load_settings,
+    long_request,
+    print_json,
+    progress_bar,
+    run_async,
+    uptime,
+)
+
+
+@app.command()
+def status(
+    as_json: JsonOpt = False,
+    runs: Annotated[int, typer.Option("--runs", min=0, help="How many recent index runs to list.")] = 10,
+) -> None:
+    """Show the daemon, its queue, parked items, recent index runs and today's token spend.
+
+    Reads the store read-only, so it works the same whether or not the daemon owns the store.
+    """
+    from cairn.daemon.status import read_status
+
+    state = read_status(load_settings(), recent=runs)
+    if as_json:
+        print_json({**asdict(state), "depth": state.depth})
+        return
+    daemon = state.daemon
+    if daemon.running and daemon.pid is not None and daemon.uptime_seconds is not None:
+        console.print(f"cairn daemon running (pid {daemon.pid}, up {uptime(daemon.uptime_seconds)})")
+    else:
+        console.print("cairn daemon not running")
+    if not state.store:
+        console.print(f"no cairn store at {state.home} yet: `cairn install` or `cairn sync` creates one")
+        return
+    if state.error:
+        err.print(f"[bold red]error:[/] {state.error}")
+        raise typer.Exit(1)
+    today = state.today
+    summary: dict[str, Any] = {
+        "queue": f"{state.depth} waiting ({counts(state.queue)})",
+        "ideas": state.ideas,
+        "messages": state.messages,
+    }
+    if today is not None:
+        summary[f"today ({today.date} UTC)"] = (
+            f"{today.runs} run(s), {today.failed_runs} failed, "
+            f"{today.input_tokens:,} tokens in, {today.output_tokens:,} out"
+        )
+    summary["log"] = daemon.log
+    console.print(key_value_table("cairn status", summary))
+    if state.parked:
+        table = Table(title="parked (failed too often, no longer retried)", title_justify="left")
+        for col in ("id", "path", "attempts", "error"):
+            # Fold, never cut: a parked item's path and error are what the user came to read.
+            table.add_column(col, justify="right" if col in {"id", "attempts"} else "left", overflow="fold")
+        for item in state.parked:
+            table.add_row(str(item.id), item.path, str(item.attempts), item.last_error or "—")
+        console.print(table)
+    if state.retrying:
+        table = Table(title="retrying", title_justify="left")
+        for col in ("id", "path", "attempts", "next try", "error"):
+            table.add_column(col, justify="right" if col in {"id", "attempts"} else "left", overflow="fold")
+        for retry in state.retrying:
+            table.add_row(
+                str(retry.id),
+                retry.path,
+                str(retry.attempts),
+                retry.next_try_at or "—",
+                retry.last_error or "—",
+            )
+        console.print(table)
+    if state.recent_runs:
+        table = Table(title="recent index runs", title_justify="left")
+        for col in ("started", "model", "mode", "outcome", "tokens in", "tokens out", "ideas"):
+            table.add_column(col, justify="right" if col.startswith(("tokens", "ideas")) else "left")
+        for run in state.recent_runs:
+            table.add_row(
+                run.started_at,
+                run.model,
+                run.mode,
+                run.outcome or "—",
+                f"{run.input_tokens:,}",
+                f"{run.output_tokens:,}",
+                str(run.ideas_applied),
+            )
+        console.print(table)
+
+
+@app.command()
+def doctor(as_json: JsonOpt = False) -> None:
+    """Check every component (SQLite, store, Chroma, embeddings, tokenizer, model) and say how to fix it."""
+    from cairn.doctor import run_checks
+
+    checks = run_checks(load_settings())
+    ok = all(c.ok for c in checks)
+    if as_json:
+        print_json({"ok": ok, "checks": [c.as_dict() for c in checks]})
+    else:
+        table = Table(show_header=True, header_style="bold")
+        for col in ("component", "status", "detail"):
+            table.add_column(col)
+        for c in checks:
+            status = "[green]ok[/]" if c.ok else "[red]FAIL[/]"
+            detail = c.detail + (f"\n[dim]→ {c.fix}[/]" if c.fix and not c.ok else "")
+            table.add_row(c.name, status, detail)
+        console.print(table)
+    if not ok:
+        raise typer.Exit(1)
+
+
+@app.command("reindex-vectors")
+def reindex_vectors() -> None:
+    """Rebuild every Chroma collection from SQLite, the source of truth."""
+    settings = load_settings()
+
+    with progress_bar() as progress:
+        task = progress.add_task("re-embedding", total=None)
+
+        def on_progress(event: dict[str, Any]) -> None:
+            progress.update(task, completed=event["completed"], total=event["total"])
+
+        data = run_async(long_request(settings, "reindex_vectors", {}, on_progress))
+    console.print(f"Rebuilt {data['vectors']} vectors from SQLite.")
+
+
+@app.command("config")
+def show_config(as_json: JsonOpt = False) -> None:
+    """Show the effective settings and the paths derived from CAIRN_HOME."""
+    settings = load_settings()
+    data = {
+        **settings.model_dump(mode="json"),
+        "config_file": str(settings.config_path),
+        "config_file_exists": settings.config_path.exists(),
+        "db_path": str(settings.db_path),
+        "chroma_dir": str(settings.chroma_dir),
+        "logs_dir": str(settings.logs_dir),
+        "lock_path": str(settings.lock_path),
+    }
+    if as_json:
+        print_json(data)
+        return
+    table = Table(show_header=False)
+    for key, value in data.items():
+        table.add_row(key, str(value))
+    console.print(table)
+
+
+@app.command()
+def hook() -> None:
+    """Run cairn's Claude Code hook on the JSON payload on stdin (always exits 0).
+
+    For debugging: `cairn install` wires up the faster `hook.sh`, which honours the same contract.
+    """
+    from cairn.daemon.hook import main as hook_main
+
+    raise typer.Exit(hook_main())
+
+
+@app.command()
+def install(
+    settings_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--settings", help="Claude Code settings file to edit (default ~/.claude/settings.json)."
+        ),
+    ] = None,
+    uninstall: Annotated[bool, typer.Option("--uninstall", help="Remove cairn's hooks instead.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Add cairn's hook to Claude Code's settings (idempotent, with a backup), or remove it."""
+    from cairn.daemon import install as installer
+    from cairn.store.lock import StoreLockedError
+    from cairn.store.store import Store
+
+    settings = load_settings()
+    path = settings_file if settings_file is not None else installer.DEFAULT_SETTINGS
+    try:
+        if uninstall:
+            report = installer.uninstall(path)
+        else:
+            command, kind = installer.hook_command(settings)
+            report = installer.install(path, command, kind)
+    except (installer.SettingsFileError, OSError) as exc:
+        raise fail(str(exc)) from exc
+    store_note = None
+    if not uninstall and not settings.db_path.exists():
+        # The hook never creates the store (a hook must not migrate a database), so create it now.
+        async def create() -> None:
+            try:
+                store = await Store.open(settings)
+            except StoreLockedError:
+                return
+            await store.close()
+
+        run_async(create())
+        store_note = f"created the cairn store at {settings.db_path}"
+    if as_json:
+        print_json({**asdict(report), "store_created": store_note is not None})
+        return
+    verb = {"installed": "installed cairn's hook in", "uninstalled": "removed cairn's hook from"}
+    if report.action == "unchanged":
+        console.print(
+            f"{report.settings_path}: already {'clean' if uninstall else 'up to date'}, not changed"
+        )
+    else:
+        console.print(f"{verb[report.action]} {report.settings_path} ({', '.join(report.events)})")
+        if report.backup:
+            console.print(f"previous settings saved as {report.backup}")
+    if report.hook == "python":
+        err.print("[yellow]note:[/] no sqlite3 CLI (3.32+) on PATH: installed the slower Python hook")
+    if store_note:
+        console.print(store_note)

@@ -1,0 +1,474 @@
+"""Commands that read transcripts: sync, index and backfill store and index them, inspect only reports."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+
+from cairn.cli.common import (
+    JsonOpt,
+    ModelOpt,
+    app,
+    console,
+    demo_transcript,
+    dump,
+    err,
+    fail,
+    index_json,
+    interruptible,
+    key_value_table,
+    load_settings,
+    long_request,
+    open_store,
+    print_json,
+    progress_bar,
+    render_index,
+    render_stats,
+    run_async,
+)
+from cairn.config import Settings
+
+
+@app.command()
+def sync(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Transcript files or directories. Default: every transcript under "
+            "~/.claude/projects (CAIRN_CLAUDE_PROJECTS_DIR), or the demo session when there is none."
+        ),
+    ] = None,
+    demo: Annotated[
+        bool, typer.Option("--demo", help="Sync only the demo session that ships with cairn.")
+    ] = False,
+    no_vectors: Annotated[
+        bool, typer.Option("--no-vectors", help="Store messages but do not embed them yet.")
+    ] = False,
+    no_index: Annotated[
+        bool, typer.Option("--no-index", help="Store messages but do not run the indexer.")
+    ] = False,
+    model: ModelOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Read what is new in your transcripts, index it into ideas, topics and entities, show statistics.
+
+    Safe to run any time: each file is read from where the last run stopped, each message is indexed
+    once, and nothing is stored twice. Without ANTHROPIC_API_KEY the offline indexer is used.
+    """
+    from cairn.ingest import sync_paths
+    from cairn.transcripts.discover import find_transcripts
+
+    settings = load_settings()
+    if demo:
+        roots, source = [demo_transcript()], "the demo session"
+    elif paths:
+        missing = [p for p in paths if not p.exists()]
+        if missing:
+            raise fail(f"no such file or directory: {', '.join(map(str, missing))}")
+        roots, source = paths, ", ".join(map(str, paths))
+    else:
+        roots, source = [settings.projects_dir], str(settings.projects_dir)
+    files = list(find_transcripts(roots))
+    if not files and not paths and not demo:
+        files, source = (
+            [demo_transcript()],
+            f"the demo session (no transcripts under {settings.projects_dir})",
+        )
+    if _sync_through_daemon(settings, files, no_vectors or no_index or model is not None, as_json):
+        return
+    if not as_json:
+        console.print(f"Syncing {len(files)} transcript file(s) from {source}")
+
+    async def go() -> dict[str, Any]:
+        store = await open_store(settings)
+        try:
+            with progress_bar(disable=as_json) as progress:
+                task = progress.add_task("reading transcripts", total=len(files))
+                report = await sync_paths(
+                    store, files, settings, vectors=False, on_file=lambda _p: progress.advance(task)
+                )
+                if not no_vectors:
+                    vec_task = progress.add_task("embedding", total=None)
+                    report.vectors_synced = await store.sync_vectors(
+                        progress=lambda done, total: progress.update(vec_task, completed=done, total=total)
+                    )
+                indexed = None if no_index else await _index(store, settings, model, None, progress)
+            stats = await store.stats()
+        finally:
+            await store.close()
+        return {"sync": report, "index": indexed, "stats": stats}
+
+    result = run_async(go())
+    report, indexed, stats = result["sync"], result["index"], result["stats"]
+    if as_json:
+        print_json(
+            {
+                "sync": {**asdict(report), "messages_added": report.messages_added},
+                "index": None if indexed is None else index_json(indexed),
+                "stats": dump(stats),
+            }
+        )
+        return
+    console.print(
+        f"Added [bold]{report.messages_added}[/] messages from {len(report.files)} file(s); "
+        f"{report.vectors_synced} vectors written; {report.malformed} malformed line(s) skipped."
+    )
+    for failed in report.errors:
+        err.print(f"[yellow]skipped[/] {failed.path}: {failed.error}")
+    if indexed is not None:
+        render_index(indexed)
+    render_stats(stats)
+
+
+def _sync_through_daemon(settings: Settings, files: list[Path], custom: bool, as_json: bool) -> bool:
+    """Queue `files` for the running daemon, as its hook does; False when no daemon runs.
+
+    The daemon owns the store, so `sync` cannot read the files itself; the daemon captures and
+    indexes them with its own model and settings, which is why options that change how would be
+    silently ignored and are refused instead.
+    """
+    from cairn.daemon.client import DaemonRequestError, NoDaemon, daemon_request
+    from cairn.daemon.process import running_pid
+
+    info = running_pid(settings)
+    if info is None:
+        return False
+    if custom:
+        raise fail(
+            f"the cairn daemon (pid {info.pid}) owns the store and indexes with its own settings; "
+            "stop it with `cairn daemon stop` to sync with --no-vectors, --no-index or --model"
+        )
+    paths = [str(f.resolve()) for f in files]
+    try:
+        queued = run_async(daemon_request(settings, "enqueue", {"paths": paths}))
+    except NoDaemon:
+        return False
+    except DaemonRequestError as exc:
+        raise fail(str(exc)) from exc
+    if as_json:
+        print_json({"daemon": {"pid": info.pid, **queued}})
+    else:
+        console.print(
+            f"Queued {len(paths)} transcript file(s) for the cairn daemon (pid {info.pid}), which reads "
+            "and indexes them now; `cairn stats` shows the result."
+        )
+    return True
+
+
+async def _index(
+    store: Any, settings: Settings, model: str | None, paths: list[str] | None, progress: Progress
+) -> Any:
+    """Run the indexer over what is stored but not indexed yet; a model that cannot be set up is an error."""
+    from cairn.agent.indexer import index_pending
+    from cairn.agent.models import ModelConfigError
+
+    task = progress.add_task("indexing", total=None)
+    try:
+        return await index_pending(
+            store, settings, model=model, paths=paths, on_batch=lambda _planned, _run: progress.advance(task)
+        )
+    except ModelConfigError as exc:
+        raise fail(str(exc)) from exc
+
+
+@app.command()
+def index(
+    paths: Annotated[list[Path], typer.Argument(help="Transcript files or directories to index.")],
+    model: ModelOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the indexing agent over transcripts, from where each was last indexed.
+
+    New bytes are read and stored first; then the stored, not-yet-indexed messages go to the agent in
+    token-bounded batches (one session each) and its results are applied. Running it again adds nothing.
+    """
+    from cairn.transcripts.discover import find_transcripts
+
+    settings = load_settings()
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        raise fail(f"no such file or directory: {', '.join(map(str, missing))}")
+    files = list(find_transcripts(paths))
+    if not files:
+        raise fail("no Claude Code transcripts among the given paths")
+
+    with progress_bar(disable=as_json) as progress:
+        tasks: dict[str, Any] = {}
+
+        def on_progress(event: dict[str, Any]) -> None:
+            step = event.get("step")
+            if step == "read":
+                if "read" not in tasks:
+                    tasks["read"] = progress.add_task("reading transcripts", total=len(files))
+                progress.advance(tasks["read"], event.get("advance", 0))
+            elif step == "index":
+                if "index" not in tasks:
+                    tasks["index"] = progress.add_task("indexing", total=None)
+                progress.advance(tasks["index"], event.get("advance", 1))
+
+        args = {"paths": [str(f.resolve()) for f in files], "model": model or settings.model}
+        data = interruptible(lambda: long_request(settings, "index", args, on_progress), "index")
+    if as_json:
+        print_json(data)
+    else:
+        console.print(f"Read {data['messages_added']} new message(s) from {len(files)} file(s).")
+        render_index(data)
+    if data["runs_failed"] and not data["runs_ok"]:
+        raise typer.Exit(1)
+
+
+@app.command()
+def backfill(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Transcript files or directories. Default: every transcript under ~/.claude/projects "
+            "(CAIRN_CLAUDE_PROJECTS_DIR), or the demo session when there is none."
+        ),
+    ] = None,
+    model: ModelOpt = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since", help="Only sessions active on or after this ISO date (UTC), e.g. 2025-09-01."
+        ),
+    ] = None,
+    project: Annotated[
+        str | None,
+        typer.Option(
+            "--project", help="Only sessions of Claude Code projects whose directory or cwd has this."
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Capture messages, then report the batches, tokens and estimated cost per model "
+            "without running the model.",
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Index your whole transcript history: one session at a time, oldest first, in large batches.
+
+    Each run gets one session's consecutive messages up to the backfill budget. Ctrl-C stops after the
+    current batch (twice: at once); a rerun continues from the stored offsets and cursors, with nothing
+    indexed twice. Use --dry-run first to see what it would cost.
+    """
+    import os
+    import signal
+
+    from rich.progress import TimeRemainingColumn
+
+    from cairn.backfill import (
+        discover_sessions,
+        estimate_tables,
+        parse_since,
+        select_sessions,
+    )
+    from cairn.doctor import default_model
+    from cairn.pricing import load_prices
+
+    settings = load_settings()
+    missing = [p for p in paths or [] if not p.exists()]
+    if missing:
+        raise fail(f"no such file or directory: {', '.join(map(str, missing))}")
+    try:
+        since_at = parse_since(since) if since else None
+        load_prices(settings)  # a bad price file is reported before any work
+    except ValueError as exc:
+        raise fail(str(exc)) from exc
+    roots = paths or [settings.projects_dir]
+    sessions = select_sessions(discover_sessions(roots), since=since_at, project=project)
+    if not paths and not sessions and not since and not project:
+        # A new user with no Claude Code history yet still sees cairn work, on the session it ships.
+        if not as_json:
+            console.print(f"No transcripts under {settings.projects_dir}: backfilling the demo session.")
+        roots = [demo_transcript()]
+        sessions = select_sessions(discover_sessions(roots))
+    files = [f for s in sessions for f in s.files]
+    model_name = (model or settings.model or default_model()).strip()
+    interactive = err.is_terminal and not as_json
+    if not as_json:
+        console.print(
+            f"Backfilling {len(sessions)} session(s) ({len(files)} file(s)) from "
+            f"{', '.join(map(str, roots))}{' — dry run' if dry_run else f' with {model_name}'}"
+        )
+    stop_requests = 0
+
+    def on_signal() -> None:
+        nonlocal stop_requests
+        stop_requests += 1
+        if stop_requests == 1:
+            err.print("Stopping after the current batch… (press Ctrl-C again to stop at once)")
+            return
+        # Equivalent to a crash, which the store survives: the batch in flight is simply not applied.
+        err.print(
+            "Stopped at once; the batch in progress was not applied. Rerun `cairn backfill` to continue."
+        )
+        os._exit(130)
+
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("sessions {task.fields[sessions]}/{task.fields[of]}"),
+        MofNCompleteColumn(),
+        TextColumn("messages · {task.fields[ideas]} ideas · {task.fields[tokens]:,} tokens"),
+        TimeRemainingColumn(),
+        console=err,
+        transient=True,
+        disable=not interactive,
+    )
+    counters = {"sessions": 0, "ideas": 0, "tokens": 0}
+    tasks: dict[str, Any] = {}
+
+    def on_progress(event: dict[str, Any]) -> None:
+        step = event.get("step")
+        if step == "start":
+            tasks["backfill"] = progress.add_task(
+                "backfill", total=event["total"], sessions=0, of=event["sessions"], ideas=0, tokens=0
+            )
+            return
+        task = tasks.get("backfill")
+        if task is None:
+            return
+        if step == "batch":
+            counters["ideas"] += event["ideas"]
+            counters["tokens"] += event["tokens"]
+            progress.update(
+                task, advance=event["messages"], ideas=counters["ideas"], tokens=counters["tokens"]
+            )
+        elif step == "session":
+            counters["sessions"] += 1
+            progress.update(task, sessions=counters["sessions"])
+            if interactive or as_json:
+                return
+            failed = f", {event['failures']} failed run(s)" if event["failures"] else ""
+            sys.stdout.write(
+                f"[{counters['sessions']}/{len(sessions)}] {event['session']} ({event['project']}): "
+                f"{event['batches']} batch(es), {event['messages']} messages, {event['ideas']} ideas, "
+                f"{event['input_tokens'] + event['output_tokens']} tokens, {event['elapsed']:.1f}s "
+                f"elapsed{failed}\n"
+            )
+            sys.stdout.flush()
+
+    def take_over_signals() -> None:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, on_signal)
+
+    args = {
+        "paths": [str(p.resolve()) for p in roots],
+        "model": model or settings.model,
+        "since": since,
+        "project": project,
+        "dry_run": dry_run,
+    }
+    with progress:
+        data = interruptible(
+            lambda: long_request(
+                settings,
+                "backfill",
+                args,
+                on_progress,
+                should_stop=lambda: stop_requests > 0,
+                on_direct=None if dry_run else take_over_signals,
+            ),
+            "backfill",
+        )
+    if data.get("dry_run"):
+        if as_json:
+            print_json(data)
+        else:
+            for renderable in estimate_tables(data):
+                console.print(renderable)
+        return
+
+    if as_json:
+        print_json(data)
+    else:
+        summary = {
+            key: data[key]
+            for key in ("sessions_total", "sessions_done", "interrupted", "messages_added", "wall_seconds")
+        }
+        console.print(key_value_table("backfill", summary))
+        render_index(data)
+    if data["interrupted"]:
+        err.print(
+            f"Interrupted after {data['sessions_done']} of {data['sessions_total']} session(s). Run "
+            "`cairn backfill` again to continue where it stopped; nothing is indexed twice."
+        )
+        raise typer.Exit(130)
+    if data["runs_failed"] and not data["runs_ok"]:
+        raise typer.Exit(1)
+
+
+@app.command()
+def inspect(
+    paths: Annotated[list[Path], typer.Argument(help="Transcript JSONL files or directories to read.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Read transcripts without storing anything and report what is in them.
+
+    Entries by type, messages by role, tool calls by tool, malformed lines, bytes left unread as a
+    half-written last line, sessions with their cwd and git branch, first and last timestamp.
+    """
+    from cairn.transcripts.inspect import inspect_files
+
+    files: list[Path] = []
+    for path in paths:
+        if not path.exists():
+            raise fail(f"no such file or directory: {path}")
+        files.extend(sorted(path.rglob("*.jsonl")) if path.is_dir() else [path])
+    report = inspect_files(files)
+    if as_json:
+        print_json(report.model_dump(mode="json"))
+        return
+    _render_inspect(report)
+
+
+def _render_inspect(report: Any) -> None:
+    data = report.model_dump(mode="json")
+    if len(data["files"]) > 1:
+        files = Table(title="files", title_justify="left")
+        for col in ("file", "entries", "messages", "tool calls", "malformed", "partial bytes"):
+            files.add_column(col, justify="left" if col == "file" else "right")
+        for f in data["files"]:
+            files.add_row(
+                Path(f["path"]).name,
+                str(f["entries"]),
+                str(sum(f["messages_by_role"].values())),
+                str(sum(f["tool_calls_by_name"].values())),
+                str(f["malformed_lines"]),
+                str(f["partial_bytes"]),
+            )
+        console.print(files)
+    total = data["total"]
+    sessions = total.pop("sessions")
+    console.print(
+        key_value_table("transcripts" if len(data["files"]) > 1 else data["files"][0]["path"], total)
+    )
+    if sessions:
+        table = Table(title="sessions", title_justify="left")
+        for col in ("session", "cwd", "git branch", "entries", "first", "last"):
+            table.add_column(col)
+        for sess in sessions:
+            table.add_row(
+                sess["session_id"],
+                sess["cwd"] or "—",
+                sess["git_branch"] or "—",
+                str(sess["entries"]),
+                sess["first_timestamp"] or "—",
+                sess["last_timestamp"] or "—",
+            )
+        console.print(table)
+    for f in data["files"]:
+        for line, reason in f.get("malformed_samples", []):
+            err.print(f"[yellow]malformed[/] {f['path']}:{line}: {reason}")

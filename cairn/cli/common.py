@@ -1,0 +1,260 @@
+"""What the cairn commands share: the typer app, consoles, option types, output helpers and store access."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Callable, Coroutine
+from dataclasses import asdict
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from cairn import __version__
+from cairn.config import Settings
+
+app = typer.Typer(
+    name="cairn",
+    help="A searchable memory built from your coding agents' transcripts.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+)
+
+
+console = Console()
+
+
+err = Console(stderr=True)
+
+
+T = TypeVar("T")
+
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")]
+
+
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        help="Indexing model: 'offline', a pydantic-ai model string such as anthropic:claude-haiku-4-5, or "
+        "openai-chat:NAME / ollama:NAME with CAIRN_MODEL_BASE_URL. Default: CAIRN_MODEL, else Claude Haiku "
+        "with ANTHROPIC_API_KEY, else offline.",
+    ),
+]
+
+
+SessionOpt = Annotated[str | None, typer.Option("--session", help="Only this session id.")]
+
+
+ProjectOpt = Annotated[str | None, typer.Option("--project", help="Only this project (name or path).")]
+
+
+LimitOpt = Annotated[int, typer.Option("--limit", min=1, max=10_000, help="At most this many rows.")]
+
+
+OpenOpt = Annotated[bool, typer.Option("--open", help="Only those not yet resolved.")]
+
+
+def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}")
+    return typer.Exit(code)
+
+
+def load_settings() -> Settings:
+    """Load settings, turning a bad value into a one-line error instead of a traceback."""
+    from pydantic import ValidationError
+
+    try:
+        return Settings.load()
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise fail(f"invalid cairn setting (CAIRN_* variable or config.toml): {problems}") from exc
+
+
+def demo_transcript() -> Path:
+    """The small demo session cairn ships, used when no Claude Code transcripts exist yet."""
+    return Path(str(resources.files("cairn.demo").joinpath("demo-session.jsonl")))
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"cairn {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+) -> None:
+    """cairn reads Claude Code session transcripts and keeps a searchable memory of them.
+
+    State lives in $CAIRN_HOME (default ~/.cairn); settings come from CAIRN_* variables and
+    $CAIRN_HOME/config.toml.
+    """
+
+
+async def open_store(settings: Settings):
+    from cairn.store.lock import StoreLockedError
+    from cairn.store.store import Store
+
+    try:
+        return await Store.open(settings)
+    except StoreLockedError as exc:
+        raise fail(str(exc)) from exc
+
+
+def progress_bar(disable: bool = False) -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=disable,
+    )
+
+
+async def request(settings: Settings, op: str, args: dict[str, Any] | None = None) -> Any:
+    """One store operation as JSON-able data: asked of the daemon when it runs, else run here directly.
+
+    Both paths run the same `run_op`, so what a command prints does not depend on which one answered.
+    """
+    from cairn.daemon.client import DaemonRequestError, NoDaemon, daemon_request
+    from cairn.daemon.server import run_op
+
+    try:
+        return await daemon_request(settings, op, args)
+    except NoDaemon:
+        pass
+    except DaemonRequestError as exc:
+        raise fail(str(exc)) from exc
+    store = await open_store(settings)
+    try:
+        return await run_op(store, op, args)
+    finally:
+        await store.close()
+
+
+async def long_request(
+    settings: Settings,
+    op: str,
+    args: dict[str, Any],
+    on_progress: Callable[[dict[str, Any]], None],
+    *,
+    should_stop: Callable[[], bool] | None = None,
+    on_direct: Callable[[], Any] | None = None,
+) -> Any:
+    """A long store operation (`cairn.daemon.jobs`): run by the daemon when it runs, else here.
+
+    Both paths run the same job function and return its JSON, streaming the same progress events;
+    `on_direct` is called before the direct path starts (e.g. to take over Ctrl-C), and `should_stop`
+    is that path's batch-boundary stop.
+    """
+    from cairn.agent.models import ModelConfigError
+    from cairn.daemon import jobs
+    from cairn.daemon.client import DaemonRequestError, NoDaemon, daemon_request
+    from cairn.daemon.server import to_json
+
+    try:
+        return await daemon_request(settings, op, args, timeout=None, on_progress=on_progress)
+    except NoDaemon:
+        pass
+    except DaemonRequestError as exc:
+        raise fail(str(exc)) from exc
+    fn = {
+        "index": jobs.index_job,
+        "backfill": jobs.backfill_job,
+        "reindex_vectors": jobs.reindex_vectors_job,
+    }[op]
+    store = await open_store(settings)
+    try:
+        if on_direct is not None:
+            on_direct()
+        return to_json(
+            await fn(store, settings, **args, emit=on_progress, should_stop=should_stop or (lambda: False))
+        )
+    except ModelConfigError as exc:
+        raise fail(str(exc)) from exc
+    finally:
+        await store.close()
+
+
+def interruptible(make: Callable[[], Coroutine[Any, Any, T]], command: str) -> T:
+    """Run `make()`; Ctrl-C ends the command (a daemon finishes the batch in flight and stops there)."""
+    try:
+        return run_async(make())
+    except KeyboardInterrupt:
+        err.print(f"Interrupted; nothing is half-applied. Rerun `cairn {command}` to continue.")
+        raise typer.Exit(130) from None
+
+
+def dump(data: Any) -> Any:
+    if isinstance(data, dict):
+        return dict(data)
+    if hasattr(data, "model_dump"):
+        return data.model_dump(mode="json")
+    return asdict(data)
+
+
+def counts(value: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in value.items()) or "—"
+
+
+def uptime(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
+
+
+def key_value_table(title: str, rows: dict[str, Any]) -> Table:
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in rows.items():
+        table.add_row(key.replace("_", " "), counts(value) if isinstance(value, dict) else str(value))
+    return table
+
+
+def render_stats(stats: Any) -> None:
+    data = dump(stats)
+    if not data.get("vectors_error"):
+        data.pop("vectors_error", None)
+    data["db_size"] = f"{data.pop('db_size_bytes', 0) / 1_048_576:.1f} MiB"
+    console.print(key_value_table("cairn stats", data))
+
+
+def index_json(report: Any) -> dict[str, Any]:
+    from cairn.daemon.jobs import index_json
+
+    return index_json(report)
+
+
+def render_index(report: Any) -> None:
+    """Render an `IndexReport`, or the JSON of one (as `index_json` builds it; extra keys are ignored)."""
+    data = dict(report) if isinstance(report, dict) else index_json(report)
+    data.pop("messages_added", None)
+    applied = data.pop("applied")
+    failures = data.pop("failures")
+    applied.pop("run_id", None)
+    console.print(key_value_table("indexed", {**applied, **data}))
+    for failure in failures:
+        err.print(f"[yellow]run {failure['run_id']} {failure['outcome']}[/]: {failure['error']}")

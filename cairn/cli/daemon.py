@@ -1,0 +1,71 @@
+"""The `cairn daemon` sub-app: run, start, stop and query the background indexer."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import asdict
+
+import typer
+
+from cairn.cli.common import JsonOpt, app, console, fail, load_settings, print_json, run_async, uptime
+
+daemon_app = typer.Typer(
+    help="The background indexer: one per CAIRN_HOME, fed by Claude Code's hooks.",
+    no_args_is_help=True,
+)
+
+
+@daemon_app.command("run")
+def daemon_run() -> None:
+    """Run the daemon in the foreground until Ctrl-C, SIGTERM or its idle timeout."""
+    from cairn.daemon.logs import setup_logging
+    from cairn.daemon.loop import run_daemon
+
+    settings = load_settings()
+    setup_logging(settings, console=sys.stderr.isatty())
+    raise typer.Exit(run_async(run_daemon(settings)))
+
+
+@daemon_app.command("start")
+def daemon_start() -> None:
+    """Start the daemon detached and return once it owns the store."""
+    from cairn.daemon.process import DaemonError, start
+
+    settings = load_settings()
+    try:
+        pid = start(settings)
+    except DaemonError as exc:
+        raise fail(str(exc)) from exc
+    console.print(f"cairn daemon started (pid {pid})")
+
+
+@daemon_app.command("stop")
+def daemon_stop() -> None:
+    """Stop the daemon: it finishes its current run, then exits."""
+    from cairn.daemon.process import DaemonError, stop
+
+    settings = load_settings()
+    try:
+        pid = stop(settings)
+    except DaemonError as exc:
+        raise fail(str(exc)) from exc
+    console.print("cairn daemon is not running" if pid is None else f"cairn daemon stopped (pid {pid})")
+
+
+@daemon_app.command("status")
+def daemon_status(as_json: JsonOpt = False) -> None:
+    """Whether the daemon runs, since when, and what its queue holds."""
+    from cairn.daemon.process import status
+
+    state = status(load_settings())
+    if as_json:
+        print_json({**asdict(state), "depth": state.depth, "parked": state.parked})
+        return
+    if state.running and state.pid is not None and state.uptime_seconds is not None:
+        console.print(f"cairn daemon running (pid {state.pid}, up {uptime(state.uptime_seconds)})")
+    else:
+        console.print("cairn daemon not running")
+    console.print(f"queue: {state.depth} waiting, {state.parked} parked · log: {state.log}")
+
+
+app.add_typer(daemon_app, name="daemon")

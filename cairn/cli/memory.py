@@ -1,0 +1,162 @@
+"""Commands that list what the memory holds: stats, ideas, questions, todos, topics and entities."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from cairn.cli.common import (
+    JsonOpt,
+    LimitOpt,
+    OpenOpt,
+    ProjectOpt,
+    SessionOpt,
+    app,
+    console,
+    fail,
+    load_settings,
+    print_json,
+    render_stats,
+    request,
+    run_async,
+)
+
+
+@app.command()
+def stats(as_json: JsonOpt = False) -> None:
+    """Show what the store holds: projects, sessions, messages, ideas, vectors, queue."""
+    data = run_async(request(load_settings(), "stats"))
+    if as_json:
+        print_json(data)
+    else:
+        render_stats(data)
+
+
+def _print_rows(title: str, rows: list[dict[str, Any]], columns: list[str], as_json: bool) -> None:
+    if as_json:
+        print_json(rows)
+        return
+    if not rows:
+        console.print(f"No {title} stored yet. Run `cairn sync` (or `cairn index PATH`) first.")
+        return
+    table = Table(title=f"{title} ({len(rows)})", title_justify="left")
+    for col in columns:
+        table.add_column(col.replace("_", " "), overflow="fold")
+    for row in rows:
+        table.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
+    console.print(table)
+
+
+@app.command()
+def ideas(
+    intent: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--intent",
+            help="decision, conclusion, question, problem, solution, todo or context; repeat for several.",
+        ),
+    ] = None,
+    session: SessionOpt = None,
+    project: ProjectOpt = None,
+    superseded: Annotated[bool, typer.Option("--superseded", help="Include superseded ideas.")] = False,
+    limit: LimitOpt = 50,
+    as_json: JsonOpt = False,
+) -> None:
+    """List stored ideas, newest first (superseded ones left out unless asked for)."""
+    from cairn.agent.schema import INTENTS
+
+    unknown = sorted(set(intent or ()) - set(INTENTS))
+    if unknown:
+        raise fail(f"unknown intent {', '.join(unknown)}; choose from {', '.join(INTENTS)}")
+    rows = run_async(
+        request(
+            load_settings(),
+            "ideas",
+            {
+                "intents": list(intent or ()),
+                "session": session,
+                "project": project,
+                "include_superseded": superseded,
+                "limit": limit,
+            },
+        )
+    )
+    _print_rows(
+        "ideas", rows, ["id", "intent", "content", "importance", "project", "topic", "superseded_by"], as_json
+    )
+
+
+def _list_tracked(
+    kind: str,
+    intents: tuple[str, ...],
+    done_column: str,
+    open_only: bool,
+    session: str | None,
+    project: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    rows = run_async(
+        request(
+            load_settings(),
+            "ideas",
+            {
+                "intents": list(intents),
+                "session": session,
+                "project": project,
+                "open_only": open_only,
+                "limit": limit,
+            },
+        )
+    )
+    _print_rows(kind, rows, ["id", "content", "project", done_column, "resolution"], as_json)
+
+
+@app.command()
+def questions(
+    open_only: OpenOpt = False,
+    session: SessionOpt = None,
+    project: ProjectOpt = None,
+    limit: LimitOpt = 50,
+    as_json: JsonOpt = False,
+) -> None:
+    """List questions and problems the indexer found, and the answers it linked to them."""
+    _list_tracked(
+        "questions", ("question", "problem"), "answered_at", open_only, session, project, limit, as_json
+    )
+
+
+@app.command()
+def todos(
+    open_only: OpenOpt = False,
+    session: SessionOpt = None,
+    project: ProjectOpt = None,
+    limit: LimitOpt = 50,
+    as_json: JsonOpt = False,
+) -> None:
+    """List todos the indexer found, and whether each was completed."""
+    _list_tracked("todos", ("todo",), "completed_at", open_only, session, project, limit, as_json)
+
+
+@app.command()
+def topics(session: SessionOpt = None, limit: LimitOpt = 100, as_json: JsonOpt = False) -> None:
+    """List topic spans per session, in order, with their idea counts."""
+    rows = run_async(request(load_settings(), "topics", {"session": session, "limit": limit}))
+    _print_rows(
+        "topics", rows, ["id", "project", "name", "start_line", "end_line", "ideas", "summary"], as_json
+    )
+
+
+@app.command()
+def entities(
+    type: Annotated[
+        str | None, typer.Option("--type", help="project, technology, concept, person or file.")
+    ] = None,
+    limit: LimitOpt = 100,
+    as_json: JsonOpt = False,
+) -> None:
+    """List entities (technologies, files, concepts, …) with their aliases and idea counts."""
+    rows = run_async(request(load_settings(), "entities", {"type": type, "limit": limit}))
+    _print_rows("entities", rows, ["id", "name", "type", "aliases", "ideas"], as_json)
