@@ -7,10 +7,11 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from tests.test_cli import cairn as run_cairn
 
 DEFAULT_TIMEOUT = 20.0
 
@@ -18,11 +19,8 @@ DEFAULT_TIMEOUT = 20.0
 def cairn(
     *args: str, timeout: float = 60, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """`python -m cairn ARGS` in the test's environment (plus `env`), never with a real key."""
-    env = {**{k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}, **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "cairn", *args], capture_output=True, text=True, env=env, timeout=timeout
-    )
+    """`python -m cairn ARGS` like `tests.test_cli.cairn`, but returning failures for the test to inspect."""
+    return run_cairn(*args, check=False, timeout=timeout, env=env)
 
 
 def wait_for(predicate: Callable[[], object], timeout: float = DEFAULT_TIMEOUT, what: str = "") -> None:
