@@ -119,6 +119,67 @@ class Settings(BaseSettings):
         "the rest to the prompt, tool results and output. What does not fit goes to the next run.",
     )
 
+    # Search (README "Search ranking" gives each default and its reason)
+    search_rrf_k: int = Field(default=60, ge=1, description="Reciprocal rank fusion constant k.")
+    search_keyword_weight: float = Field(
+        default=2.0, ge=0, description="Weight of the keyword (original query) ranking in rank fusion."
+    )
+    search_vector_weight: float = Field(default=1.0, ge=0, description="Weight of the vector ranking.")
+    search_rank1_bonus: float = Field(default=0.05, ge=0, description="Fusion bonus for a rank-1 hit.")
+    search_top3_bonus: float = Field(default=0.02, ge=0, description="Fusion bonus for a rank-2/3 hit.")
+    search_decisive_top: float = Field(
+        default=0.85, ge=0, le=1, description="Skip vectors when the best keyword score reaches this..."
+    )
+    search_decisive_gap: float = Field(
+        default=0.15, ge=0, le=1, description="...and leads the second by at least this much."
+    )
+    search_fusion_share: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="Share of relevance from rank fusion; the rest is the absolute match strength.",
+    )
+    search_vector_floor: float = Field(
+        default=0.2, ge=-1, le=1, description="Cosine similarity at or below which a vector hit is noise."
+    )
+    search_vector_ceiling: float = Field(
+        default=0.7, ge=-1, le=1, description="Cosine similarity that counts as a perfect semantic match."
+    )
+    search_half_life_days: float = Field(
+        default=30.0, gt=0, description="Age at which the recency signal halves (no hard cut-off)."
+    )
+    search_recency_weight: float = Field(default=0.2, ge=0, le=1)
+    search_importance_weight: float = Field(default=0.4, ge=0, le=1)
+    search_usage_weight: float = Field(default=0.05, ge=0, le=1)
+    search_superseded_penalty: float = Field(
+        default=0.5, ge=0, le=1, description="Score factor of a superseded idea when it is asked for."
+    )
+    search_boosts: dict[str, float] = Field(
+        default_factory=lambda: {
+            "decision": 1.15,
+            "conclusion": 1.15,
+            "solution": 1.1,
+            "problem": 1.0,
+            "question": 1.0,
+            "todo": 1.0,
+            "context": 0.9,
+            "span": 0.95,
+            "message": 0.8,
+            "tool_result": 0.7,
+        },
+        description="Score factor per idea intent, and for topic spans, messages and tool results.",
+    )
+    search_min_score: float = Field(
+        default=0.2, ge=0, le=1, description="Results scoring below this are left out unless asked."
+    )
+    search_candidates: int = Field(
+        default=100, ge=10, le=1000, description="Candidates per ranking (kind × keyword/vector)."
+    )
+    content_exact_boost: float = Field(
+        default=1.5, ge=1, description="search_content's score factor per matched exact term."
+    )
+    content_min_score: float = Field(default=0.5, ge=0, le=1)
+
     @classmethod
     def load(cls, home: str | os.PathLike[str] | None = None, **overrides: object) -> Settings:
         """Read settings for the store at `home` (default: `$CAIRN_HOME` or `~/.cairn`)."""

@@ -18,6 +18,8 @@ never handed to another row, so a stale id from a model or in Chroma can never h
    outbox with the triggers that fill it (and a backfill of every row that existed before it).
 4. indexing: the indexer's per-file line cursor, the lines it chose to skip, what each run applied.
 5. generations: where a truncated or replaced transcript's new content starts, so it is indexed again.
+6. search: when each idea was said in its session (recency and timelines need conversation time, not
+   the time a backfill happened to index it).
 """
 
 from __future__ import annotations
@@ -475,7 +477,31 @@ _GENERATIONS = Migration(
     ),
 )
 
-MIGRATIONS: tuple[Migration, ...] = (_CAPTURE, _MEMORY, _OPERATIONS, _INDEXING, _GENERATIONS)
+_SAID_AT = """
+    coalesce(
+        (SELECT min(m.timestamp) FROM messages AS m
+         WHERE m.file_id = {idea}.source_file_id AND m.line = {idea}.source_line AND m.timestamp IS NOT NULL),
+        {idea}.created_at)
+"""
+
+_SEARCH = Migration(
+    6,
+    "search: when each idea was said",
+    (
+        # The timestamp of the idea's source message; its index time when the message has none. A
+        # trigger fills it for every insert, so no writer (executor, tests, future importers) forgets.
+        "ALTER TABLE ideas ADD COLUMN said_at TEXT",
+        f"UPDATE ideas SET said_at = {_SAID_AT.format(idea='ideas')}",
+        f"""
+        CREATE TRIGGER ideas_said_at AFTER INSERT ON ideas WHEN NEW.said_at IS NULL BEGIN
+            UPDATE ideas SET said_at = {_SAID_AT.format(idea="NEW")} WHERE id = NEW.id;
+        END
+        """,
+        "CREATE INDEX ideas_said_at ON ideas (said_at)",
+    ),
+)
+
+MIGRATIONS: tuple[Migration, ...] = (_CAPTURE, _MEMORY, _OPERATIONS, _INDEXING, _GENERATIONS, _SEARCH)
 LATEST_VERSION = len(MIGRATIONS)
 
 

@@ -1,0 +1,159 @@
+"""What search takes and returns: the request, one result with its score parts, a page of results.
+
+These are the contracts every face shares — the CLI prints them, the daemon sends them over its socket,
+the MCP server hands them to the coding agent — so their field names are the JSON users see. Item ids
+are strings that name their kind: ideas are plain numbers (`"123"`, what hooks show as `#123`), topic
+spans `"s12"`, messages `"m456"`; `parse_item_id` also accepts `#123`, `i123` and `idea:123`.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from cairn.store.vocab import Intent
+
+Kind = Literal["idea", "span", "message"]
+KindFilter = Literal["ideas", "spans", "messages", "all"]
+Mode = Literal["hybrid", "semantic", "keyword"]
+MatchType = Literal["keyword", "semantic", "both"]
+
+PREVIEW_CHARS = 200
+MAX_QUERY_CHARS = 10_000
+MAX_LIMIT = 100
+
+KIND_OF_FILTER: dict[str, tuple[Kind, ...]] = {
+    "ideas": ("idea",),
+    "spans": ("span",),
+    "messages": ("message",),
+    "all": ("idea", "span", "message"),
+}
+
+_PREFIX: dict[Kind, str] = {"idea": "", "span": "s", "message": "m"}
+_ID = re.compile(
+    r"^\s*(?:#|i|idea:?|(?P<span>s|span:?)|(?P<message>m|msg:?|message:?))?(?P<n>\d{1,18})\s*$", re.I
+)
+
+
+class BadItemIdError(ValueError):
+    """An item id that names no kind cairn knows."""
+
+
+def item_id(kind: Kind, row_id: int) -> str:
+    """The public id of a row: `123` (idea), `s12` (span), `m456` (message)."""
+    return f"{_PREFIX[kind]}{row_id}"
+
+
+def parse_item_id(value: str | int) -> tuple[Kind, int]:
+    """`(kind, row id)` of a public id; raises `BadItemIdError` with the accepted forms."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 1:
+            raise BadItemIdError(f"no item has id {value}")
+        return "idea", value
+    match = _ID.match(str(value))
+    if match is None:
+        raise BadItemIdError(
+            f"{str(value)[:40]!r} is not an item id: use 123 or #123 for an idea, s12 for a topic span, "
+            "m456 for a message"
+        )
+    kind: Kind = "span" if match["span"] else "message" if match["message"] else "idea"
+    return kind, int(match["n"])
+
+
+def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
+    """`text` on one line, cut at a word boundary to at most `limit` characters (with `…` when cut)."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,.;:") + "…"
+
+
+class SearchRequest(BaseModel):
+    """One search. With `continuation` set, the query and filters come from the token instead."""
+
+    query: str = Field(default="", max_length=MAX_QUERY_CHARS * 4)
+    mode: Mode = "hybrid"
+    kind: KindFilter = "all"
+    project: str | None = Field(default=None, description="Project path or name.")
+    session: str | None = None
+    intents: list[Intent] = Field(default_factory=list, description="Only ideas with these intents.")
+    since: datetime | None = Field(default=None, description="Only items said at or after this time.")
+    until: datetime | None = Field(default=None, description="Only items said before this time.")
+    include_superseded: bool = False
+    min_score: float | None = Field(default=None, ge=0, le=1, description="Default: search_min_score.")
+    limit: int = Field(default=10, ge=1, le=MAX_LIMIT)
+    continuation: str | None = None
+
+    @field_validator("query")
+    @classmethod
+    def _clip(cls, value: str) -> str:
+        # A pasted log can be any size; the first 10K characters say what it is about.
+        return value[:MAX_QUERY_CHARS]
+
+
+class ScoreParts(BaseModel):
+    """What a score is made of, each in [0, 1] (None: that signal did not see the item)."""
+
+    bm25: float | None = Field(default=None, description="Keyword match strength (phrase 1, near 0.85...).")
+    vector: float | None = Field(default=None, description="Semantic similarity, calibrated.")
+    fusion: float = Field(description="Weighted reciprocal rank fusion, 1 = first in every ranking.")
+    recency: float = Field(description="0.5 ** (age / half-life).")
+    importance: float | None = Field(default=None, description="The idea's importance (ideas only).")
+    usage: int = Field(default=0, description="How often the item was returned before.")
+    boost: float = Field(default=1.0, description="Intent/kind factor times the superseded penalty.")
+
+
+class SessionInfo(BaseModel):
+    id: str
+    project: str | None = None
+    project_name: str | None = None
+    started_at: str | None = None
+    topic: str | None = Field(default=None, description="The topic span the item falls in.")
+    topic_id: str | None = None
+
+
+class SupersededBy(BaseModel):
+    id: str
+    preview: str
+    said_at: str | None = None
+
+
+class SourceLocation(BaseModel):
+    file: str | None = None
+    line: int | None = None
+
+
+class SearchResult(BaseModel):
+    id: str
+    kind: Kind
+    intent: str | None = Field(default=None, description="Idea intent; a message's role; None for spans.")
+    content: str
+    preview: str
+    score: float
+    scores: ScoreParts
+    match: MatchType
+    snippet: str = Field(description="The best-matching passage, matched words in **bold**.")
+    said_at: str | None = None
+    session: SessionInfo | None = None
+    superseded: bool = False
+    superseded_by: SupersededBy | None = None
+    related: int = Field(default=0, description="Ideas related to this one (for spans: ideas in it).")
+    source: SourceLocation = Field(default_factory=SourceLocation)
+
+
+class SearchPage(BaseModel):
+    query: str
+    mode: Mode
+    results: list[SearchResult]
+    total: int = Field(description="Results over all pages (stable across pages).")
+    next_token: str | None = Field(default=None, description="Pass as `continuation` for the next page.")
+    vector_skipped: bool = Field(default=False, description="Keyword matches were decisive.")
+    notices: list[str] = Field(default_factory=list)
+    took_ms: float = 0.0

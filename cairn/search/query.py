@@ -1,0 +1,88 @@
+"""Free text to FTS5: the three-tier query (exact phrase > NEAR > any term) that no input can break.
+
+Only words (`\\w+`) of the user's text ever reach FTS5, each inside double quotes, so operators,
+quotes, column filters and control characters in the text are either dropped or plain words: `NEAR(`,
+`AND`, `-x`, `*` and `"` cannot make a syntax error. The tiers:
+
+- **phrase**: every word of the query, in order (stopwords included: "use the cache" is a phrase);
+- **near**: every key term within `NEAR_DISTANCE` tokens of each other, in any order;
+- **any**: any key term, with prefix matching (`"auth"*` finds "authentication") for terms of at least
+  `MIN_PREFIX` characters — shorter prefixes would match half the vocabulary.
+
+Key terms leave out stopwords unless the query has nothing else, so "how do we handle retries" looks
+for `handle` and `retries`, not for every row containing "we".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_TERMS = 16
+MAX_PHRASE_WORDS = 24
+NEAR_DISTANCE = 10
+MIN_PREFIX = 3
+MAX_WORD_CHARS = 64
+
+_WORD = re.compile(r"\w+")
+
+_STOPWORD_TEXT = """
+    a an and are as at be but by can did do does for from had has have how i if in into is it its me my
+    of on or our should so than that the their them then there these they this those to us was we were
+    what when where which who why will with would you your
+"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+def words(text: str) -> list[str]:
+    """The query's words, lowercased and cut to `MAX_WORD_CHARS`, in order (repeats kept: they matter
+    to the phrase)."""
+    return [word[:MAX_WORD_CHARS].lower() for word in _WORD.findall(text)]
+
+
+def _quote(word: str) -> str:
+    return f'"{word}"'
+
+
+def _prefix(word: str) -> str:
+    return f'"{word}"*' if len(word) >= MIN_PREFIX else _quote(word)
+
+
+@dataclass(frozen=True)
+class FtsQuery:
+    """The MATCH expressions of one query. `terms` are its key terms; `phrase` and `near` are None
+    for a one-term query (the term itself is the phrase)."""
+
+    terms: tuple[str, ...]
+    phrase: str | None
+    near: str | None
+    any: str
+
+    @property
+    def combined(self) -> str:
+        """All three tiers OR-ed: what candidates are drawn with. bm25 counts the phrase and NEAR
+        groups on top of the single terms, so rows matching a higher tier already rank higher."""
+        parts = [f"({part})" for part in (self.phrase, self.near) if part] + [f"({self.any})"]
+        return " OR ".join(parts)
+
+    def term_match(self, term: str) -> str:
+        """The MATCH expression for one key term (prefix-matched like the `any` tier)."""
+        return _prefix(term)
+
+
+def build(text: str) -> FtsQuery | None:
+    """The FTS5 query of free text, or None when it has no word to look for."""
+    all_words = words(text)
+    if not all_words:
+        return None
+    distinct = list(dict.fromkeys(all_words))
+    terms = [word for word in distinct if word not in _STOPWORDS] or distinct
+    terms = terms[:MAX_TERMS]
+    phrase_words = all_words[:MAX_PHRASE_WORDS]
+    if len(phrase_words) > 1:
+        phrase: str | None = _quote(" ".join(phrase_words))
+    else:
+        phrase = None
+    near = f"NEAR({' '.join(_quote(t) for t in terms)}, {NEAR_DISTANCE})" if len(terms) > 1 else None
+    any_terms = " OR ".join(_prefix(term) for term in terms)
+    return FtsQuery(terms=tuple(terms), phrase=phrase, near=near, any=any_terms)
