@@ -7,9 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from chromadb.api.types import Documents, EmbeddingFunction
 from pydantic_ai.models import override_allow_model_requests
 
 from cairn.config import Settings
+from cairn.store.embeddings import MiniLMInt8Embedding
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_TRANSCRIPTS = REPO_ROOT.parent / "shared" / "fixtures" / "transcripts"
@@ -28,6 +30,12 @@ def _no_model_requests() -> Iterator[None]:
     """No test may reach a real model API; tests of the HTTP path allow it locally, on 127.0.0.1."""
     with override_allow_model_requests(False):
         yield
+
+
+@pytest.fixture(scope="session")
+def embedding_function() -> EmbeddingFunction[Documents]:
+    """The packaged MiniLM model, loaded once per test run and shared by every store a test opens."""
+    return MiniLMInt8Embedding()
 
 
 @pytest.fixture

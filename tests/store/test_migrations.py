@@ -218,6 +218,7 @@ ROWS: dict[int, list[tuple[str, dict[str, Any]]]] = {
     ],
     4: [("skipped_lines", {"file_id": 1, "line": 3, "run_id": 1})],
     5: [],  # a column only
+    6: [],  # a column and a trigger: test_said_at_* below
 }
 
 
@@ -315,6 +316,26 @@ async def test_upgrade_from_every_earlier_version_keeps_every_row(
             assert [r[0] for r in await cur.fetchall()] == [2]
     for fts in ("messages_fts", "ideas_fts", "spans_fts"):
         await conn.execute(f"INSERT INTO {fts} ({fts}) VALUES ('integrity-check')")
+
+
+async def test_said_at_is_backfilled_from_the_source_message_then_kept_by_a_trigger(
+    conn: aiosqlite.Connection,
+) -> None:
+    await migrate(conn, target=5)
+    for version in (1, 2):
+        await populate(conn, version)
+    await migrate(conn)
+    async with conn.execute("SELECT id, said_at, created_at FROM ideas ORDER BY id") as cur:
+        rows = {r[0]: (r[1], r[2]) for r in await cur.fetchall()}
+    # Idea 1 comes from line 1, whose message has a timestamp; idea 3 has no source, so its index time.
+    assert rows[1][0] == "2025-01-01T10:00:00.000Z"
+    assert rows[3][0] == rows[3][1]
+    await conn.execute(
+        "INSERT INTO ideas (session_id, source_file_id, source_line, intent, content, content_hash) "
+        "VALUES ('s-1', 1, 1, 'context', 'Said on line one', 'i9')"
+    )
+    async with conn.execute("SELECT said_at FROM ideas WHERE content_hash = 'i9'") as cur:
+        assert (await cur.fetchone())[0] == "2025-01-01T10:00:00.000Z"
 
 
 async def test_upgrade_to_the_outbox_queues_every_existing_item(conn: aiosqlite.Connection) -> None:

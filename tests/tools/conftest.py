@@ -20,7 +20,6 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import RunUsage
 
 from cairn.config import Settings
-from cairn.store.embeddings import MiniLMInt8Embedding
 from cairn.store.store import Store
 from cairn.store.vectors import VectorIndex
 from cairn.tools import ToolDeps
@@ -31,11 +30,6 @@ from tests.tools.memory import Memory, seed
 class Seeded:
     store: Store
     memory: Memory
-
-
-@pytest.fixture(scope="session")
-def embedding_function() -> EmbeddingFunction[Documents]:
-    return MiniLMInt8Embedding()
 
 
 async def open_store(settings: Settings, embedding_function: EmbeddingFunction[Documents]) -> Store:
