@@ -173,7 +173,7 @@ class Settings(BaseSettings):
         default=0.2, ge=0, le=1, description="Results scoring below this are left out unless asked."
     )
     search_candidates: int = Field(
-        default=100, ge=10, le=1000, description="Candidates per ranking (kind × keyword/vector)."
+        default=100, ge=10, le=1000, description="Candidates per ranking (one per kind and signal)."
     )
     content_exact_boost: float = Field(
         default=1.5, ge=1, description="search_content's score factor per matched exact term."
