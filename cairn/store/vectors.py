@@ -273,16 +273,35 @@ class VectorIndex:
             for start in range(0, len(unique), step):
                 collection.delete(ids=unique[start : start + step])
 
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """The configured function's vectors for `texts` (embed a query once, search several kinds)."""
+        return [list(map(float, vector)) for vector in self.embedding_function(texts)]
+
     def query(
-        self, kind: str, text: str, n: int = 10, where: dict[str, Any] | None = None
+        self,
+        kind: str,
+        text: str | None = None,
+        n: int = 10,
+        where: dict[str, Any] | None = None,
+        *,
+        embedding: list[float] | None = None,
     ) -> list[VectorHit]:
-        """The `n` stored vectors closest to `text`'s, closest first, optionally filtered by metadata."""
+        """The `n` stored vectors closest to `text`'s (or to `embedding`), closest first, optionally
+        filtered by metadata."""
         if n < 1:
             raise ValueError(f"n must be at least 1, got {n}")
+        if (text is None) == (embedding is None):
+            raise ValueError("query needs exactly one of text or embedding")
         with self._reachable():
-            result = self._collection(kind).query(
-                query_texts=[text], n_results=n, where=where or None, include=["distances"]
-            )
+            collection = self._collection(kind)
+            if embedding is not None:
+                result = collection.query(
+                    query_embeddings=[embedding], n_results=n, where=where or None, include=["distances"]
+                )
+            else:
+                result = collection.query(
+                    query_texts=[text], n_results=n, where=where or None, include=["distances"]
+                )
         ids = result["ids"][0]
         distances = (result["distances"] or [[]])[0]
         hits = []
@@ -291,6 +310,20 @@ class VectorIndex:
             clamped = min(2.0, max(0.0, float(distance)))
             hits.append(VectorHit(id=record_id, distance=clamped, score=1.0 - clamped))
         return hits
+
+    def get_embeddings(self, kind: str, ids: list[str]) -> dict[str, list[float]]:
+        """The stored vectors of `ids` (those that have one), to score items a vector query missed."""
+        if not ids:
+            return {}
+        with self._reachable():
+            result = self._collection(kind).get(ids=list(dict.fromkeys(ids)), include=["embeddings"])
+        embeddings = result.get("embeddings")
+        if embeddings is None:
+            return {}
+        return {
+            record_id: list(map(float, vector))
+            for record_id, vector in zip(result["ids"], embeddings, strict=True)
+        }
 
     def get_ids(self, kind: str) -> set[str]:
         """Every id stored for `kind`, read page by page (for consistency checks against SQLite)."""
