@@ -137,7 +137,7 @@ class Settings(BaseSettings):
         default=0.5,
         ge=0,
         le=1,
-        description="Share of relevance from rank fusion; the rest is the absolute match strength.",
+        description="How much rank fusion scales the absolute match strength (0: not at all).",
     )
     search_vector_floor: float = Field(
         default=0.2, ge=-1, le=1, description="Cosine similarity at or below which a vector hit is noise."
@@ -149,16 +149,16 @@ class Settings(BaseSettings):
         default=30.0, gt=0, description="Age at which the recency signal halves (no hard cut-off)."
     )
     search_recency_weight: float = Field(default=0.2, ge=0, le=1)
-    search_importance_weight: float = Field(default=0.4, ge=0, le=1)
+    search_importance_weight: float = Field(default=0.3, ge=0, le=1)
     search_usage_weight: float = Field(default=0.05, ge=0, le=1)
     search_superseded_penalty: float = Field(
         default=0.5, ge=0, le=1, description="Score factor of a superseded idea when it is asked for."
     )
     search_boosts: dict[str, float] = Field(
         default_factory=lambda: {
-            "decision": 1.15,
-            "conclusion": 1.15,
-            "solution": 1.1,
+            "decision": 1.1,
+            "conclusion": 1.1,
+            "solution": 1.05,
             "problem": 1.0,
             "question": 1.0,
             "todo": 1.0,

@@ -1,0 +1,117 @@
+"""A search's filters as SQL over each kind's table and as Chroma `where` clauses.
+
+The same filters run in two places: inside the keyword query (so FTS5's top-N are all eligible) and
+inside the vector query (Chroma filters by metadata before it picks neighbours). Whatever Chroma's
+metadata cannot express (time ranges, the page snapshot, message kinds older vectors lack) is checked
+again in SQL when candidates are loaded, so a result never escapes a filter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from cairn.search.models import Kind
+
+# Messages worth finding: what people and tools said, and compaction summaries. Slash commands, meta
+# lines and noise (hook chatter, interruptions, bare acknowledgements) only crowd results.
+MESSAGE_KINDS = ("text", "tool_result", "compact_summary")
+
+
+@dataclass(frozen=True)
+class KindTable:
+    """Where one kind of item lives: its table, FTS table, Chroma collection and bm25 call."""
+
+    kind: Kind
+    table: str
+    fts: str
+    vectors: str
+    bm25: str
+    said_at: str
+    eligible: str = "1"
+
+
+SPAN_SAID_AT = """coalesce(
+    (SELECT min(m.timestamp) FROM messages AS m WHERE m.file_id = t.file_id AND m.line = t.start_line),
+    t.created_at)"""
+
+TABLES: dict[Kind, KindTable] = {
+    "idea": KindTable("idea", "ideas", "ideas_fts", "ideas", "bm25(ideas_fts)", "t.said_at"),
+    # A topic's name says more than its summary: weigh a name match twice.
+    "span": KindTable("span", "topic_spans", "spans_fts", "spans", "bm25(spans_fts, 2.0, 1.0)", SPAN_SAID_AT),
+    "message": KindTable(
+        "message",
+        "messages",
+        "messages_fts",
+        "messages",
+        "bm25(messages_fts)",
+        "coalesce(t.timestamp, t.created_at)",
+        eligible=f"t.is_noise = 0 AND t.kind IN ({', '.join(repr(k) for k in MESSAGE_KINDS)})",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What a result must satisfy. `project_ids` None means any project; empty means none matched."""
+
+    project_ids: tuple[int, ...] | None = None
+    project_paths: tuple[str, ...] = ()
+    session: str | None = None
+    intents: tuple[str, ...] = ()
+    since: str | None = None
+    until: str | None = None
+    include_superseded: bool = False
+    snapshot: dict[str, int] = field(default_factory=dict)
+
+    def kinds(self, wanted: tuple[Kind, ...]) -> tuple[Kind, ...]:
+        """The kinds that can match: only ideas have intents, and no kind matches an unknown project."""
+        if self.project_ids is not None and not self.project_ids:
+            return ()
+        return tuple(k for k in wanted if k == "idea") if self.intents else wanted
+
+    def sql(self, kind: Kind) -> tuple[str, list[Any]]:
+        """Conditions over table alias `t` for `kind`, and their parameters."""
+        spec = TABLES[kind]
+        clauses, params = [spec.eligible], []
+        if self.session is not None:
+            clauses.append("t.session_id = ?")
+            params.append(self.session)
+        if self.project_ids is not None:
+            marks = ",".join("?" * len(self.project_ids))
+            clauses.append(f"t.session_id IN (SELECT id FROM sessions WHERE project_id IN ({marks}))")
+            params.extend(self.project_ids)
+        if kind == "idea":
+            if self.intents:
+                clauses.append(f"t.intent IN ({','.join('?' * len(self.intents))})")
+                params.extend(self.intents)
+            if not self.include_superseded:
+                clauses.append("t.superseded_by IS NULL")
+        if self.since is not None:
+            clauses.append(f"{spec.said_at} >= ?")
+            params.append(self.since)
+        if self.until is not None:
+            clauses.append(f"{spec.said_at} < ?")
+            params.append(self.until)
+        if kind in self.snapshot:
+            clauses.append("t.id <= ?")
+            params.append(self.snapshot[kind])
+        return " AND ".join(clauses), params
+
+    def where(self, kind: Kind) -> dict[str, Any] | None:
+        """The part of the filters Chroma's metadata can apply inside the vector query."""
+        clauses: list[dict[str, Any]] = []
+        if self.session is not None:
+            clauses.append({"session_id": self.session})
+        if self.project_paths:
+            clauses.append({"project": {"$in": list(self.project_paths)}})
+        if kind == "idea":
+            if self.intents:
+                clauses.append({"intent": {"$in": list(self.intents)}})
+            if not self.include_superseded:
+                clauses.append({"superseded": False})
+        if kind == "message":
+            clauses.append({"kind": {"$in": list(MESSAGE_KINDS)}})
+        if not clauses:
+            return None
+        return clauses[0] if len(clauses) == 1 else {"$and": clauses}

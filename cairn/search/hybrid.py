@@ -1,0 +1,360 @@
+"""`search`: hybrid retrieval over ideas, topic spans and messages — the one entry point every face uses.
+
+The steps, for each kind the request covers:
+
+1. keyword candidates (FTS5 BM25, three tiers, `cairn.search.keyword`) under the filters;
+2. unless keyword matches are decisive (top strength >= `search_decisive_top` and ahead of the second
+   by `search_decisive_gap`), vector candidates (Chroma, filtered inside the query) for the query's
+   embedding, computed once and started while the keyword queries run;
+3. load every candidate with its context, re-checking the filters (`cairn.search.hydrate`);
+4. score (`cairn.search.ranking`), drop what falls under `min_score`, fold a raw message into the idea
+   extracted from it when both are found, and page.
+
+A failing vector index degrades the search to keywords with a notice: SQLite, the truth, still answers.
+Returned ideas have their usage counted (reinforcement on recall) unless the caller says otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sqlite3
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from pydantic import ValidationError
+
+from cairn.config import Settings
+from cairn.search.errors import BadContinuationError
+from cairn.search.filters import Filters
+from cairn.search.hydrate import Item, load
+from cairn.search.keyword import keyword_hits, snippets
+from cairn.search.models import (
+    KIND_OF_FILTER,
+    Kind,
+    ScoreParts,
+    SearchPage,
+    SearchRequest,
+    SearchResult,
+    preview,
+)
+from cairn.search.paging import MAX_SEEN, decode_token, encode_token
+from cairn.search.projects import resolve_projects
+from cairn.search.query import FtsQuery, build
+from cairn.search.ranking import Signals, fusion, score
+from cairn.search.semantic import vector_matches
+from cairn.store.db import Database
+from cairn.store.store import iso_utc
+from cairn.store.vectors import VectorIndex
+
+log = logging.getLogger(__name__)
+
+_KIND_ORDER: dict[Kind, int] = {"idea": 0, "span": 1, "message": 2}
+_TOKEN = "search"
+
+
+@dataclass
+class _Ranked:
+    item: Item
+    signals: Signals
+    final: float
+    parts: ScoreParts
+
+    @property
+    def score(self) -> float:
+        return min(1.0, self.final)
+
+
+async def search(
+    db: Database,
+    vectors: VectorIndex | None,
+    settings: Settings,
+    request: SearchRequest,
+    *,
+    record_usage: bool = True,
+) -> SearchPage:
+    """One page of results for `request` (or for the search its `continuation` token continues)."""
+    started = time.perf_counter()
+    base, snapshot, seen = _resume(request)
+    notices: list[str] = []
+    query = build(base.query)
+    if query is None:
+        return _empty(base, ["the query has no words to search for; say what to look for"], started)
+    filters = await _filters(db, base, snapshot, notices)
+    kinds = filters.kinds(KIND_OF_FILTER[base.kind])
+
+    use_vectors = base.mode != "keyword"
+    if use_vectors and vectors is None:
+        use_vectors = False
+        notices.append("semantic search is not available here; keyword matches only")
+    embedding = _start_embedding(vectors, base.query) if use_vectors else None
+    use_keywords = base.mode != "semantic"
+
+    signals: dict[tuple[Kind, int], Signals] = {}
+    if use_keywords or not use_vectors:
+        for kind in kinds:
+            for rank, hit in enumerate(
+                await keyword_hits(db, kind, query, filters, settings.search_candidates), start=1
+            ):
+                signals[(kind, hit.row_id)] = Signals(keyword_rank=rank, keyword=hit.strength)
+        use_keywords = True
+
+    vector_skipped = False
+    if use_vectors and base.mode == "hybrid" and _decisive(signals, settings):
+        use_vectors, vector_skipped = False, True
+        notices.append("keyword matches were decisive; vector search skipped")
+    if embedding is not None and not use_vectors:
+        embedding.cancel()
+    if use_vectors and embedding is not None:
+        vector_used = await _add_vector_signals(
+            vectors, embedding, kinds, filters, settings, signals, notices
+        )
+        if not vector_used and not use_keywords:
+            use_keywords = True
+            for kind in kinds:
+                for rank, hit in enumerate(
+                    await keyword_hits(db, kind, query, filters, settings.search_candidates), start=1
+                ):
+                    signals[(kind, hit.row_id)] = Signals(keyword_rank=rank, keyword=hit.strength)
+        use_vectors = vector_used
+
+    ranked = await _rank(db, kinds, signals, filters, settings, base, use_keywords, use_vectors)
+    return await _page(
+        db,
+        base,
+        query,
+        ranked,
+        snapshot or filters.snapshot,
+        seen,
+        notices,
+        vector_skipped,
+        started,
+        record_usage,
+    )
+
+
+def _resume(request: SearchRequest) -> tuple[SearchRequest, dict[str, int] | None, list[str]]:
+    """The request a continuation token carries (with this call's limit), its snapshot and seen ids."""
+    if not request.continuation:
+        return request, None, []
+    payload = decode_token(_TOKEN, request.continuation)
+    try:
+        base = SearchRequest.model_validate({**payload["request"], "limit": request.limit})
+        snapshot = {str(k): int(v) for k, v in payload["snapshot"].items()}
+        seen = [str(s) for s in payload["seen"]]
+    except (KeyError, TypeError, ValueError, ValidationError, AttributeError) as exc:
+        raise BadContinuationError(
+            "the continuation token is damaged or from another cairn version; repeat the search without it"
+        ) from exc
+    return base, snapshot, seen
+
+
+async def _filters(
+    db: Database, request: SearchRequest, snapshot: dict[str, int] | None, notices: list[str]
+) -> Filters:
+    project_ids: tuple[int, ...] | None = None
+    project_paths: tuple[str, ...] = ()
+    if request.project:
+        found = await resolve_projects(db, request.project)
+        project_ids = tuple(pid for pid, _ in found)
+        project_paths = tuple(path for _, path in found)
+        if not found:
+            notices.append(
+                f"no stored project matches {request.project!r}; `cairn stats` lists what is stored"
+            )
+    if snapshot is None:
+        row = await db.fetchone(
+            "SELECT (SELECT max(id) FROM ideas) AS idea, (SELECT max(id) FROM topic_spans) AS span, "
+            "(SELECT max(id) FROM messages) AS message"
+        )
+        snapshot = {kind: int(row[kind] or 0) for kind in ("idea", "span", "message")} if row else {}
+    return Filters(
+        project_ids=project_ids,
+        project_paths=project_paths,
+        session=request.session,
+        intents=tuple(request.intents),
+        since=iso_utc(request.since) if request.since else None,
+        until=iso_utc(request.until) if request.until else None,
+        include_superseded=request.include_superseded,
+        snapshot=snapshot,
+    )
+
+
+def _start_embedding(vectors: VectorIndex | None, text: str) -> asyncio.Task[list[list[float]]] | None:
+    """Embed the query in a thread while the keyword queries run (it is the slowest step)."""
+    if vectors is None:
+        return None
+    return asyncio.ensure_future(asyncio.to_thread(vectors.embed, [text]))
+
+
+def _decisive(signals: dict[tuple[Kind, int], Signals], settings: Settings) -> bool:
+    strengths = sorted((s.keyword or 0.0 for s in signals.values()), reverse=True)
+    if not strengths:
+        return False
+    second = strengths[1] if len(strengths) > 1 else 0.0
+    top = strengths[0]
+    return top >= settings.search_decisive_top and top - second >= settings.search_decisive_gap
+
+
+async def _add_vector_signals(
+    vectors: VectorIndex | None,
+    embedding: asyncio.Task[list[list[float]]],
+    kinds: tuple[Kind, ...],
+    filters: Filters,
+    settings: Settings,
+    signals: dict[tuple[Kind, int], Signals],
+    notices: list[str],
+) -> bool:
+    """Merge each kind's vector ranking into `signals`; False when the vector index failed."""
+    assert vectors is not None
+    try:
+        vector = (await embedding)[0]
+        for kind in kinds:
+            n = settings.search_candidates
+            matches = await vector_matches(vectors, kind, vector, filters, n, settings)
+            for rank, match in enumerate(matches, start=1):
+                entry = signals.setdefault((kind, match.row_id), Signals())
+                entry.vector_rank, entry.vector = rank, match.strength
+    except Exception as exc:
+        log.warning("vector search failed; answering from keyword matches", exc_info=True)
+        notices.append(f"semantic search failed ({type(exc).__name__}: {exc}); keyword matches only")
+        for entry in signals.values():
+            entry.vector_rank = entry.vector = None
+        return False
+    return True
+
+
+async def _rank(
+    db: Database,
+    kinds: tuple[Kind, ...],
+    signals: dict[tuple[Kind, int], Signals],
+    filters: Filters,
+    settings: Settings,
+    request: SearchRequest,
+    keyword_used: bool,
+    vector_used: bool,
+) -> list[_Ranked]:
+    """Every candidate that passes the filters and `min_score`, best first."""
+    now = datetime.now(UTC)
+    minimum = settings.search_min_score if request.min_score is None else request.min_score
+    ranked: list[_Ranked] = []
+    for kind in kinds:
+        ids = [row_id for (k, row_id) in signals if k == kind]
+        for row_id, item in (await load(db, kind, ids, filters)).items():
+            entry = signals[(kind, row_id)]
+            if entry.keyword_rank is None and entry.vector_rank is None:
+                continue
+            fused = fusion(entry, settings, keyword_used=keyword_used, vector_used=vector_used)
+            final, parts = score(item, entry, fused, settings, now)
+            if min(1.0, final) >= minimum:
+                ranked.append(_Ranked(item, entry, final, parts))
+    # A message an idea was extracted from says the same thing, less distilled: show the idea only.
+    idea_sources = {r.item.source_key for r in ranked if r.item.kind == "idea" and r.item.source_key}
+    ranked = [r for r in ranked if r.item.kind != "message" or r.item.source_key not in idea_sources]
+    ranked.sort(key=lambda r: (-r.final, _KIND_ORDER[r.item.kind], r.item.row_id))
+    return ranked
+
+
+async def _page(
+    db: Database,
+    request: SearchRequest,
+    query: FtsQuery,
+    ranked: list[_Ranked],
+    snapshot: dict[str, int],
+    seen: list[str],
+    notices: list[str],
+    vector_skipped: bool,
+    started: float,
+    record_usage: bool,
+) -> SearchPage:
+    already = set(seen)
+    remaining = [r for r in ranked if r.item.id not in already]
+    page = remaining[: request.limit]
+    next_token = None
+    if len(remaining) > len(page):
+        returned = seen + [r.item.id for r in page]
+        if len(returned) <= MAX_SEEN:
+            next_token = encode_token(
+                _TOKEN,
+                {
+                    "request": request.model_dump(mode="json", exclude={"continuation", "limit"}),
+                    "snapshot": snapshot,
+                    "seen": returned,
+                },
+            )
+        else:
+            notices.append(f"more than {MAX_SEEN} results paged through; narrow the search to see the rest")
+    results = await _results(db, query, page)
+    if record_usage:
+        await _record_usage(db, [r.item.row_id for r in page if r.item.kind == "idea"])
+    return SearchPage(
+        query=request.query,
+        mode=request.mode,
+        results=results,
+        total=len(ranked),
+        next_token=next_token,
+        vector_skipped=vector_skipped,
+        notices=notices,
+        took_ms=round((time.perf_counter() - started) * 1000, 2),
+    )
+
+
+async def _results(db: Database, query: FtsQuery, page: list[_Ranked]) -> list[SearchResult]:
+    found: dict[tuple[Kind, int], str] = {}
+    for kind in ("idea", "span", "message"):
+        ids = [r.item.row_id for r in page if r.item.kind == kind]
+        for row_id, snippet in (await snippets(db, kind, query, ids)).items():
+            found[(kind, row_id)] = snippet
+    results = []
+    for r in page:
+        item = r.item
+        results.append(
+            SearchResult(
+                id=item.id,
+                kind=item.kind,
+                intent=item.intent,
+                content=item.content,
+                preview=preview(item.content),
+                score=round(r.score, 4),
+                scores=r.parts,
+                match=r.signals.match_type,
+                snippet=found.get((item.kind, item.row_id)) or preview(item.content),
+                said_at=item.said_at,
+                session=item.session,
+                superseded=item.superseded_by is not None,
+                superseded_by=item.superseded_by,
+                related=item.related,
+                source=item.source,
+            )
+        )
+    return results
+
+
+async def _record_usage(db: Database, idea_ids: list[int]) -> None:
+    """Reinforcement on recall: returned ideas count one more use. A store that cannot be written
+    (a read-only fallback) still answers the search."""
+    if not idea_ids:
+        return
+    try:
+        async with db.write() as conn:
+            await conn.execute(
+                "UPDATE ideas SET usage_count = usage_count + 1, "
+                "last_used_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
+                "WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(idea_ids),),
+            )
+    except sqlite3.Error:
+        log.warning("could not record the usage of %d returned ideas", len(idea_ids), exc_info=True)
+
+
+def _empty(request: SearchRequest, notices: list[str], started: float) -> SearchPage:
+    return SearchPage(
+        query=request.query,
+        mode=request.mode,
+        results=[],
+        total=0,
+        notices=notices,
+        took_ms=round((time.perf_counter() - started) * 1000, 2),
+    )

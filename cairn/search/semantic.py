@@ -1,0 +1,50 @@
+"""Semantic search: Chroma's nearest neighbours per kind, with cosine calibrated to a 0-1 match strength.
+
+MiniLM-sized models put unrelated sentences at a cosine of about 0 to 0.15 and close paraphrases at 0.5
+to 0.75, so raw cosine makes a good match look mediocre next to a keyword match's strength. The
+calibration maps `search_vector_floor` (noise) to 0 and `search_vector_ceiling` (a paraphrase) to 1;
+hits at or below the floor are dropped rather than ranked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from cairn.config import Settings
+from cairn.search.filters import TABLES, Filters
+from cairn.search.models import Kind
+from cairn.store.vectors import VectorIndex
+
+
+@dataclass(frozen=True)
+class VectorMatch:
+    row_id: int
+    cosine: float
+    strength: float
+
+
+def calibrate(cosine: float, settings: Settings) -> float:
+    floor, ceiling = settings.search_vector_floor, settings.search_vector_ceiling
+    if ceiling <= floor:
+        return 1.0 if cosine > floor else 0.0
+    return min(1.0, max(0.0, (cosine - floor) / (ceiling - floor)))
+
+
+async def vector_matches(
+    vectors: VectorIndex,
+    kind: Kind,
+    embedding: list[float],
+    filters: Filters,
+    n: int,
+    settings: Settings,
+) -> list[VectorMatch]:
+    """The closest `n` items of `kind` above the noise floor, closest first."""
+    hits = await asyncio.to_thread(
+        vectors.query, TABLES[kind].vectors, None, n, filters.where(kind), embedding=embedding
+    )
+    matches = []
+    for hit in hits:
+        if hit.id.isdigit() and hit.score > settings.search_vector_floor:
+            matches.append(VectorMatch(int(hit.id), hit.score, calibrate(hit.score, settings)))
+    return matches
