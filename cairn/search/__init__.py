@@ -1,6 +1,4 @@
-"""Search over what cairn remembers: hybrid idea/span/message search, content search, show and timeline."""
-
-from cairn.search.hybrid import search
-from cairn.search.models import SearchPage, SearchRequest, SearchResult
-
-__all__ = ["SearchPage", "SearchRequest", "SearchResult", "search"]
+"""Search over what cairn remembers: hybrid search (`cairn.search.hybrid.search`), content search,
+show and timeline. Import the modules themselves: this package stays empty so that importing the
+models does not load Chroma.
+"""

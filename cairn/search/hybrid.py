@@ -23,6 +23,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -47,7 +48,9 @@ from cairn.search.ranking import Signals, fusion, score
 from cairn.search.semantic import vector_matches
 from cairn.store.db import Database
 from cairn.store.store import iso_utc
-from cairn.store.vectors import VectorIndex
+
+if TYPE_CHECKING:
+    from cairn.store.vectors import VectorIndex
 
 log = logging.getLogger(__name__)
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from cairn.config import Settings
 from cairn.search.filters import TABLES, Filters
 from cairn.search.models import Kind
-from cairn.store.vectors import VectorIndex
+
+if TYPE_CHECKING:
+    from cairn.store.vectors import VectorIndex
 
 
 @dataclass(frozen=True)
