@@ -98,9 +98,8 @@ async def search(
     signals: dict[tuple[Kind, int], Signals] = {}
     if use_keywords or not use_vectors:
         for kind in kinds:
-            for rank, hit in enumerate(
-                await keyword_hits(db, kind, query, filters, settings.search_candidates), start=1
-            ):
+            hits = await keyword_hits(db, kind, query, filters, settings.search_candidates)
+            for rank, hit in zip(tied_ranks([(h.strength, h.bm25) for h in hits]), hits, strict=True):
                 signals[(kind, hit.row_id)] = Signals(keyword_rank=rank, keyword=hit.strength)
         use_keywords = True
 
@@ -117,9 +116,8 @@ async def search(
         if not vector_used and not use_keywords:
             use_keywords = True
             for kind in kinds:
-                for rank, hit in enumerate(
-                    await keyword_hits(db, kind, query, filters, settings.search_candidates), start=1
-                ):
+                hits = await keyword_hits(db, kind, query, filters, settings.search_candidates)
+                for rank, hit in zip(tied_ranks([(h.strength, h.bm25) for h in hits]), hits, strict=True):
                     signals[(kind, hit.row_id)] = Signals(keyword_rank=rank, keyword=hit.strength)
         use_vectors = vector_used
 
@@ -192,6 +190,16 @@ def _start_embedding(vectors: VectorIndex | None, text: str) -> asyncio.Task[lis
     return asyncio.ensure_future(asyncio.to_thread(vectors.embed, [text]))
 
 
+def tied_ranks(keys: list[tuple[float, ...]]) -> list[int]:
+    """1-based ranks of an ordered list where equal keys share a rank: identical matches (the same
+    sentence said in two sessions) must not be told apart by which row id came first, or the rank
+    bonus would outweigh what should decide between them (recency, importance)."""
+    ranks: list[int] = []
+    for position, key in enumerate(keys, start=1):
+        ranks.append(ranks[-1] if ranks and keys[position - 2] == key else position)
+    return ranks
+
+
 def _decisive(signals: dict[tuple[Kind, int], Signals], settings: Settings) -> bool:
     strengths = sorted((s.keyword or 0.0 for s in signals.values()), reverse=True)
     if not strengths:
@@ -217,7 +225,8 @@ async def _add_vector_signals(
         for kind in kinds:
             n = settings.search_candidates
             matches = await vector_matches(vectors, kind, vector, filters, n, settings)
-            for rank, match in enumerate(matches, start=1):
+            ranks = tied_ranks([(round(m.cosine, 6),) for m in matches])
+            for rank, match in zip(ranks, matches, strict=True):
                 entry = signals.setdefault((kind, match.row_id), Signals())
                 entry.vector_rank, entry.vector = rank, match.strength
     except Exception as exc:

@@ -1,0 +1,374 @@
+"""Hybrid search on a real store with controlled data: tiers, filters, supersession, recency, paging,
+hostile queries, the decisive shortcut, degradation without vectors and usage reinforcement."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import aiosqlite
+import pytest
+
+from cairn.search.errors import BadContinuationError
+from cairn.search.hybrid import search
+from cairn.search.models import SearchPage, SearchRequest
+from cairn.store.store import Store, message_hash
+from tests.tools.memory import add_idea, add_span, insert
+
+NOW = datetime.now(UTC)
+
+
+def ago(days: float) -> str:
+    return (NOW - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+async def add_message(
+    conn: aiosqlite.Connection, session: str, file_id: int, line: int, text: str, **cols: Any
+):
+    role = cols.pop("role", "user")
+    kind = cols.pop("kind", "text")
+    names = ["session_id", "file_id", "line", "end_line", "byte_start", "byte_end", "role", "kind", "text"]
+    values = [session, file_id, line, line, line * 100, line * 100 + 50, role, kind, text]
+    names += ["content_hash", "timestamp", *cols]
+    values += [message_hash(role, kind, text), cols.pop("timestamp", ago(1)), *cols.values()]
+    marks = ", ".join("?" * len(names))
+    return await insert(conn, f"INSERT INTO messages ({', '.join(names)}) VALUES ({marks})", tuple(values))
+
+
+class World:
+    """Two projects, three sessions; ids by name."""
+
+    def __init__(self) -> None:
+        self.ideas: dict[str, int] = {}
+        self.spans: dict[str, int] = {}
+        self.messages: dict[str, int] = {}
+        self.files: dict[str, int] = {}
+
+
+async def build(store: Store) -> World:
+    w = World()
+    async with store.db.write() as conn:
+        api = await insert(conn, "INSERT INTO projects (path, name) VALUES ('/work/api', 'api')")
+        web = await insert(conn, "INSERT INTO projects (path, name) VALUES ('/work/web', 'web')")
+        await conn.executemany(
+            "INSERT INTO sessions (id, project_id, started_at, last_at) VALUES (?, ?, ?, ?)",
+            [("a1", api, ago(40), ago(39)), ("a2", api, ago(2), ago(1)), ("w1", web, ago(5), ago(4))],
+        )
+        for session in ("a1", "a2", "w1"):
+            w.files[session] = await insert(
+                conn,
+                "INSERT INTO transcript_files (path, session_id) VALUES (?, ?)",
+                (f"/t/{session}.jsonl", session),
+            )
+
+        def idea(name: str, session: str, intent: str, content: str, line: int, **cols: Any) -> Any:
+            cols.setdefault("said_at", ago(1))
+            return add_idea(conn, session, intent, content, line, file_id=w.files[session], **cols)
+
+        w.spans["tx"] = await add_span(
+            conn, "a2", "Database transactions", 1, 30, summary="How writes are grouped"
+        )
+        w.ideas["phrase"] = await idea(
+            "phrase", "a2", "decision", "We use transactions for operations", 3, span=w.spans["tx"]
+        )
+        w.ideas["near"] = await idea(
+            "near",
+            "a2",
+            "context",
+            "Operations in one batch: we use nested transactions there",
+            4,
+            span=w.spans["tx"],
+        )
+        w.ideas["terms"] = await idea(
+            "terms",
+            "a2",
+            "context",
+            "We use a queue. Much later, after many unrelated words about caching, retries, logging, "
+            "metrics and dashboards, operations appear, and finally transactions too",
+            5,
+        )
+        w.ideas["auth"] = await idea(
+            "auth", "a2", "solution", "Authentication tokens are refreshed by the gateway", 6
+        )
+        w.ideas["login"] = await idea(
+            "login", "w1", "decision", "LoginButton.tsx renders the sign-in button on the landing page", 2
+        )
+        w.ideas["old_cache"] = await idea(
+            "old", "a1", "decision", "Cache the rendered pages in Redis", 7, said_at=ago(40)
+        )
+        w.ideas["new_cache"] = await idea("new", "a2", "decision", "Cache the rendered pages in memcached", 8)
+        await conn.execute(
+            "UPDATE ideas SET superseded_by = ? WHERE id = ?", (w.ideas["new_cache"], w.ideas["old_cache"])
+        )
+        w.ideas["stale"] = await idea(
+            "stale", "a1", "conclusion", "The flaky test fails from a timezone bug", 9, said_at=ago(60)
+        )
+        w.ideas["fresh"] = await idea(
+            "fresh", "a2", "conclusion", "The flaky test fails from a timezone bug", 9, said_at=ago(1)
+        )
+        await conn.execute(
+            "INSERT INTO relations (from_idea_id, to_idea_id, relation_type) VALUES (?, ?, 'builds_on')",
+            (w.ideas["near"], w.ideas["phrase"]),
+        )
+        w.messages["said"] = await add_message(
+            conn, "a2", w.files["a2"], 3, "We use transactions for operations, agreed"
+        )
+        w.messages["port"] = await add_message(
+            conn,
+            "w1",
+            w.files["w1"],
+            10,
+            "The dev server listens on port 5173 because vite picks it",
+            role="assistant",
+        )
+        w.messages["noise"] = await add_message(conn, "w1", w.files["w1"], 11, "ok port 5173", is_noise=1)
+    await store.sync_vectors()
+    return w
+
+
+@pytest.fixture
+async def world(store: Store) -> World:
+    return await build(store)
+
+
+async def run(store: Store, query: str = "", **kwargs: Any) -> SearchPage:
+    record = kwargs.pop("record_usage", False)
+    vectors = kwargs.pop("vectors", store.vectors)
+    return await search(
+        store.db, vectors, store.settings, SearchRequest(query=query, **kwargs), record_usage=record
+    )
+
+
+def ids(page: SearchPage) -> list[str]:
+    return [r.id for r in page.results]
+
+
+async def test_phrase_ranks_above_near_above_scattered_terms(store: Store, world: World) -> None:
+    page = await run(store, "use transactions for operations", mode="keyword", kind="ideas", min_score=0)
+    order = ids(page)
+    expected = [str(world.ideas[n]) for n in ("phrase", "near", "terms")]
+    assert [i for i in order if i in expected] == expected
+    strengths = {r.id: r.scores.bm25 for r in page.results}
+    assert [strengths[i] for i in expected] == [1.0, 0.85, 0.7]
+    assert all(r.match == "keyword" and r.scores.vector is None for r in page.results)
+
+
+async def test_prefix_matching_finds_partial_words(store: Store, world: World) -> None:
+    page = await run(store, "authent", mode="keyword")
+    assert ids(page)[0] == str(world.ideas["auth"])
+    assert "**Authentication**" in page.results[0].snippet
+
+
+async def test_semantic_mode_finds_a_paraphrase_without_shared_words(store: Store, world: World) -> None:
+    page = await run(store, "login button component", mode="semantic", kind="ideas")
+    assert ids(page)[0] == str(world.ideas["login"])
+    assert page.results[0].match == "semantic"
+    assert page.results[0].scores.bm25 is None and page.results[0].scores.vector > 0.5
+
+
+async def test_hybrid_merges_keyword_and_vector_rankings(store: Store, world: World) -> None:
+    # Two equally strong keyword matches: not decisive, so vectors run and both signals see them.
+    page = await run(store, "flaky test timezone", kind="ideas")
+    assert not page.vector_skipped
+    top = page.results[0]
+    assert top.id == str(world.ideas["fresh"])
+    assert top.match == "both" and top.scores.bm25 and top.scores.vector
+
+
+async def test_decisive_keyword_match_skips_the_vector_search(store: Store, world: World) -> None:
+    page = await run(store, "refreshed by the gateway", kind="ideas")
+    assert page.vector_skipped
+    assert ids(page)[0] == str(world.ideas["auth"])
+    assert any("decisive" in n for n in page.notices)
+
+
+async def test_superseded_ideas_are_left_out_unless_asked_for(store: Store, world: World) -> None:
+    old, new = str(world.ideas["old_cache"]), str(world.ideas["new_cache"])
+    page = await run(store, "cache the rendered pages", kind="ideas")
+    assert new in ids(page) and old not in ids(page)
+    page = await run(store, "cache the rendered pages", kind="ideas", include_superseded=True, min_score=0)
+    by_id = {r.id: r for r in page.results}
+    assert by_id[old].superseded and by_id[old].superseded_by is not None
+    assert by_id[old].superseded_by.id == new
+    assert "memcached" in by_id[old].superseded_by.preview
+    assert by_id[old].scores.boost == pytest.approx(store.settings.search_boosts["decision"] * 0.5)
+    assert ids(page).index(new) < ids(page).index(old)
+
+
+async def test_recent_ideas_rank_above_old_ones_with_the_same_match(store: Store, world: World) -> None:
+    page = await run(store, "flaky test timezone bug", kind="ideas")
+    fresh, stale = str(world.ideas["fresh"]), str(world.ideas["stale"])
+    assert ids(page).index(fresh) < ids(page).index(stale)
+    by_id = {r.id: r for r in page.results}
+    assert by_id[fresh].scores.recency > 0.9 > 0.3 > by_id[stale].scores.recency > 0  # no hard cut-off
+
+
+async def test_filters_project_session_intent_kind_and_time(store: Store, world: World) -> None:
+    everything = await run(store, "button transactions cache", min_score=0, limit=100)
+    assert {r.session.project for r in everything.results if r.session} == {"/work/api", "/work/web"}
+
+    by_name = await run(store, "button transactions cache", project="web", min_score=0, limit=100)
+    by_path = await run(store, "button transactions cache", project="/work/web", min_score=0, limit=100)
+    assert ids(by_name) == ids(by_path) and by_name.results
+    assert {r.session.id for r in by_name.results} == {"w1"}
+
+    session = await run(store, "transactions", session="a2", min_score=0, limit=100)
+    assert session.results and {r.session.id for r in session.results} == {"a2"}
+
+    intents = await run(store, "transactions cache button", intents=["decision"], min_score=0, limit=100)
+    assert intents.results and {(r.kind, r.intent) for r in intents.results} == {("idea", "decision")}
+
+    for kind, expected in (("ideas", "idea"), ("spans", "span"), ("messages", "message")):
+        page = await run(store, "transactions port", kind=kind, min_score=0, limit=100)
+        assert page.results and {r.kind for r in page.results} == {expected}
+
+    recent = await run(
+        store, "flaky test timezone bug", kind="ideas", since=NOW - timedelta(days=10), min_score=0
+    )
+    assert ids(recent) == [str(world.ideas["fresh"])]
+    older = await run(
+        store, "flaky test timezone bug", kind="ideas", until=NOW - timedelta(days=10), min_score=0
+    )
+    assert ids(older) == [str(world.ideas["stale"])]
+
+    nowhere = await run(store, "transactions", project="no-such-project")
+    assert nowhere.results == [] and any("no-such-project" in n for n in nowhere.notices)
+
+
+async def test_min_score_cuts_weak_results(store: Store, world: World) -> None:
+    loose = await run(store, "transactions cache button", min_score=0, limit=100)
+    scores = sorted(r.score for r in loose.results)
+    threshold = scores[len(scores) // 2]
+    strict = await run(store, "transactions cache button", min_score=threshold, limit=100)
+    assert set(ids(strict)) < set(ids(loose))
+    assert strict.results and all(r.score >= threshold for r in strict.results)
+
+
+async def test_result_carries_context_parts_and_location(store: Store, world: World) -> None:
+    page = await run(store, "use transactions for operations", kind="ideas")
+    top = page.results[0]
+    assert top.id == str(world.ideas["phrase"]) and top.intent == "decision"
+    assert top.session is not None
+    assert (top.session.id, top.session.project, top.session.project_name) == ("a2", "/work/api", "api")
+    assert top.session.started_at is not None
+    assert (top.session.topic, top.session.topic_id) == ("Database transactions", f"s{world.spans['tx']}")
+    assert (top.source.file, top.source.line) == ("/t/a2.jsonl", 3)
+    assert top.related == 1
+    assert top.content == "We use transactions for operations" and len(top.preview) <= 200
+    assert "**transactions**" in top.snippet
+    parts = top.scores
+    assert 0 < parts.fusion <= 1 and 0 < parts.recency <= 1 and parts.importance == 0.5
+    assert 0 < top.score <= 1
+
+
+async def test_a_message_an_idea_came_from_is_folded_into_the_idea(store: Store, world: World) -> None:
+    page = await run(store, "use transactions for operations", min_score=0, limit=100)
+    assert str(world.ideas["phrase"]) in ids(page)
+    assert f"m{world.messages['said']}" not in ids(page)
+    only_messages = await run(store, "use transactions for operations", kind="messages", min_score=0)
+    assert ids(only_messages) == [f"m{world.messages['said']}"]
+
+
+async def test_noise_messages_are_never_returned(store: Store, world: World) -> None:
+    page = await run(store, "port 5173", kind="messages", min_score=0, limit=100)
+    assert ids(page) == [f"m{world.messages['port']}"]
+    assert page.results[0].intent == "assistant"
+
+
+async def test_pages_never_repeat_and_keep_their_total(store: Store, world: World) -> None:
+    async with store.db.write() as conn:
+        for n in range(23):
+            await add_idea(conn, "a2", "context", f"Retry policy note number {n} about retries", 100 + n)
+    await store.sync_vectors()
+    first = await run(store, "retry policy", kind="ideas", limit=10, record_usage=True)
+    total = first.total
+    assert 23 <= total <= 30 and len(first.results) == 10 and first.next_token
+    async with store.db.write() as conn:  # written while the caller pages: not part of these pages
+        await add_idea(conn, "a2", "decision", "Retry policy: exponential backoff", 200)
+    second = await run(store, limit=10, continuation=first.next_token, record_usage=True)
+    third = await run(store, limit=10, continuation=second.next_token, record_usage=True)
+    pages = [first, second, third]
+    while pages[-1].next_token:
+        pages.append(await run(store, limit=10, continuation=pages[-1].next_token))
+    seen = [i for page in pages for i in ids(page)]
+    assert len(seen) == len(set(seen)) == total
+    assert {page.total for page in pages} == {total}
+    assert second.query == "retry policy"
+    used = await store.db.fetchall(
+        "SELECT usage_count FROM ideas WHERE content LIKE 'Retry policy note%' AND id IN "
+        "(SELECT value FROM json_each(?))",
+        (json.dumps([int(i) for i in ids(first) + ids(second) + ids(third)]),),
+    )
+    assert len(used) == 23
+    assert {row[0] for row in used} == {1}
+
+
+async def test_usage_is_recorded_only_when_asked(store: Store, world: World) -> None:
+    phrase = world.ideas["phrase"]
+    await run(store, "use transactions for operations", kind="ideas", record_usage=False)
+    assert await store.db.scalar("SELECT usage_count FROM ideas WHERE id = ?", (phrase,)) == 0
+    await run(store, "use transactions for operations", kind="ideas", record_usage=True)
+    row = await store.db.fetchone("SELECT usage_count, last_used_at FROM ideas WHERE id = ?", (phrase,))
+    assert row[0] == 1 and row[1] is not None
+    page = await run(store, "use transactions for operations", kind="ideas")
+    assert page.results[0].scores.usage == 1
+
+
+async def test_a_damaged_token_is_a_clear_error(store: Store, world: World) -> None:
+    for token in ("nonsense", "eJzLSM3JyQcABiwCFQ", ""):
+        if not token:
+            continue
+        with pytest.raises(BadContinuationError, match="repeat the search"):
+            await run(store, continuation=token)
+
+
+HOSTILE = [
+    '"',
+    "NEAR(",
+    "*",
+    "-x",
+    "AND",
+    "",
+    "   ",
+    "a" * 10_240,
+    "x\x00y\x07z\x1b[31m",
+    "数据库 迁移",
+    "тест кэша",
+    'col:value OR "unbalanced',
+    "^start NOT end",
+    "(((",
+    "transactions*",
+    "word " * 2_000,
+]
+
+
+async def test_hostile_queries_never_break_fts(store: Store, world: World) -> None:
+    for mode in ("hybrid", "keyword", "semantic"):
+        for query in HOSTILE:
+            page = await run(store, query, mode=mode)
+            assert page.total >= len(page.results), (mode, query[:20])
+            if not query.strip() or query == "*":
+                assert page.results == [] and page.notices, (mode, query)
+    page = await run(store, 'transactions" OR "x', mode="keyword", kind="ideas")
+    assert str(world.ideas["phrase"]) in ids(page)
+
+
+async def test_without_vectors_search_degrades_to_keywords(store: Store, world: World) -> None:
+    page = await run(store, "use transactions for operations", vectors=None, kind="ideas")
+    assert ids(page)[0] == str(world.ideas["phrase"])
+    assert page.notices
+    semantic = await run(
+        store, "use transactions for operations", mode="semantic", vectors=None, kind="ideas"
+    )
+    assert ids(semantic)[0] == str(world.ideas["phrase"])
+
+
+async def test_a_failing_vector_index_degrades_to_keywords(store: Store, world: World) -> None:
+    class Broken:
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            raise RuntimeError("chroma is down")
+
+    page = await run(store, "sign in button transactions", vectors=Broken(), min_score=0)
+    assert page.results and all(r.match == "keyword" for r in page.results)
+    assert any("chroma is down" in n for n in page.notices)
