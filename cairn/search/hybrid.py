@@ -31,7 +31,7 @@ from cairn.config import Settings
 from cairn.search.errors import BadContinuationError
 from cairn.search.filters import Filters
 from cairn.search.hydrate import Item, load
-from cairn.search.keyword import keyword_hits, snippets
+from cairn.search.keyword import keyword_hits, plain, snippets
 from cairn.search.models import (
     KIND_OF_FILTER,
     Kind,
@@ -332,7 +332,7 @@ async def _results(db: Database, query: FtsQuery, page: list[_Ranked]) -> list[S
                 score=round(r.score, 4),
                 scores=r.parts,
                 match=r.signals.match_type,
-                snippet=found.get((item.kind, item.row_id)) or preview(item.content),
+                snippet=found.get((item.kind, item.row_id)) or plain(preview(item.content)),
                 said_at=item.said_at,
                 session=item.session,
                 superseded=item.superseded_by is not None,

@@ -91,15 +91,29 @@ async def _strengths(db: Database, fts: str, query: FtsQuery, ids: list[int]) ->
 
 
 async def snippets(db: Database, kind: Kind, query: FtsQuery, ids: list[int]) -> dict[int, str]:
-    """The best passage of each row with the query's words in `**bold**` (rows that match at all)."""
+    """The best passage of each row with the query's words in `**bold**` (rows that match at all).
+
+    Transcript text is full of markdown's own `**`, so the text's asterisks are escaped (`\\*`) and only
+    the markers around matched words are bare: `**word**` always means "this matched".
+    """
     if not ids:
         return {}
     fts = TABLES[kind].fts
     rows = await db.fetchall(
         f"""
-        SELECT rowid, snippet({fts}, -1, '**', '**', '…', {SNIPPET_TOKENS}) AS snippet
+        SELECT rowid, snippet({fts}, -1, char(2), char(3), '…', {SNIPPET_TOKENS}) AS snippet
         FROM {fts} WHERE {fts} MATCH ? AND {_IN_IDS}
         """,
         (query.any, json.dumps(ids)),
     )
-    return {int(row["rowid"]): " ".join(str(row["snippet"]).split()) for row in rows}
+    return {int(row["rowid"]): mark(str(row["snippet"])) for row in rows}
+
+
+def mark(raw: str) -> str:
+    """A snippet with FTS5's \\x02/\\x03 markers as `**`, the text's own asterisks escaped, on one line."""
+    return plain(raw).replace("\x02", "**").replace("\x03", "**")
+
+
+def plain(text: str) -> str:
+    """`text` on one line with its asterisks escaped, so it cannot fake a match marker."""
+    return " ".join(text.split()).replace("*", "\\*")

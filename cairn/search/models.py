@@ -139,7 +139,9 @@ class SearchResult(BaseModel):
     score: float
     scores: ScoreParts
     match: MatchType
-    snippet: str = Field(description="The best-matching passage, matched words in **bold**.")
+    snippet: str = Field(
+        description="The best-matching passage, matched words in **bold** (the text's own * escaped as \\*)."
+    )
     said_at: str | None = None
     session: SessionInfo | None = None
     superseded: bool = False

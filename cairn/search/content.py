@@ -1,0 +1,743 @@
+"""`search_content`: find passages by meaning and by exact terms, with their full text in the answer.
+
+This is retrieval, not discovery: the caller (a coding agent) already knows roughly what it looks for
+and wants the passages themselves, ranked flat across every document, in one round trip. Two signals,
+combined multiplicatively (seed 004):
+
+- **semantic**: cosine similarity between the caller's `semantic_concepts` (embedded as one text) and
+  each chunk, calibrated to [0, 1] with `search_vector_floor`/`search_vector_ceiling` because raw
+  MiniLM cosine of a good match is only about 0.5-0.7;
+- **exact**: every distinct `exact_terms` entry found in a chunk multiplies its score by
+  `content_exact_boost`. Identifiers embed poorly, so this is what makes `useState` findable. A product
+  (not a sum) keeps a poor semantic match from being rescued by a term that merely occurs in it.
+
+With exact terms only, the search is grep-like: only chunks containing a term are results, and a chunk
+with all n terms scores 1.0 (base `boost ** -n`), each missing term dividing that by the boost.
+
+Chunks come from *sources*. Until files the agent touched are chunked, transcript messages are the
+content: each eligible message is one chunk, its document the transcript file. A source says where its
+rows, FTS table and vectors are, so file chunks can join as a second source without touching the
+ranking. When Chroma cannot answer, concepts fall back to their words in FTS (the share of concept
+words a chunk contains stands in for the semantic score) and the answer says so.
+
+Paging is stateless: the token carries the request, a snapshot (each source's highest row id at the
+first page, so rows written meanwhile neither appear nor shift pages) and the offset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from cairn.config import Settings
+from cairn.search import query as fts
+from cairn.search.errors import BadContinuationError, SearchError
+from cairn.search.paging import decode_token, encode_token
+from cairn.search.projects import resolve_projects
+from cairn.store.db import Database
+
+if TYPE_CHECKING:
+    from cairn.store.vectors import VectorIndex
+
+log = logging.getLogger(__name__)
+
+TOKEN_KIND = "search_content"
+MAX_LIMIT = 50
+MAX_SIGNALS = 20
+MAX_CONCEPT_CHARS = 1_000
+MAX_TERM_CHARS = 200
+#: Nearest vectors drawn per source; enough that the default min_score never runs out of candidates.
+VECTOR_CANDIDATES = 200
+#: FTS rows drawn per exact term or concept word. Porter stemming over-matches, and the exact check
+#: in Python then drops the extras, so this is generous.
+FTS_CANDIDATES = 2_000
+MAX_KEYWORDS = 7
+MAX_RELATED = 5
+#: Scores at or above this count as strong when choosing navigation hints.
+STRONG_SCORE = 0.75
+MESSAGE_KINDS = ("text", "tool_result", "compact_summary")
+
+
+# Request and response
+
+
+class ContentRequest(BaseModel):
+    """One content search. With `continuation_token` set, everything but `limit` comes from the token."""
+
+    semantic_concepts: list[str] = Field(
+        default_factory=list, description="Ideas to match by meaning, e.g. ['authentication', 'retries']."
+    )
+    exact_terms: list[str] = Field(
+        default_factory=list,
+        description="Words or identifiers that must appear, e.g. ['useState', 'v4']; each one found "
+        "multiplies the score by content_exact_boost.",
+    )
+    min_score: float | None = Field(default=None, ge=0, le=1, description="Default: content_min_score.")
+    limit: int = Field(default=10, description=f"Results per page, 1 to {MAX_LIMIT}.")
+    continuation_token: str | None = None
+    project: str | None = Field(default=None, description="Project path or name.")
+    session: str | None = Field(default=None, description="Only this session's content.")
+
+    @field_validator("semantic_concepts")
+    @classmethod
+    def _clean_concepts(cls, value: list[str]) -> list[str]:
+        return _clean(value, MAX_CONCEPT_CHARS, "semantic_concepts")
+
+    @field_validator("exact_terms")
+    @classmethod
+    def _clean_terms(cls, value: list[str]) -> list[str]:
+        return _clean(value, MAX_TERM_CHARS, "exact_terms")
+
+    @field_validator("limit")
+    @classmethod
+    def _check_limit(cls, value: int) -> int:
+        if not 1 <= value <= MAX_LIMIT:
+            raise ValueError(
+                f"limit must be between 1 and {MAX_LIMIT} (got {value}); "
+                "page through more results with continuation_token"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _needs_a_signal(self) -> ContentRequest:
+        if self.continuation_token is None and not (self.semantic_concepts or self.exact_terms):
+            raise ValueError(_NO_SIGNAL)
+        return self
+
+
+_NO_SIGNAL = (
+    "give semantic_concepts (ideas to match by meaning), exact_terms (words or identifiers that must "
+    "appear), or both"
+)
+
+
+def _clean(values: list[str], max_chars: int, name: str) -> list[str]:
+    """Stripped, non-empty, distinct entries: blank strings are no signal, repeats no extra one."""
+    cleaned = list(dict.fromkeys(v.strip()[:max_chars] for v in values if v.strip()))
+    if len(cleaned) > MAX_SIGNALS:
+        raise ValueError(f"{name} takes at most {MAX_SIGNALS} entries (got {len(cleaned)})")
+    return cleaned
+
+
+class ChunkResult(BaseModel):
+    chunk_id: str = Field(description="The chunk's id; for a message `m<id>`, usable with `show`.")
+    document_id: str = Field(description="The document the chunk belongs to (a transcript file path).")
+    content: str = Field(description="The chunk's full text.")
+    relevance_score: float = Field(description="Match quality in [0, 1].")
+    chunk_index: int = Field(description="Position in the document (a message's line in its transcript).")
+    document_keywords: list[str] = Field(
+        default_factory=list, description="Up to 7 key entities of the document's session."
+    )
+
+
+class ContentStatistics(BaseModel):
+    total_results: int = Field(description="Results over all pages (the same on every page).")
+    files_covered: list[str] = Field(description="Distinct document_ids on this page.")
+    avg_relevance: float = Field(description="Mean relevance_score on this page.")
+    search_interpretation: str = Field(description="What was searched for and how it was scored.")
+
+
+class Continuation(BaseModel):
+    has_more: bool
+    next_token: str | None = Field(default=None, description="Pass as continuation_token for the next page.")
+
+
+class NavigationHints(BaseModel):
+    next_actions: list[str] = Field(default_factory=list)
+    related_queries: list[str] = Field(default_factory=list)
+
+
+class ContentResponse(BaseModel):
+    results: list[ChunkResult]
+    statistics: ContentStatistics
+    continuation: Continuation
+    navigation_hints: NavigationHints
+
+
+# Sources
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Resolved scope: project ids (SQL) and paths (Chroma metadata), or None for all; a session id."""
+
+    project_ids: tuple[int, ...] | None = None
+    project_paths: tuple[str, ...] | None = None
+    session: str | None = None
+
+
+@dataclass(frozen=True)
+class ContentSource:
+    """One kind of chunk: where its rows, full-text index and vectors live.
+
+    SQL fragments are over the source table aliased `t` plus whatever `joins` adds. `eligible` decides
+    which rows are chunks at all; `vector_in` repeats the parts of it that Chroma metadata can express,
+    so the nearest-neighbour budget is not spent on rows SQL would drop. `keywords_sql` takes a JSON
+    array of `keyword_key` values and yields `(key, name)` rows, most important first per key.
+    A source without `session_column` cannot be narrowed to a session and sits out such searches.
+    """
+
+    name: str
+    prefix: str
+    table: str
+    fts_table: str
+    vector_kind: str
+    joins: str
+    eligible: str
+    text_column: str
+    document_column: str
+    index_column: str
+    keyword_column: str
+    project_column: str
+    session_column: str | None
+    keywords_sql: str
+    vector_in: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    project_key: str = "project"
+    session_key: str | None = "session_id"
+
+    def usable(self, filters: Filters) -> bool:
+        return filters.session is None or self.session_column is not None
+
+    def scope(self, filters: Filters, snapshot: int) -> tuple[str, list[Any]]:
+        """The SQL condition (and its parameters) a row must meet to be a result of this search."""
+        parts = ["t.id <= ?", f"({self.eligible})"]
+        params: list[Any] = [snapshot]
+        if filters.project_ids is not None:
+            parts.append(f"{self.project_column} IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(list(filters.project_ids)))
+        if filters.session is not None and self.session_column is not None:
+            parts.append(f"{self.session_column} = ?")
+            params.append(filters.session)
+        return " AND ".join(parts), params
+
+    def vector_where(self, filters: Filters) -> dict[str, Any] | None:
+        conditions: list[dict[str, Any]] = [{key: {"$in": list(values)}} for key, values in self.vector_in]
+        if filters.project_paths is not None:
+            conditions.append({self.project_key: {"$in": list(filters.project_paths)}})
+        if filters.session is not None and self.session_key is not None:
+            conditions.append({self.session_key: filters.session})
+        if not conditions:
+            return None
+        return conditions[0] if len(conditions) == 1 else {"$and": conditions}
+
+
+MESSAGES = ContentSource(
+    name="messages",
+    prefix="m",
+    table="messages",
+    fts_table="messages_fts",
+    vector_kind="messages",
+    joins="JOIN transcript_files AS f ON f.id = t.file_id LEFT JOIN sessions AS s ON s.id = t.session_id",
+    eligible="t.is_noise = 0 AND trim(t.text) <> '' AND t.kind IN ('text', 'tool_result', 'compact_summary')",
+    text_column="t.text",
+    document_column="f.path",
+    index_column="t.line",
+    keyword_column="t.session_id",
+    project_column="s.project_id",
+    session_column="t.session_id",
+    keywords_sql="""
+        SELECT i.session_id AS key, e.canonical_name AS name
+        FROM ideas AS i
+        JOIN idea_entities AS ie ON ie.idea_id = i.id
+        JOIN entities AS e ON e.id = ie.entity_id
+        WHERE i.session_id IN (SELECT value FROM json_each(?))
+        GROUP BY i.session_id, e.id
+        ORDER BY i.session_id, count(*) DESC, e.canonical_name COLLATE NOCASE
+    """,
+    vector_in=(("kind", MESSAGE_KINDS),),
+)
+
+SOURCES: tuple[ContentSource, ...] = (MESSAGES,)
+
+
+# Exact terms
+
+
+@dataclass(frozen=True)
+class ExactTerm:
+    """A term as matched: the case rule, the verifying pattern and the FTS query that draws candidates."""
+
+    text: str
+    case_sensitive: bool
+    pattern: re.Pattern[str]
+    match: str | None  # FTS5 MATCH expression; None when the term has no word for FTS to index
+
+
+_NATURAL = re.compile(r"[^\W\d_]+(?:[\s'-]+[^\W\d_]+)*")
+
+
+def is_code_shaped(term: str) -> bool:
+    """Whether `term` looks like code (camelCase, PascalCase, snake_case, dotted, digits, symbols).
+
+    Code is matched case-sensitively because case carries meaning there (`useState` is not
+    `usestate`); natural words and acronyms (`websocket`, `SQLite`, `JWT`) are not, since prose
+    capitalises them at will.
+    """
+    if not _NATURAL.fullmatch(term):
+        return True
+    return any(a.islower() and b.isupper() for a, b in itertools.pairwise(term))
+
+
+def compile_term(term: str) -> ExactTerm:
+    """How one exact term is found: as a whole word or identifier, never inside a longer one.
+
+    Natural words also match their plural (`websocket` finds `WebSockets`), as a reader would expect;
+    spaces in a term match any run of whitespace.
+    """
+    case_sensitive = is_code_shaped(term)
+    body = r"\s+".join(re.escape(part) for part in term.split())
+    if not case_sensitive:
+        body += "(?:e?s)?"
+    left = r"(?<!\w)" if re.match(r"\w", term[0]) else ""
+    right = r"(?!\w)" if re.match(r"\w", term[-1]) else ""
+    pattern = re.compile(left + body + right, 0 if case_sensitive else re.IGNORECASE)
+    built = fts.build(term)
+    match = None if built is None else built.phrase or built.any
+    return ExactTerm(term, case_sensitive, pattern, match)
+
+
+# The search
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What this page searches: the request as first given, plus where paging stands."""
+
+    concepts: list[str]
+    terms: list[str]
+    min_score: float
+    project: str | None
+    session: str | None
+    snapshot: dict[str, int]
+    offset: int
+    total: int | None
+
+    def token(self, offset: int, total: int) -> str:
+        return encode_token(
+            TOKEN_KIND,
+            {
+                "concepts": self.concepts,
+                "terms": self.terms,
+                "min_score": self.min_score,
+                "project": self.project,
+                "session": self.session,
+                "snapshot": self.snapshot,
+                "offset": offset,
+                "total": total,
+            },
+        )
+
+
+@dataclass
+class _Row:
+    source: int
+    id: int
+    document_id: str
+    content: str
+    chunk_index: int
+    keyword_key: Any
+    score: float = 0.0
+
+
+async def search_content(
+    db: Database, vectors: VectorIndex | None, settings: Settings, request: ContentRequest
+) -> ContentResponse:
+    """One page of chunks matching `request`, best first, with paging state and hints for what next."""
+    plan = await _plan(db, settings, request)
+    if not (plan.concepts or plan.terms):
+        raise SearchError(_NO_SIGNAL)
+    filters = await _filters(db, plan.project, plan.session)
+    terms = [compile_term(term) for term in plan.terms]
+    ranked, degraded = await _rank(db, vectors, settings, plan, filters, terms)
+
+    total = plan.total if plan.total is not None else len(ranked)
+    page = ranked[plan.offset : plan.offset + request.limit]
+    end = plan.offset + len(page)
+    has_more = end < len(ranked)
+    keywords = await _keywords(db, page)
+    results = [
+        ChunkResult(
+            chunk_id=f"{SOURCES[row.source].prefix}{row.id}",
+            document_id=row.document_id,
+            content=row.content,
+            relevance_score=round(min(1.0, max(0.0, row.score)), 4),
+            chunk_index=row.chunk_index,
+            document_keywords=keywords.get((row.source, row.keyword_key), []),
+        )
+        for row in page
+    ]
+    avg = round(sum(r.relevance_score for r in results) / len(results), 4) if results else 0.0
+    return ContentResponse(
+        results=results,
+        statistics=ContentStatistics(
+            total_results=total,
+            files_covered=list(dict.fromkeys(r.document_id for r in results)),
+            avg_relevance=avg,
+            search_interpretation=_interpretation(settings, plan, terms, degraded),
+        ),
+        continuation=Continuation(has_more=has_more, next_token=plan.token(end, total) if has_more else None),
+        navigation_hints=_hints(plan, results, total, has_more, request.limit, len(ranked) - end),
+    )
+
+
+async def _plan(db: Database, settings: Settings, request: ContentRequest) -> _Plan:
+    if request.continuation_token is None:
+        snapshot = {
+            source.name: int(await db.scalar(f"SELECT coalesce(max(id), 0) FROM {source.table}"))
+            for source in SOURCES
+        }
+        min_score = settings.content_min_score if request.min_score is None else request.min_score
+        return _Plan(
+            concepts=request.semantic_concepts,
+            terms=request.exact_terms,
+            min_score=min_score,
+            project=request.project,
+            session=request.session,
+            snapshot=snapshot,
+            offset=0,
+            total=None,
+        )
+    data = decode_token(TOKEN_KIND, request.continuation_token)
+    try:
+        plan = _Plan(
+            concepts=_strings(data["concepts"]),
+            terms=_strings(data["terms"]),
+            min_score=float(data["min_score"]),
+            project=_optional_string(data["project"]),
+            session=_optional_string(data["session"]),
+            snapshot={str(k): int(v) for k, v in dict(data["snapshot"]).items()},
+            offset=int(data["offset"]),
+            total=int(data["total"]),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BadContinuationError(
+            "the continuation token is damaged or was not issued by cairn; repeat the search without it"
+        ) from exc
+    if plan.offset < 0 or not 0 <= plan.min_score <= 1:
+        raise BadContinuationError("the continuation token is damaged; repeat the search without it")
+    return plan
+
+
+def _strings(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError("expected a list of strings")
+    return value
+
+
+def _optional_string(value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError("expected a string")
+    return value
+
+
+async def _filters(db: Database, project: str | None, session: str | None) -> Filters:
+    ids: tuple[int, ...] | None = None
+    paths: tuple[str, ...] | None = None
+    if project is not None:
+        found = await resolve_projects(db, project)
+        if not found:
+            raise SearchError(
+                f"no project {project!r} is stored; give a project path or name as listed by cairn, "
+                "or leave project out to search everywhere"
+            )
+        ids = tuple(pid for pid, _ in found)
+        paths = tuple(path for _, path in found)
+    session = session.strip() if session is not None else None
+    if session and await db.scalar("SELECT 1 FROM sessions WHERE id = ?", (session,)) is None:
+        raise SearchError(f"no session {session!r} is stored; leave session out to search all of them")
+    return Filters(project_ids=ids, project_paths=paths, session=session or None)
+
+
+async def _rank(
+    db: Database,
+    vectors: VectorIndex | None,
+    settings: Settings,
+    plan: _Plan,
+    filters: Filters,
+    terms: list[ExactTerm],
+) -> tuple[list[_Row], str | None]:
+    """Every result of the search, best first, and why vectors were not used (None if they were)."""
+    sources = [(index, source) for index, source in enumerate(SOURCES) if source.usable(filters)]
+    scopes = {index: source.scope(filters, plan.snapshot.get(source.name, 0)) for index, source in sources}
+
+    exact_ids: dict[int, set[int]] = {index: set() for index, _ in sources}
+    for index, source in sources:
+        for term in terms:
+            exact_ids[index].update(await _term_ids(db, source, term, scopes[index]))
+
+    semantic: dict[tuple[int, int], float] = {}
+    degraded: str | None = None
+    if plan.concepts:
+        if vectors is None:
+            degraded = "no vector index is open"
+        else:
+            try:
+                semantic = await _semantic(db, vectors, settings, plan, filters, sources, exact_ids)
+            except Exception as exc:
+                log.warning("search_content: vector search failed, using keywords instead: %s", exc)
+                degraded = f"vector search failed: {type(exc).__name__}"
+        if degraded is not None:
+            semantic = await _word_coverage(db, plan.concepts, sources, scopes)
+
+    candidates: dict[int, set[int]] = {index: set(exact_ids[index]) for index, _ in sources}
+    for index, row_id in semantic:
+        candidates[index].add(row_id)
+
+    boost = settings.content_exact_boost
+    exact_only = not plan.concepts
+    ranked: list[_Row] = []
+    for index, source in sources:
+        for row in await _hydrate(db, index, source, candidates[index], scopes[index]):
+            matched = sum(1 for term in terms if term.pattern.search(row.content))
+            if exact_only:
+                if matched == 0:
+                    continue
+                row.score = boost ** (matched - len(terms))
+            else:
+                row.score = semantic.get((index, row.id), 0.0) * boost**matched
+            if row.score > 0 and row.score >= plan.min_score:
+                ranked.append(row)
+    ranked.sort(key=lambda row: (-row.score, row.source, row.id))
+    return ranked, degraded
+
+
+async def _term_ids(
+    db: Database, source: ContentSource, term: ExactTerm, scope: tuple[str, list[Any]]
+) -> list[int]:
+    """Rows that may contain `term`: FTS for anything with a word in it, a plain scan for the rest
+    (`->`, `*`: symbols FTS does not index). Python checks each candidate exactly afterwards."""
+    where, params = scope
+    if term.match is not None:
+        sql = f"""
+            SELECT t.id FROM {source.fts_table} JOIN {source.table} AS t ON t.id = {source.fts_table}.rowid
+            {source.joins}
+            WHERE {source.fts_table} MATCH ? AND {where}
+            ORDER BY {source.fts_table}.rank LIMIT ?
+        """
+        rows = await db.fetchall(sql, (term.match, *params, FTS_CANDIDATES))
+    else:
+        sql = f"""
+            SELECT t.id FROM {source.table} AS t {source.joins}
+            WHERE instr({source.text_column}, ?) > 0 AND {where}
+            ORDER BY t.id DESC LIMIT ?
+        """
+        rows = await db.fetchall(sql, (term.text, *params, FTS_CANDIDATES))
+    return [int(row[0]) for row in rows]
+
+
+async def _semantic(
+    db: Database,
+    vectors: VectorIndex,
+    settings: Settings,
+    plan: _Plan,
+    filters: Filters,
+    sources: list[tuple[int, ContentSource]],
+    exact_ids: dict[int, set[int]],
+) -> dict[tuple[int, int], float]:
+    """Calibrated similarity of the concepts to the nearest chunks and to every exact-term candidate.
+
+    The nearest-neighbour query asks for as many more vectors as rows were written since the
+    snapshot: those are dropped afterwards, and without the extra they could push snapshot rows out
+    of the top, changing the result set between pages.
+    """
+    text = "; ".join(plan.concepts)
+    query = (await asyncio.to_thread(vectors.embed, [text]))[0]
+    scores: dict[tuple[int, int], float] = {}
+    for index, source in sources:
+        snapshot = plan.snapshot.get(source.name, 0)
+        newer = int(await db.scalar(f"SELECT count(*) FROM {source.table} WHERE id > ?", (snapshot,)))
+        n = VECTOR_CANDIDATES + min(newer, FTS_CANDIDATES)
+        hits = await asyncio.to_thread(
+            vectors.query, source.vector_kind, n=n, where=source.vector_where(filters), embedding=query
+        )
+        for hit in hits:
+            if hit.id.isdigit():
+                scores[(index, int(hit.id))] = _calibrate(settings, hit.score)
+        missing = [str(row_id) for row_id in exact_ids[index] if (index, row_id) not in scores]
+        if missing:
+            stored = await asyncio.to_thread(vectors.get_embeddings, source.vector_kind, missing)
+            for record_id, cosine in _cosines(query, stored).items():
+                scores[(index, int(record_id))] = _calibrate(settings, cosine)
+    return scores
+
+
+def _cosines(query: list[float], stored: dict[str, list[float]]) -> dict[str, float]:
+    if not stored:
+        return {}
+    ids = list(stored)
+    matrix = np.asarray([stored[i] for i in ids], dtype=np.float64)
+    q = np.asarray(query, dtype=np.float64)
+    norms = np.linalg.norm(matrix, axis=1) * np.linalg.norm(q)
+    norms[norms == 0] = 1.0
+    return dict(zip(ids, (matrix @ q / norms).tolist(), strict=True))
+
+
+def _calibrate(settings: Settings, cosine: float) -> float:
+    """Raw cosine to [0, 1]: at or below the floor is noise, at or above the ceiling a perfect match."""
+    floor, ceiling = settings.search_vector_floor, settings.search_vector_ceiling
+    if ceiling <= floor:
+        return 1.0 if cosine > floor else 0.0
+    return min(1.0, max(0.0, (cosine - floor) / (ceiling - floor)))
+
+
+async def _word_coverage(
+    db: Database,
+    concepts: list[str],
+    sources: list[tuple[int, ContentSource]],
+    scopes: dict[int, tuple[str, list[Any]]],
+) -> dict[tuple[int, int], float]:
+    """Without vectors: the share of the concepts' key words each chunk contains, as its semantic score.
+
+    Crude next to embeddings, but it keeps concept searches answering (and ranking) while Chroma is
+    down, rather than failing or returning nothing.
+    """
+    built = fts.build(" ".join(concepts))
+    if built is None:
+        return {}
+    hits: Counter[tuple[int, int]] = Counter()
+    for index, source in sources:
+        where, params = scopes[index]
+        for term in built.terms:
+            rows = await db.fetchall(
+                f"""
+                SELECT t.id FROM {source.fts_table}
+                JOIN {source.table} AS t ON t.id = {source.fts_table}.rowid {source.joins}
+                WHERE {source.fts_table} MATCH ? AND {where}
+                ORDER BY {source.fts_table}.rank LIMIT ?
+                """,
+                (built.term_match(term), *params, FTS_CANDIDATES),
+            )
+            hits.update((index, int(row[0])) for row in rows)
+    return {key: count / len(built.terms) for key, count in hits.items()}
+
+
+async def _hydrate(
+    db: Database, index: int, source: ContentSource, ids: set[int], scope: tuple[str, list[Any]]
+) -> list[_Row]:
+    """The candidates that really are results of this search (eligible, in scope, in the snapshot)."""
+    if not ids:
+        return []
+    where, params = scope
+    rows = await db.fetchall(
+        f"""
+        SELECT t.id AS id, {source.document_column} AS document_id, {source.text_column} AS content,
+               {source.index_column} AS chunk_index, {source.keyword_column} AS keyword_key
+        FROM {source.table} AS t {source.joins}
+        WHERE t.id IN (SELECT value FROM json_each(?)) AND {where}
+        """,
+        (json.dumps(sorted(ids)), *params),
+    )
+    return [
+        _Row(
+            source=index,
+            id=int(row["id"]),
+            document_id=str(row["document_id"]),
+            content=str(row["content"]),
+            chunk_index=int(row["chunk_index"]),
+            keyword_key=row["keyword_key"],
+        )
+        for row in rows
+    ]
+
+
+async def _keywords(db: Database, page: list[_Row]) -> dict[tuple[int, Any], list[str]]:
+    """Each page row's document keywords, keyed by `(source, keyword_key)`."""
+    found: dict[tuple[int, Any], list[str]] = {}
+    for index, source in enumerate(SOURCES):
+        keys = list(dict.fromkeys(row.keyword_key for row in page if row.source == index))
+        keys = [key for key in keys if key is not None]
+        if not keys:
+            continue
+        for row in await db.fetchall(source.keywords_sql, (json.dumps(keys),)):
+            names = found.setdefault((index, row["key"]), [])
+            if len(names) < MAX_KEYWORDS:
+                names.append(str(row["name"]))
+    return found
+
+
+# Explanations
+
+
+def _interpretation(settings: Settings, plan: _Plan, terms: list[ExactTerm], degraded: str | None) -> str:
+    boost = f"{settings.content_exact_boost:g}"
+    parts: list[str] = []
+    if plan.concepts:
+        parts.append("Chunks close in meaning to: " + "; ".join(plan.concepts) + ".")
+        if degraded is not None:
+            parts.append(
+                f"Semantic search was unavailable ({degraded}), so concepts were matched by their words "
+                "instead: the score is the share of concept words a chunk contains."
+            )
+    if terms:
+        described = ", ".join(
+            f"{t.text} ({'case-sensitive' if t.case_sensitive else 'any case'})" for t in terms
+        )
+        if plan.concepts:
+            parts.append(f"Exact terms, each found multiplying the score by {boost}: {described}.")
+        elif len(terms) == 1:
+            parts.append(f"Exact term only (grep-like): {described}; every chunk containing it scores 1.0.")
+        else:
+            parts.append(
+                f"Exact terms only (grep-like): {described}. A chunk with all {len(terms)} scores 1.0, "
+                f"each missing term divides that by {boost}."
+            )
+    if plan.project is not None:
+        parts.append(f"Only project {plan.project}.")
+    if plan.session is not None:
+        parts.append(f"Only session {plan.session}.")
+    parts.append(f"Minimum score {plan.min_score:g}.")
+    return " ".join(parts)
+
+
+def _hints(
+    plan: _Plan, results: list[ChunkResult], total: int, has_more: bool, limit: int, remaining: int
+) -> NavigationHints:
+    """Suggestions shaped by the outcome: read on when a few results are strong, narrow down when many
+    are middling, broaden or switch tools when there is nothing."""
+    actions: list[str] = []
+    if not results:
+        actions.append(
+            f"Nothing scored at least {plan.min_score:g}: lower min_score (0.3 suits exact terms only) "
+            "or try broader semantic_concepts"
+        )
+        if plan.terms:
+            actions.append(
+                "Check exact_terms: code-shaped terms (camelCase, snake_case, with digits or symbols) "
+                "match case-sensitively and as whole identifiers"
+            )
+        actions.append("Use the `search` tool to look through remembered decisions, ideas and topics")
+    else:
+        top = results[0]
+        avg = sum(r.relevance_score for r in results) / len(results)
+        if total <= 3 or top.relevance_score >= STRONG_SCORE:
+            actions.append(f"Read the surrounding conversation: show(id='{top.chunk_id}')")
+            actions.append(f"Open the document {top.document_id} around line {top.chunk_index}")
+        if total > limit or avg < STRONG_SCORE:
+            if not plan.terms:
+                actions.append("Add exact_terms (identifiers, file names, versions) to narrow results")
+            else:
+                actions.append("Raise min_score or add semantic_concepts to keep only the closest matches")
+        if has_more:
+            actions.append(f"Use continuation_token for more results ({remaining} more)")
+        actions.append("Use the `search` tool for the decisions and ideas recorded about these topics")
+    return NavigationHints(next_actions=actions, related_queries=_related(plan, results))
+
+
+def _related(plan: _Plan, results: list[ChunkResult]) -> list[str]:
+    """Document keywords the request did not already name, most common on the page first."""
+    asked = {s.casefold() for s in [*plan.concepts, *plan.terms]}
+    counts = Counter(k for r in results for k in dict.fromkeys(r.document_keywords))
+    related = [k for k, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0].casefold()))]
+    related = [k for k in related if k.casefold() not in asked]
+    if not related and not results and len(plan.concepts) > 1:
+        related = list(plan.concepts)
+    return related[:MAX_RELATED]
