@@ -41,8 +41,10 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from cairn.config import Settings
 from cairn.search import query as fts
 from cairn.search.errors import BadContinuationError, SearchError
+from cairn.search.filters import MESSAGE_KINDS
 from cairn.search.paging import decode_token, encode_token
 from cairn.search.projects import resolve_projects
+from cairn.search.semantic import calibrate
 from cairn.store.db import Database
 
 if TYPE_CHECKING:
@@ -64,7 +66,6 @@ MAX_KEYWORDS = 7
 MAX_RELATED = 5
 #: Scores at or above this count as strong when choosing navigation hints.
 STRONG_SCORE = 0.75
-MESSAGE_KINDS = ("text", "tool_result", "compact_summary")
 
 
 # Request and response
@@ -561,12 +562,12 @@ async def _semantic(
         )
         for hit in hits:
             if hit.id.isdigit():
-                scores[(index, int(hit.id))] = _calibrate(settings, hit.score)
+                scores[(index, int(hit.id))] = calibrate(hit.score, settings)
         missing = [str(row_id) for row_id in exact_ids[index] if (index, row_id) not in scores]
         if missing:
             stored = await asyncio.to_thread(vectors.get_embeddings, source.vector_kind, missing)
             for record_id, cosine in _cosines(query, stored).items():
-                scores[(index, int(record_id))] = _calibrate(settings, cosine)
+                scores[(index, int(record_id))] = calibrate(cosine, settings)
     return scores
 
 
@@ -579,14 +580,6 @@ def _cosines(query: list[float], stored: dict[str, list[float]]) -> dict[str, fl
     norms = np.linalg.norm(matrix, axis=1) * np.linalg.norm(q)
     norms[norms == 0] = 1.0
     return dict(zip(ids, (matrix @ q / norms).tolist(), strict=True))
-
-
-def _calibrate(settings: Settings, cosine: float) -> float:
-    """Raw cosine to [0, 1]: at or below the floor is noise, at or above the ceiling a perfect match."""
-    floor, ceiling = settings.search_vector_floor, settings.search_vector_ceiling
-    if ceiling <= floor:
-        return 1.0 if cosine > floor else 0.0
-    return min(1.0, max(0.0, (cosine - floor) / (ceiling - floor)))
 
 
 async def _word_coverage(
