@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typer.models import CommandInfo
 
-from cairn.cli import admin, capture, daemon, memory  # noqa: F401  (registers the commands)
+from cairn.cli import admin, capture, daemon, memory, search  # noqa: F401  (registers the commands)
 from cairn.cli.common import app
 
 __all__ = ["app"]
@@ -27,9 +27,14 @@ _HELP_ORDER = (
     "todos",
     "topics",
     "entities",
+    "search",
+    "content",
+    "show",
+    "timeline",
     "config",
     "hook",
     "install",
+    "mcp",
 )
 
 

@@ -1,0 +1,652 @@
+"""Commands that find things in the memory: search, content, show and timeline.
+
+Each asks the store through `request` (the daemon when it runs, else directly) and either prints the
+op's JSON unchanged (`--json`, for scripts and agents) or renders it for a person. Rendering builds rich
+`Text` objects instead of markup strings, so nothing a transcript says — brackets, backslashes, stray
+`**` — can be read as styling or break the output.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from cairn.cli.common import (
+    JsonOpt,
+    ProjectOpt,
+    SessionOpt,
+    app,
+    console,
+    fail,
+    load_settings,
+    print_json,
+    request,
+    run_async,
+)
+
+
+class SearchMode(StrEnum):
+    hybrid = "hybrid"
+    semantic = "semantic"
+    keyword = "keyword"
+
+
+class KindChoice(StrEnum):
+    ideas = "ideas"
+    spans = "spans"
+    messages = "messages"
+    all = "all"
+
+
+PageTokenOpt = Annotated[
+    str | None,
+    typer.Option("--page-token", help="Continue a previous listing: the token its footer printed."),
+]
+
+
+MinScoreOpt = Annotated[
+    float | None,
+    typer.Option("--min-score", min=0.0, max=1.0, help="Leave out results scoring below this (0 to 1)."),
+]
+
+
+PageLimitOpt = Annotated[int, typer.Option("--limit", min=1, max=100, help="Results per page.")]
+
+
+_BOLD = re.compile(r"\*\*(.+?)\*\*", re.S)
+
+# Ages for --since/--until; no `m`, which could be read as minutes or as months.
+_RELATIVE = re.compile(r"^(\d{1,5})\s*([hdw])$", re.I)
+
+_UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
+
+
+def _ask(op: str, args: dict[str, Any]) -> Any:
+    """Run `op`; a refusal (bad id, damaged token, invalid filter) becomes one error line, not a traceback.
+
+    The daemon already answers refusals as messages; run directly, the op raises them as `ValueError`s
+    (pydantic's `ValidationError` among them), so they are caught here.
+    """
+    from pydantic import ValidationError
+
+    settings = load_settings()
+    try:
+        return run_async(request(settings, op, args))
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'request'}: {e['msg']}" for e in exc.errors())
+        raise fail(f"invalid {op} request: {problems}") from exc
+    except ValueError as exc:
+        raise fail(str(exc)) from exc
+
+
+def parse_when(value: str | None, option: str) -> str | None:
+    """An ISO date or time, `today`/`yesterday`, or an age like `3d`/`12h`/`2w`, as an ISO string.
+
+    Checked here rather than left to the op so a typo gets an answer naming the option and the accepted
+    forms; a date without a zone is the user's local time, as they read it.
+    """
+    if value is None:
+        return None
+    text = value.strip().lower()
+    now = datetime.now().astimezone()
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    if text == "now":
+        return now.isoformat()
+    if text == "today":
+        return midnight.isoformat()
+    if text == "yesterday":
+        return (midnight - timedelta(days=1)).isoformat()
+    relative = _RELATIVE.match(text)
+    if relative:
+        return (now - int(relative[1]) * _UNITS[relative[2].lower()]).isoformat()
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise fail(
+            f"{option} {value!r} is not a date: use 2025-01-31, 2025-01-31T14:00, today, yesterday, "
+            "or an age such as 3d, 12h, 2w",
+            2,
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.astimezone()
+    return moment.isoformat()
+
+
+def bold_marked(text: str, style: str = "") -> Text:
+    """`text` with its `**bold**` passages bold and the markers removed; everything else literal."""
+    out = Text(style=style)
+    pos = 0
+    for match in _BOLD.finditer(text):
+        out.append(text[pos : match.start()])
+        out.append(match[1], style="bold")
+        pos = match.end()
+    out.append(text[pos:])
+    return out
+
+
+def ref(item_id: Any) -> str:
+    """How a person refers to an item: ideas as `#123` (as hooks show them), spans and messages as is."""
+    text = str(item_id)
+    return f"#{text}" if text.isdigit() else text
+
+
+def when(value: str | None, with_time: bool = True) -> str:
+    """An ISO timestamp as local `YYYY-MM-DD HH:MM` (or the date alone); unparsable values pass through."""
+    if not value:
+        return ""
+    try:
+        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return str(value)
+    if moment.tzinfo is not None:
+        moment = moment.astimezone()
+    return moment.strftime("%Y-%m-%d %H:%M" if with_time else "%Y-%m-%d")
+
+
+def _kind_label(item: dict[str, Any]) -> str:
+    """An idea by its intent, a message by its role (`msg:user`), a topic span as `span`."""
+    kind = str(item.get("kind") or "")
+    intent = item.get("intent")
+    if kind == "idea" and intent:
+        return str(intent)
+    if kind == "message":
+        return f"msg:{intent}" if intent else "msg"
+    return f"{kind}:{intent}" if intent else kind
+
+
+def _session_label(session: dict[str, Any] | None) -> str:
+    if not session:
+        return ""
+    project = session.get("project_name") or session.get("project") or ""
+    topic = session.get("topic")
+    parts = [p for p in (project, topic) if p]
+    return " · ".join(parts) if parts else str(session.get("id", ""))[:8]
+
+
+def _oneline(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def search_table(page: dict[str, Any]) -> Table:
+    """One page of results, ranked; superseded ones dimmed and struck through, pointing at their successor.
+
+    Where each was said (project · topic) goes under its passage rather than in a column of its own, so
+    the passage keeps most of an 80-column terminal.
+    """
+    table = Table(expand=True, show_lines=True)
+    table.add_column("#", justify="right", style="dim", no_wrap=True)
+    table.add_column("id", no_wrap=True, style="cyan")
+    table.add_column("kind", no_wrap=True, style="magenta")
+    table.add_column("date", no_wrap=True)
+    table.add_column("score", justify="right", no_wrap=True)
+    table.add_column("match", ratio=1, overflow="fold")
+    for rank, result in enumerate(page.get("results") or [], start=1):
+        snippet_source = result.get("snippet") or result.get("preview") or result.get("content") or ""
+        superseded = bool(result.get("superseded"))
+        cell = bold_marked(_oneline(snippet_source), style="dim strike" if superseded else "")
+        successor = result.get("superseded_by")
+        if superseded:
+            cell.append(
+                f"  → {ref(successor['id'])}" if successor else "  (superseded)", style="yellow not strike"
+            )
+        where = _session_label(result.get("session"))
+        if where:
+            cell.append(f"\n{where}", style="dim not strike")
+        table.add_row(
+            str(rank),
+            ref(result.get("id", "")),
+            _kind_label(result),
+            when(result.get("said_at"), with_time=False),
+            f"{float(result.get('score') or 0):.2f}",
+            cell,
+        )
+    return table
+
+
+def _no_results(query: str) -> None:
+    """Say what to try next: other words or semantic mode, or indexing first when the memory is empty."""
+    console.print(f"No matches for {query!r}." if query else "No matches.")
+    tips: list[str] = []
+    # A query without words gets a notice from search itself; tips about other words would not help it.
+    if re.search(r"\w", query):
+        tips = [
+            "try other or fewer words, or drop a filter (--kind, --intent, --since, --min-score)",
+            "--mode semantic finds passages by meaning when the words differ",
+        ]
+    try:
+        stats = run_async(request(load_settings(), "stats"))
+    except (typer.Exit, ValueError, OSError):
+        stats = None
+    if isinstance(stats, dict) and not stats.get("messages"):
+        tips = ["the memory is empty: run `cairn backfill` (or `cairn sync`) to index your transcripts"]
+    for tip in tips:
+        console.print(Text(f"  - {tip}", style="dim"))
+
+
+def render_search(page: dict[str, Any], query: str) -> None:
+    results = page.get("results") or []
+    if not results:
+        _no_results(query or page.get("query") or "")
+    else:
+        console.print(search_table(page))
+        footer = Text(f"{len(results)} of {page.get('total', len(results))}", style="bold")
+        footer.append(f" · {page.get('mode', '')} · {float(page.get('took_ms') or 0):.0f} ms", style="dim")
+        console.print(footer)
+    notices = list(page.get("notices") or [])
+    if page.get("vector_skipped") and not any("vector" in n or "semantic" in n for n in notices):
+        notices.append("semantic search skipped: keyword matches were decisive (--mode semantic forces it)")
+    for notice in notices:
+        console.print(Text(f"note: {notice}", style="yellow"))
+    token = page.get("next_token")
+    if token:
+        # Soft wrap: a token broken over lines by the console would not survive being copied back.
+        console.print(
+            Text("next page: ", style="dim") + Text(f"cairn search --page-token {token}"), soft_wrap=True
+        )
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for, in your own words or exact terms.")] = "",
+    mode: Annotated[
+        SearchMode,
+        typer.Option("--mode", help="hybrid (words and meaning), semantic (meaning) or keyword (words)."),
+    ] = SearchMode.hybrid,
+    kind: Annotated[
+        KindChoice,
+        typer.Option("--kind", help="ideas, spans (topic spans), messages, or all of them."),
+    ] = KindChoice.all,
+    session: SessionOpt = None,
+    project: ProjectOpt = None,
+    intent: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--intent",
+            help="Only ideas with this intent (decision, conclusion, question, problem, solution, todo, "
+            "context); repeat for several.",
+        ),
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="Only items said at or after: 2025-01-31, today, 3d, 2w.")
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option("--until", help="Only items said before: 2025-01-31, yesterday, 1w.")
+    ] = None,
+    include_superseded: Annotated[
+        bool, typer.Option("--include-superseded", help="Also show ideas a later one replaced.")
+    ] = False,
+    min_score: MinScoreOpt = None,
+    limit: PageLimitOpt = 10,
+    page_token: PageTokenOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Search the memory: ideas, topic spans and messages, ranked by words, meaning, recency and use.
+
+    With --page-token the query and filters come from the token, so QUERY can be left out.
+    """
+    from cairn.store.vocab import INTENTS
+
+    unknown = sorted(set(intent or ()) - set(INTENTS))
+    if unknown:
+        raise fail(f"unknown intent {', '.join(unknown)}; choose from {', '.join(INTENTS)}", 2)
+    args: dict[str, Any] = {
+        "query": query,
+        "mode": mode.value,
+        "kind": kind.value,
+        "project": project,
+        "session": session,
+        "intents": list(intent or ()),
+        "since": parse_when(since, "--since"),
+        "until": parse_when(until, "--until"),
+        "include_superseded": include_superseded,
+        "min_score": min_score,
+        "limit": limit,
+        "continuation": page_token,
+        "record_usage": True,
+    }
+    page = _ask("search", args)
+    if as_json:
+        print_json(page)
+    else:
+        render_search(page, query)
+
+
+def _excerpt(text: str, terms: list[str], width: int = 400) -> str:
+    """`width` characters of `text` on one line, starting a little before the first term it contains.
+
+    A chunk is a whole message, often far longer than a row; the part worth seeing is where the term is.
+    """
+    flat = _oneline(text)
+    if len(flat) <= width:
+        return flat
+    lower = flat.lower()
+    hits = [i for i in (lower.find(t.lower()) for t in terms if t.strip()) if i >= 0]
+    start = max(0, min(hits) - width // 4) if hits else 0
+    piece = flat[start : start + width]
+    return ("…" if start else "") + piece + ("…" if start + width < len(flat) else "")
+
+
+def _content_table(data: dict[str, Any], terms: list[str]) -> Table:
+    table = Table(expand=True, show_lines=True)
+    table.add_column("score", justify="right", no_wrap=True)
+    table.add_column("chunk", no_wrap=True, style="cyan")
+    table.add_column("content", overflow="fold", ratio=1)
+    seen: set[str] = set()
+    for row in data.get("results") or []:
+        text = Text(_excerpt(str(row.get("content") or ""), terms))
+        text.highlight_words([t for t in terms if t.strip()], style="bold yellow", case_sensitive=False)
+        document = str(row.get("document_id") or "")
+        text.append(f"\n{document.rsplit('/', 1)[-1]}:{row.get('chunk_index', '')}", style="dim")
+        # The keywords are the transcript's, the same on each of its chunks: shown at its first one.
+        keywords = [] if document in seen else row.get("document_keywords") or []
+        seen.add(document)
+        if keywords:
+            text.append(f" · {', '.join(map(str, keywords[:8]))}", style="dim")
+        table.add_row(f"{float(row.get('relevance_score') or 0):.2f}", str(row.get("chunk_id") or ""), text)
+    return table
+
+
+def render_content(data: dict[str, Any], terms: list[str]) -> None:
+    results = data.get("results") or []
+    stats = data.get("statistics") or {}
+    if results:
+        console.print(_content_table(data, terms))
+    else:
+        console.print("No chunks matched. Try other terms, broader concepts, or a lower --min-score.")
+    line = Text(f"{len(results)} of {stats.get('total_results', len(results))}", style="bold")
+    files = stats.get("files_covered")
+    if files:
+        count = len(files) if isinstance(files, list) else files
+        line.append(f" · {count} transcript{'' if count == 1 else 's'}")
+    if results and stats.get("avg_relevance") is not None:
+        line.append(f" · average relevance {float(stats['avg_relevance']):.2f}")
+    console.print(line)
+    if stats.get("search_interpretation"):
+        console.print(Text(str(stats["search_interpretation"]), style="dim"))
+    hints = data.get("navigation_hints") or {}
+    for title, key in (("next", "next_actions"), ("related queries", "related_queries")):
+        values = hints.get(key) or []
+        if values:
+            console.print(Text(f"{title}:", style="bold"))
+            for value in values:
+                console.print(Text(f"  - {value}"))
+    continuation = data.get("continuation") or {}
+    if continuation.get("has_more") and continuation.get("next_token"):
+        command = f"cairn content --page-token {continuation['next_token']}"
+        console.print(Text("next page: ", style="dim") + Text(command), soft_wrap=True)
+
+
+@app.command()
+def content(
+    concept: Annotated[
+        list[str] | None,
+        typer.Option("--concept", help="An idea to find by meaning, e.g. 'retry policy'; repeatable."),
+    ] = None,
+    term: Annotated[
+        list[str] | None,
+        typer.Option("--term", help="An exact word or identifier that must appear; repeatable."),
+    ] = None,
+    min_score: MinScoreOpt = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=50, help="Results per page.")] = 10,
+    page_token: PageTokenOpt = None,
+    project: ProjectOpt = None,
+    session: SessionOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Search the raw transcript text in chunks, by concepts (meaning) and exact terms."""
+    concepts = [c for c in concept or () if c.strip()]
+    terms = [t for t in term or () if t.strip()]
+    if not concepts and not terms and not page_token:
+        raise fail("give at least one --concept or --term (or a --page-token to continue)", 2)
+    args: dict[str, Any] = {
+        "semantic_concepts": concepts,
+        "exact_terms": terms,
+        "min_score": min_score,
+        "limit": limit,
+        "continuation_token": page_token,
+        "project": project,
+        "session": session,
+    }
+    data = _ask("search_content", args)
+    if as_json:
+        print_json(data)
+    else:
+        render_content(data, terms)
+
+
+def _idea_line(idea: dict[str, Any], prefix: str = "") -> Text:
+    """One linked item on one line: `prefix #id intent date  preview`, dimmed when superseded."""
+    line = Text(prefix)
+    line.append(ref(idea.get("id", "")), style="cyan")
+    label = idea.get("intent") or idea.get("kind")
+    if label:
+        line.append(f" {label}", style="magenta")
+    if idea.get("said_at"):
+        line.append(f" {when(idea['said_at'], with_time=False)}", style="dim")
+    text = idea.get("preview") or idea.get("content") or idea.get("name") or ""
+    if text:
+        line.append("  ")
+        line.append(_oneline(text), style="dim strike" if idea.get("superseded") else "")
+    if idea.get("superseded"):
+        line.append("  (superseded)", style="dim")
+    return line
+
+
+def _section(title: str, lines: list[Text]) -> list[RenderableType]:
+    return [Text(""), Text(title, style="bold"), *lines] if lines else []
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def _relation_line(relation: dict[str, Any]) -> Text:
+    """`relation` as it reads: outgoing "→ builds on #12 …", incoming "← #12 … (builds on this)"."""
+    kind = str(relation.get("type", "related")).replace("_", " ")
+    idea = relation.get("idea") or {}
+    if relation.get("direction") == "incoming":
+        line = _idea_line(idea, prefix="  ← ")
+        line.append(f"  ({kind} this)", style="dim")
+        return line
+    return _idea_line(idea, prefix=f"  → {kind} ")
+
+
+def _entity_label(entity: Any) -> str:
+    if isinstance(entity, dict):
+        name = entity.get("name", "")
+        return f"{name} ({entity['type']})" if entity.get("type") else str(name)
+    return str(entity)
+
+
+def _header_lines(item: dict[str, Any]) -> list[RenderableType]:
+    """Where the item was said (session, project, topic, file:line) and its bookkeeping, dim labels."""
+    lines: list[RenderableType] = []
+    session = item.get("session") or {}
+    if isinstance(session, dict) and session:
+        where = Text("session ", style="dim").append(str(session.get("id", "")))
+        project = session.get("project_name") or session.get("project")
+        if project:
+            where.append("  project ", style="dim").append(str(project))
+        if session.get("topic"):
+            where.append("  topic ", style="dim").append(str(session["topic"]))
+            if session.get("topic_id"):
+                where.append(f" ({session['topic_id']})", style="dim")
+        lines.append(where)
+    source = item.get("source") or {}
+    if isinstance(source, dict) and source.get("file"):
+        location = str(source["file"])
+        if source.get("line"):
+            location += f":{source['line']}"
+            if item.get("end_line"):
+                location += f"-{item['end_line']}"
+        lines.append(Text("source ", style="dim") + Text(location))
+    facts = Text()
+    for key, label in (
+        ("importance", "importance"),
+        ("confidence", "confidence"),
+        ("usage_count", "found"),
+        ("created_at", "stored"),
+        ("answered_at", "answered"),
+        ("completed_at", "completed"),
+        ("depth", "depth"),
+    ):
+        value = item.get(key)
+        if value is None or (key == "depth" and not value):
+            continue
+        if key.endswith("_at"):
+            value = when(str(value))
+        elif key == "usage_count":
+            value = f"{value} times"
+        facts.append(f"{label} ", style="dim").append(f"{value}  ")
+    if facts:
+        lines.append(facts)
+    return lines
+
+
+def show_panel(item: dict[str, Any]) -> Panel:
+    """One item in full: where it was said, its text, what replaced or answered it, what it links to."""
+    title = Text(ref(item.get("id", "")), style="bold cyan")
+    label = item.get("intent") or item.get("kind")
+    if item.get("kind") == "message" and item.get("intent"):
+        label = f"message from {item['intent']}"
+    if label:
+        title.append(f" {label}", style="bold magenta")
+    if item.get("said_at"):
+        title.append(f"  {when(item['said_at'])}", style="dim")
+    superseded = bool(item.get("superseded") or item.get("superseded_by"))
+    if superseded:
+        title.append("  superseded", style="yellow")
+    parts = _header_lines(item)
+    parts.append(Text(""))
+    if item.get("title") and item.get("title") != item.get("content"):
+        parts.append(Text(str(item["title"]), style="bold"))
+    parts.append(Text(str(item.get("content") or ""), style="dim" if superseded else ""))
+    if item.get("resolution"):
+        parts += _section("resolution", [Text(str(item["resolution"]))])
+    links = (
+        ("superseded by", "superseded_by", "  → "),
+        ("supersedes", "supersedes", "  ← "),
+        ("answered by", "answered_by", "  → "),
+        ("answers", "answers", "  → "),
+    )
+    for heading, key, prefix in links:
+        parts += _section(heading, [_idea_line(i, prefix=prefix) for i in _as_list(item.get(key))])
+    parts += _section("relations", [_relation_line(r) for r in _as_list(item.get("relations"))])
+    entities = [_entity_label(e) for e in _as_list(item.get("entities"))]
+    if entities:
+        parts += _section("entities", [Text("  " + ", ".join(entities))])
+    ideas = _as_list(item.get("ideas"))
+    heading = "ideas"
+    if item.get("idea_count") and item["idea_count"] > len(ideas):
+        heading = f"ideas ({len(ideas)} of {item['idea_count']})"
+    parts += _section(heading, [_idea_line(i, prefix="  ") for i in ideas])
+    children = [
+        Text("  ").append(str(c.get("id", "")), style="cyan").append(f" {c.get('name', '')}")
+        + Text(f"  lines {c.get('start_line')}-{c.get('end_line') or ''}, {c.get('ideas', 0)} ideas", "dim")
+        for c in _as_list(item.get("children"))
+    ]
+    parts += _section("sub-topics", children)
+    return Panel(Group(*parts), title=title, title_align="left", border_style="dim" if superseded else "cyan")
+
+
+ItemIdArg = Annotated[
+    str, typer.Argument(help="An item id: 123 or #123 (idea), s12 (topic span), m456 (message).")
+]
+
+
+@app.command()
+def show(item_id: ItemIdArg, as_json: JsonOpt = False) -> None:
+    """Show one idea, topic span or message in full, with what it links to."""
+    item = _ask("show", {"id": item_id})
+    if as_json:
+        print_json(item)
+    else:
+        console.print(show_panel(item))
+
+
+def _session_header(session_id: str, sessions: dict[str, Any]) -> Text:
+    info = sessions.get(session_id) or {}
+    header = Text("session ", style="bold")
+    header.append(str(session_id)[:8] if session_id else "?", style="bold")
+    if isinstance(info, dict):
+        project = info.get("project_name") or info.get("project")
+        if project:
+            header.append(f" · {project}")
+        if info.get("started_at"):
+            header.append(f" · started {when(info['started_at'])}", style="dim")
+        if info.get("first_topic"):
+            header.append(f" · {info['first_topic']}", style="dim")
+    return header
+
+
+def _session_of(item: dict[str, Any]) -> str:
+    session = item.get("session")
+    if isinstance(session, dict):
+        return str(session.get("id") or "")
+    return str(session or item.get("session_id") or "")
+
+
+def render_timeline(data: dict[str, Any]) -> None:
+    """The ideas around an anchor in the order they were said, a header wherever the session changes."""
+    sessions = data.get("sessions") or {}
+    anchor = data.get("anchor") or {}
+    scope = data.get("scope")
+    if scope:
+        where = data.get("project_name") or data.get("project")
+        what = f"project {where}" if scope == "project" and where else f"the {scope}"
+        console.print(Text(f"ideas from {what}, oldest first", style="dim"))
+    rows = [(i, False) for i in data.get("before") or []]
+    rows += [(anchor, True)] if anchor else []
+    rows += [(i, False) for i in data.get("after") or []]
+    groups: list[tuple[str, list[tuple[dict[str, Any], bool]]]] = []
+    for item, is_anchor in rows:
+        session_id = _session_of(item)
+        if not groups or groups[-1][0] != session_id:
+            groups.append((session_id, []))
+        groups[-1][1].append((item, is_anchor))
+    for session_id, group in groups:
+        console.rule(_session_header(session_id, sessions), align="left", style="dim")
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(width=1, no_wrap=True, style="bold yellow")
+        grid.add_column(width=16, no_wrap=True, style="dim")
+        grid.add_column(min_width=6, no_wrap=True, justify="right", style="cyan")
+        grid.add_column(min_width=13, no_wrap=True, style="magenta")
+        grid.add_column(overflow="fold")
+        for item, is_anchor in group:
+            text = _oneline(item.get("preview") or item.get("content") or item.get("title") or "")
+            grid.add_row(
+                "▶" if is_anchor else "",
+                when(item.get("said_at")),
+                ref(item.get("id", "")),
+                _kind_label({"kind": "idea", **item}),
+                Text(text, style="dim strike" if item.get("superseded") else ""),
+                style="bold" if is_anchor else None,
+            )
+        console.print(grid)
+    if not data.get("before") and not data.get("after"):
+        console.print(Text("No other ideas were said around it.", style="dim"))
+
+
+@app.command()
+def timeline(
+    item_id: ItemIdArg,
+    before: Annotated[int, typer.Option("--before", min=0, max=50, help="Items said before it.")] = 5,
+    after: Annotated[int, typer.Option("--after", min=0, max=50, help="Items said after it.")] = 5,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show what was said around an item, in order: the ideas and messages before and after it."""
+    data = _ask("timeline", {"id": item_id, "before": before, "after": after})
+    if as_json:
+        print_json(data)
+    else:
+        render_timeline(data)

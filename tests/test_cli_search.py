@@ -1,0 +1,260 @@
+"""`cairn search`, `content`, `show` and `timeline` end to end, over real transcripts indexed offline.
+
+One store is built per module (indexing takes seconds) and every test only reads it, so the order the
+tests run in does not matter; the tests that need an empty store use their own `cairn_home`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from cairn.cli import search as cli_search
+from tests.conftest import SHARED_TRANSCRIPTS
+from tests.test_cli import cairn, cairn_json
+
+DEMO = Path(__file__).resolve().parents[1] / "cairn" / "demo" / "demo-session.jsonl"
+VIEWER = sorted((SHARED_TRANSCRIPTS / "claude-code-viewer").glob("*.jsonl"))[:2]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def indexed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A CAIRN_HOME holding the demo session and two small real transcripts, indexed offline."""
+    root = tmp_path_factory.mktemp("cli-search")
+    with pytest.MonkeyPatch.context() as mp:
+        for key in [k for k in os.environ if k.startswith("CAIRN_")]:
+            mp.delenv(key)
+        mp.setenv("CAIRN_HOME", str(root / "cairn-home"))
+        mp.setenv("CAIRN_CLAUDE_PROJECTS_DIR", str(root / "claude-projects"))
+        report = cairn_json("index", str(DEMO), *map(str, VIEWER), "--model", "offline")
+        assert report["runs_failed"] == 0 and report["messages_added"] > 50
+        yield root / "cairn-home"
+
+
+def search_json(*args: str) -> dict[str, Any]:
+    return cairn_json("search", *args)
+
+
+def test_natural_language_and_exact_queries_print_a_table() -> None:
+    out = cairn("search", "should we move the orders database to postgres").stdout
+    assert "Postgres" in out and "Black Friday" in out
+    assert re.search(r"\d+ of \d+", out)
+
+    exact = cairn("search", "busy_timeout").stdout
+    assert "busy_timeout" in exact
+    assert "acme-api" in exact, "each result says which project and topic it comes from"
+
+
+def test_json_is_the_search_page_with_score_parts() -> None:
+    page = search_json("WAL journal mode")
+    assert page["total"] >= len(page["results"]) > 0
+    assert page["mode"] == "hybrid"
+    first = page["results"][0]
+    assert {"id", "kind", "score", "scores", "snippet", "session", "source"} <= set(first)
+    assert {"bm25", "vector", "fusion", "recency", "importance", "usage", "boost"} <= set(first["scores"])
+    assert any("**" in r["snippet"] for r in page["results"]), "matched words are marked bold"
+
+
+def test_kind_and_intent_filters() -> None:
+    ideas = search_json("orders", "--kind", "ideas", "--limit", "20")["results"]
+    assert ideas and all(r["kind"] == "idea" for r in ideas)
+    messages = search_json("orders", "--kind", "messages", "--limit", "20")["results"]
+    assert messages and all(r["kind"] == "message" for r in messages)
+    decisions = search_json("orders", "--intent", "decision", "--intent", "conclusion", "--limit", "20")
+    assert decisions["results"]
+    assert {r["intent"] for r in decisions["results"]} <= {"decision", "conclusion"}
+    assert all(r["kind"] == "idea" for r in decisions["results"])
+
+
+def test_paging_gives_new_ids_and_the_same_total() -> None:
+    first = search_json("orders", "--limit", "2")
+    assert first["next_token"], first
+    second = search_json("--page-token", first["next_token"], "--limit", "2")
+    assert second["total"] == first["total"]
+    assert second["results"]
+    assert not {r["id"] for r in first["results"]} & {r["id"] for r in second["results"]}
+
+    table = cairn("search", "orders", "--limit", "2").stdout
+    # The footer's command must survive a copy and paste: the token is on one line, whole.
+    [line] = [line for line in table.splitlines() if "--page-token" in line]
+    token = line.split("--page-token", 1)[1].strip()
+    assert search_json("--page-token", token, "--limit", "2")["total"] == first["total"]
+
+
+def test_show_an_item_found_by_search() -> None:
+    hit = search_json("busy_timeout", "--kind", "ideas")["results"][0]
+    out = cairn("show", hit["id"]).stdout
+    assert f"#{hit['id']}" in out
+    assert "busy_timeout" in out
+    assert "demo-session.jsonl" in out, "the source file is shown"
+
+    detail = cairn_json("show", f"#{hit['id']}")
+    assert detail["id"] == hit["id"] and detail["kind"] == "idea"
+    assert detail["content"] == hit["content"]
+
+    span = hit["session"]["topic_id"]
+    assert span is not None
+    span_out = cairn("show", span).stdout
+    assert "ideas" in span_out and "busy_timeout" in span_out, "a span lists its ideas"
+
+
+def test_show_a_message_and_unknown_ids() -> None:
+    message = search_json("database is locked", "--kind", "messages")["results"][0]
+    assert message["id"].startswith("m")
+    assert "locked" in cairn("show", message["id"]).stdout
+
+    for bad in ("s999999", "nonsense"):
+        proc = cairn("show", bad, check=False)
+        assert proc.returncode == 1
+        assert "Traceback" not in proc.stderr and "error:" in proc.stderr
+
+
+def test_timeline_around_an_idea() -> None:
+    anchor = search_json("busy_timeout", "--kind", "ideas")["results"][0]
+    data = cairn_json("timeline", anchor["id"], "--before", "2", "--after", "2")
+    assert data["anchor"]["id"] == anchor["id"]
+    assert len(data["before"]) <= 2 and len(data["after"]) <= 2
+    assert data["before"] or data["after"]
+    assert data["sessions"]
+
+    out = cairn("timeline", anchor["id"], "--before", "2", "--after", "2").stdout
+    [marked] = [line for line in out.splitlines() if "▶" in line]
+    assert f"#{anchor['id']}" in marked
+    assert "session" in out and "acme-api" in out
+
+
+def test_content_by_term_and_concept() -> None:
+    out = cairn("content", "--term", "busy_timeout", "--limit", "3").stdout
+    assert "busy_timeout" in out and "demo-session.jsonl" in out
+    data = cairn_json("content", "--concept", "database locking in tests", "--term", "WAL")
+    assert data["results"]
+    assert {"chunk_id", "document_id", "content", "relevance_score", "chunk_index"} <= set(data["results"][0])
+    assert "total_results" in data["statistics"] and "has_more" in data["continuation"]
+
+
+def test_content_needs_a_concept_or_a_term() -> None:
+    proc = cairn("content", check=False)
+    assert proc.returncode == 2
+    assert "--concept" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("query", ['"', "NEAR(", "*", "-x", "", "[bold]x[/]", "a AND OR NOT", "\\"])
+def test_hostile_queries_never_crash(query: str) -> None:
+    proc = cairn("search", "--limit", "3", "--", query, check=False)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+
+
+@pytest.mark.parametrize("query", ['"', "NEAR(", ""])
+def test_hostile_queries_as_json(query: str) -> None:
+    page = json.loads(cairn("search", "--json", "--limit", "3", "--", query).stdout)
+    assert isinstance(page["results"], list) and page["total"] >= 0
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["x", "--mode", "fuzzy"], "--mode"),
+        (["x", "--kind", "files"], "--kind"),
+        (["x", "--since", "last tuesday"], "--since"),
+        (["x", "--intent", "wish"], "unknown intent"),
+        (["x", "--limit", "0"], "--limit"),
+        (["--page-token", "not-a-token"], "continuation token"),
+    ],
+)
+def test_bad_arguments_are_one_clean_error(args: list[str], expected: str) -> None:
+    proc = cairn("search", *args, check=False)
+    assert proc.returncode in (1, 2)
+    assert expected in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_no_matches_says_what_to_try() -> None:
+    out = cairn("search", "zyxwvut qqqqq", "--mode", "keyword").stdout
+    assert "No matches" in out and "--mode semantic" in out
+
+
+def test_empty_store_suggests_backfill(cairn_home: Path) -> None:
+    out = cairn("search", "anything").stdout
+    assert "No matches" in out and "cairn backfill" in out
+
+
+# Rendering, in process: what the tables make of text a transcript could contain.
+
+
+def _render(renderable: Any) -> str:
+    buffer = io.StringIO()
+    Console(file=buffer, width=160, color_system=None).print(renderable)
+    return buffer.getvalue()
+
+
+def test_bold_markers_become_styles_and_markup_stays_literal() -> None:
+    text = cli_search.bold_marked("use **WAL** not [bold]x[/bold] C:\\**dir** and a ** stray")
+    assert text.plain == "use WAL not [bold]x[/bold] C:\\dir and a ** stray"
+    bold = [text.plain[s.start : s.end] for s in text.spans if s.style == "bold"]
+    assert bold == ["WAL", "dir"]
+
+
+def test_superseded_results_point_at_their_successor() -> None:
+    page = {
+        "results": [
+            {
+                "id": "3",
+                "kind": "idea",
+                "intent": "decision",
+                "score": 0.5,
+                "snippet": "use **Postgres**",
+                "said_at": "2025-01-02T03:04:05Z",
+                "session": {"id": "abc", "project_name": "shop", "topic": "Storage"},
+                "superseded": True,
+                "superseded_by": {"id": "9", "preview": "stay on SQLite"},
+            }
+        ]
+    }
+    out = _render(cli_search.search_table(page))
+    assert "use Postgres" in out and "→ #9" in out and "shop · Storage" in out
+
+
+def test_show_panel_lists_relations_both_ways() -> None:
+    item = {
+        "id": "4",
+        "kind": "idea",
+        "intent": "decision",
+        "content": "Use WAL.",
+        "source": {"file": "/t/x.jsonl", "line": 7},
+        "relations": [
+            {
+                "type": "builds_on",
+                "direction": "outgoing",
+                "idea": {"id": "2", "intent": "conclusion", "preview": "the cause"},
+            },
+            {
+                "type": "answers",
+                "direction": "incoming",
+                "idea": {"id": "5", "intent": "solution", "preview": "the fix"},
+            },
+        ],
+        "entities": [{"id": 1, "name": "SQLite", "type": "technology"}],
+        "answered_by": None,
+        "supersedes": [{"id": "1", "intent": "decision", "preview": "old", "superseded": True}],
+    }
+    out = _render(cli_search.show_panel(item))
+    assert "/t/x.jsonl:7" in out
+    assert "→ builds on #2" in out and "#5 solution" in out and "(answers this)" in out
+    assert "SQLite (technology)" in out and "supersedes" in out
+
+
+@pytest.mark.parametrize(
+    "value", ["2025-01-31", "2025-01-31T14:00", "2025-01-31T14:00:00+02:00", "3d", "today"]
+)
+def test_dates_are_accepted_in_several_forms(value: str) -> None:
+    parsed = cli_search.parse_when(value, "--since")
+    assert parsed is not None and "T" in parsed
