@@ -1,10 +1,10 @@
-"""Commands that look after cairn itself: status, doctor, reindex-vectors, config, hook and install."""
+"""Commands that look after cairn itself: status, doctor, reindex-vectors, config, hook, install and mcp."""
 
 from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -24,6 +24,9 @@ from cairn.cli.common import (
     run_async,
     uptime,
 )
+
+if TYPE_CHECKING:
+    from cairn.daemon.install import McpReport
 
 
 @app.command()
@@ -181,10 +184,26 @@ def install(
             "--settings", help="Claude Code settings file to edit (default ~/.claude/settings.json)."
         ),
     ] = None,
-    uninstall: Annotated[bool, typer.Option("--uninstall", help="Remove cairn's hooks instead.")] = False,
+    claude_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--claude-config",
+            help="Claude Code's user config, where MCP servers are registered (default ~/.claude.json).",
+        ),
+    ] = None,
+    mcp: Annotated[
+        bool, typer.Option("--mcp/--no-mcp", help="Also register (or remove) the `cairn mcp` server.")
+    ] = True,
+    uninstall: Annotated[
+        bool, typer.Option("--uninstall", help="Remove cairn's hooks and MCP server instead.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Add cairn's hook to Claude Code's settings (idempotent, with a backup), or remove it."""
+    """Add cairn's hook to Claude Code's settings and register `cairn mcp` as its MCP server, or remove both.
+
+    Idempotent: what is already right is not rewritten; a changed file is first backed up beside
+    itself. Only cairn's own hook handlers and its `cairn` entry under `mcpServers` are touched.
+    """
     from cairn.daemon import install as installer
     from cairn.store.lock import StoreLockedError
     from cairn.store.store import Store
@@ -199,6 +218,17 @@ def install(
             report = installer.install(path, command, kind)
     except (installer.SettingsFileError, OSError) as exc:
         raise fail(str(exc)) from exc
+    mcp_report = None
+    if mcp:
+        config = claude_config if claude_config is not None else installer.DEFAULT_CLAUDE_CONFIG
+        try:
+            if uninstall:
+                mcp_report = installer.uninstall_mcp(config)
+            else:
+                mcp_report = installer.install_mcp(config, installer.mcp_entry(settings))
+        except (installer.SettingsFileError, OSError) as exc:
+            done = "removed" if uninstall else "installed"
+            raise fail(f"{exc} (the hooks were {done}; rerun once that is fixed)") from exc
     store_note = None
     if not uninstall and not settings.db_path.exists():
         # The hook never creates the store (a hook must not migrate a database), so create it now.
@@ -212,7 +242,8 @@ def install(
         run_async(create())
         store_note = f"created the cairn store at {settings.db_path}"
     if as_json:
-        print_json({**asdict(report), "store_created": store_note is not None})
+        mcp_data = asdict(mcp_report) if mcp_report is not None else None
+        print_json({**asdict(report), "mcp": mcp_data, "store_created": store_note is not None})
         return
     verb = {"installed": "installed cairn's hook in", "uninstalled": "removed cairn's hook from"}
     if report.action == "unchanged":
@@ -223,7 +254,44 @@ def install(
         console.print(f"{verb[report.action]} {report.settings_path} ({', '.join(report.events)})")
         if report.backup:
             console.print(f"previous settings saved as {report.backup}")
+    if mcp_report is not None:
+        _print_mcp_report(mcp_report)
     if report.hook == "python":
         err.print("[yellow]note:[/] no sqlite3 CLI (3.32+) on PATH: installed the slower Python hook")
     if store_note:
         console.print(store_note)
+
+
+def _print_mcp_report(report: McpReport) -> None:
+    if report.action == "registered":
+        entry = report.entry
+        command = " ".join([entry["command"], *entry["args"]])
+        home = entry.get("env", {}).get("CAIRN_HOME")
+        console.print(
+            f"registered the MCP server 'cairn' ({command}{f', CAIRN_HOME={home}' if home else ''}) "
+            f"in {report.config_path}; Claude Code sessions started from now on can use it"
+        )
+    elif report.action == "removed":
+        console.print(f"removed the MCP server 'cairn' from {report.config_path}")
+    else:
+        state = "absent" if report.entry is None else "registered"
+        console.print(f"{report.config_path}: MCP server 'cairn' already {state}, not changed")
+    if report.backup:
+        console.print(f"previous config saved as {report.backup}")
+
+
+@app.command("mcp")
+def mcp_server() -> None:
+    """Serve cairn's memory to Claude Code (or any MCP client) over stdin/stdout.
+
+    Claude Code starts this itself: `cairn install` registers it in ~/.claude.json as the user-scope
+    MCP server 'cairn' (check with `claude mcp list`), and every session then gets the tools search,
+    show, timeline, open_questions, search_content and learner_stats. It is not meant to be run by
+    hand: it speaks JSON-RPC on stdout and logs to stderr.
+
+    Each call is answered by the cairn daemon when it runs for this CAIRN_HOME, else from the store
+    opened for that one call, so the server never keeps the store locked.
+    """
+    from cairn.mcp.server import serve
+
+    serve(load_settings())

@@ -1,10 +1,15 @@
-"""`cairn install`: put cairn's hook into Claude Code's settings JSON, or take it out again.
+"""`cairn install`: put cairn's hook into Claude Code's settings JSON and register `cairn mcp` as an MCP
+server in Claude Code's user config (`~/.claude.json`), or take both out again.
 
 The settings file is the user's, full of things cairn knows nothing about, so the edit is surgical:
 only handlers whose command runs cairn's hook script are added or removed, everything else keeps its
 value and order, an unchanged file is not rewritten, and a changed one is first copied to a
 timestamped backup and then replaced atomically (through a symlink, to its target, so dotfile setups
 keep working).
+
+The same care applies to `~/.claude.json`, which Claude Code itself rewrites all the time: only the
+`cairn` entry of its top-level `mcpServers` is touched, and the file is re-read just before it is
+replaced, so a change Claude Code made meanwhile is merged rather than overwritten.
 
 The command carries absolute, shell-quoted paths (Claude Code runs it with a shell, from whatever
 directory the session is in) and `CAIRN_HOME` when the user chose a non-default one, since Claude
@@ -21,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
@@ -36,6 +42,11 @@ HOOK_TIMEOUT_S = 10
 MIN_SQLITE = (3, 32, 0)  # `.import --ascii` and upserts on a partial index
 
 DEFAULT_SETTINGS = Path("~/.claude/settings.json")
+# Claude Code's user-scope MCP servers live in `mcpServers` of this file, not in settings.json.
+DEFAULT_CLAUDE_CONFIG = Path("~/.claude.json")
+MCP_SERVER_NAME = "cairn"
+# Attempts at replacing `~/.claude.json` when Claude Code keeps rewriting it under us.
+MCP_WRITE_ATTEMPTS = 5
 
 _CAIRN_HOOK = re.compile(r"cairn/daemon/hook\.(?:sh|py)\b")
 
@@ -54,6 +65,14 @@ class InstallReport:
     backup: str | None = None
     command: str | None = None
     hook: HookKind | None = None
+
+
+@dataclass
+class McpReport:
+    config_path: str
+    action: Literal["registered", "removed", "unchanged"]
+    entry: dict[str, Any] | None = None
+    backup: str | None = None
 
 
 def is_cairn_command(command: object) -> bool:
@@ -250,3 +269,92 @@ def uninstall(settings_path: Path) -> InstallReport:
         report.action = "uninstalled"
         report.backup = _write(path, new_data, original)
     return report
+
+
+def mcp_command(*, argv0: str | None = None, python: str | None = None) -> tuple[str, list[str]]:
+    """The command and arguments that start this install's `cairn mcp`, as absolute paths.
+
+    Claude Code starts the server without a shell and with its own PATH, so a bare `cairn` may not
+    be found, or may be another install. The `cairn` script that is running (or the one beside this
+    interpreter, in a virtualenv's `bin`) is the install the user just configured; failing both,
+    `python -m cairn` with this interpreter is.
+    """
+    interpreter = Path(python or sys.executable).absolute()
+    candidates = [Path(argv0 if argv0 is not None else sys.argv[0]), interpreter.parent / "cairn"]
+    for candidate in candidates:
+        if candidate.name == "cairn" and candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate.absolute()), ["mcp"]
+    return str(interpreter), ["-m", "cairn", "mcp"]
+
+
+def mcp_entry(settings: Settings, *, argv0: str | None = None, python: str | None = None) -> dict[str, Any]:
+    """The `mcpServers.cairn` entry for `~/.claude.json`: a stdio server, with `CAIRN_HOME` if non-default."""
+    command, args = mcp_command(argv0=argv0, python=python)
+    entry: dict[str, Any] = {"type": "stdio", "command": command, "args": args}
+    if settings.home != DEFAULT_HOME.expanduser().resolve():
+        entry["env"] = {"CAIRN_HOME": str(settings.home)}
+    return entry
+
+
+def _mcp_servers(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    servers = data.get("mcpServers", {})
+    if not isinstance(servers, dict):
+        raise SettingsFileError(f"'mcpServers' in {path} is not an object; cairn left the file as is")
+    return servers
+
+
+def _edit_mcp(
+    config_path: Path, edit: Callable[[dict[str, Any]], dict[str, Any] | None]
+) -> tuple[Path, str | None, bool]:
+    """Apply `edit` (the new `mcpServers`, or None for no change) to the file: `(path, backup, changed)`.
+
+    The file is read again right before the atomic replace; if it changed since the first read
+    (Claude Code saved its state meanwhile), the edit is redone on the new content.
+    """
+    path = _target(config_path)
+    for _ in range(MCP_WRITE_ATTEMPTS):
+        data, original = _load(path)
+        servers = edit(_mcp_servers(data, path))
+        if servers is None:
+            return path, None, False
+        new_data = {**data, "mcpServers": servers}
+        if not servers:
+            del new_data["mcpServers"]
+        if _current_bytes(path) != original:
+            continue
+        return path, _write(path, new_data, original), True
+    raise SettingsFileError(f"{path} kept changing while cairn tried to edit it; try again")
+
+
+def _current_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def install_mcp(config_path: Path, entry: dict[str, Any]) -> McpReport:
+    """Make `entry` the `cairn` MCP server of Claude Code's user config; an identical one is left as is."""
+
+    def edit(servers: dict[str, Any]) -> dict[str, Any] | None:
+        if servers.get(MCP_SERVER_NAME) == entry:
+            return None
+        return {**servers, MCP_SERVER_NAME: entry}
+
+    path, backup, changed = _edit_mcp(config_path, edit)
+    return McpReport(str(path), "registered" if changed else "unchanged", entry, backup)
+
+
+def uninstall_mcp(config_path: Path) -> McpReport:
+    """Remove the `cairn` MCP server (only it); an `mcpServers` left empty is removed too."""
+
+    def edit(servers: dict[str, Any]) -> dict[str, Any] | None:
+        if MCP_SERVER_NAME not in servers:
+            return None
+        return {name: server for name, server in servers.items() if name != MCP_SERVER_NAME}
+
+    path = _target(config_path)
+    if not path.exists():
+        return McpReport(str(path), "unchanged")
+    path, backup, changed = _edit_mcp(path, edit)
+    return McpReport(str(path), "removed" if changed else "unchanged", backup=backup)

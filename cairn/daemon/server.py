@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from cairn.config import Settings
+from cairn.search import ops as search_ops
 from cairn.store.store import Store
 
 log = logging.getLogger("cairn.daemon.server")
@@ -108,13 +109,20 @@ async def _enqueue(store: Store, *, paths: list[str], event: str = "sync") -> An
 
 Op = Callable[..., Awaitable[Any]]
 
-# `questions` and `todos` are `ideas` with fixed intents: the CLI sends them as `ideas`.
+# `questions` and `todos` are `ideas` with fixed intents: the CLI sends them as `ideas`. The search
+# ops (`cairn.search.ops`) load the search machinery at their first call, so listing them here is cheap.
 OPS: dict[str, Op] = {
     "stats": _stats,
     "ideas": _ideas,
     "topics": _topics,
     "entities": _entities,
     "enqueue": _enqueue,
+    "search": search_ops.search,
+    "search_content": search_ops.search_content,
+    "show": search_ops.show,
+    "timeline": search_ops.timeline,
+    "open_questions": search_ops.open_questions,
+    "learner_stats": search_ops.learner_stats,
 }
 
 

@@ -97,10 +97,12 @@ def test_replayed_hook_payloads_are_indexed_through_the_daemon(
     env: dict[str, str], cairn_home: Path, tmp_path: Path
 ) -> None:
     settings_file = tmp_path / "claude" / "settings.json"
-    installed = cairn("install", "--settings", str(settings_file))
+    claude_config = tmp_path / "claude" / "claude.json"
+    installed = cairn("install", "--settings", str(settings_file), "--claude-config", str(claude_config))
     assert installed.returncode == 0, installed.stderr
     commands = _installed_commands(settings_file)
     assert set(commands) == set(HOOK_EVENTS)
+    assert json.loads(claude_config.read_text())["mcpServers"]["cairn"]["args"] == ["mcp"]
 
     # Claude Code names a transcript after its session, the one every logged payload carries.
     session = json.loads(HOOK_LOG.read_text().splitlines()[0])["session_id"]

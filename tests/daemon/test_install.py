@@ -1,4 +1,4 @@
-"""`cairn install`: a surgical, idempotent, backed-up edit of Claude Code's settings JSON."""
+"""`cairn install`: surgical, idempotent, backed-up edits of Claude Code's settings and ~/.claude.json."""
 
 from __future__ import annotations
 
@@ -13,13 +13,17 @@ from typer.testing import CliRunner
 
 from cairn.cli import app
 from cairn.config import DEFAULT_HOME, Settings
+from cairn.daemon import install as installer
 from cairn.daemon.install import (
     HOOK_EVENTS,
     SettingsFileError,
     hook_command,
     install,
+    install_mcp,
     is_cairn_command,
+    mcp_entry,
     uninstall,
+    uninstall_mcp,
 )
 
 USER_SETTINGS = {
@@ -161,3 +165,188 @@ def test_cli_uninstall_round_trip(tmp_path: Path, cairn_home: Path) -> None:
     bad.write_text("{oops")
     failed = runner.invoke(app, ["install", "--settings", str(bad)])
     assert failed.exit_code == 1 and bad.read_text() == "{oops"
+
+
+# The MCP server entry in Claude Code's user config (~/.claude.json)
+
+CLAUDE_CONFIG = {
+    "numStartups": 42,
+    "theme": "dark",
+    "mcpServers": {"github": {"type": "stdio", "command": "gh-mcp", "args": [], "env": {"T": "x"}}},
+    "projects": {"/work/app": {"mcpServers": {"local": {"type": "stdio", "command": "local-mcp"}}}},
+    "oauthAccount": {"emailAddress": "ü@example.com"},
+}
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`cairn install` defaults to ~/.claude.json: no test here may reach the real one."""
+    home = tmp_path / "user-home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+
+
+def _flat(output: str) -> str:
+    """Command output with rich's line wrapping undone."""
+    return " ".join(output.split())
+
+
+def _servers(path: Path) -> dict[str, object]:
+    return json.loads(path.read_text()).get("mcpServers", {})
+
+
+def test_mcp_entry_round_trip_keeps_everything_else_and_is_idempotent(
+    tmp_path: Path, settings: Settings
+) -> None:
+    path = tmp_path / ".claude.json"
+    original = json.dumps(CLAUDE_CONFIG, indent=2, ensure_ascii=False).encode()
+    path.write_bytes(original)
+    path.chmod(0o600)
+    entry = mcp_entry(settings)
+
+    first = install_mcp(path, entry)
+    assert first.action == "registered" and first.entry == entry
+    [backup] = _backups(path)
+    assert backup.read_bytes() == original and first.backup == str(backup)
+    assert path.stat().st_mode & 0o777 == 0o600
+    data = json.loads(path.read_text())
+    assert data["mcpServers"] == {**CLAUDE_CONFIG["mcpServers"], "cairn": entry}
+    assert {k: v for k, v in data.items() if k != "mcpServers"} == {
+        k: v for k, v in CLAUDE_CONFIG.items() if k != "mcpServers"
+    }
+
+    registered = path.read_bytes()
+    again = install_mcp(path, entry)
+    assert again.action == "unchanged" and again.backup is None
+    assert path.read_bytes() == registered and len(_backups(path)) == 1
+
+    removed = uninstall_mcp(path)
+    assert removed.action == "removed"
+    assert json.loads(path.read_text()) == CLAUDE_CONFIG
+    assert uninstall_mcp(path).action == "unchanged" and len(_backups(path)) == 2
+
+
+def test_a_changed_entry_is_replaced_in_place(tmp_path: Path, settings: Settings) -> None:
+    path = tmp_path / ".claude.json"
+    old = {"type": "stdio", "command": "/old/venv/bin/cairn", "args": ["mcp"]}
+    path.write_text(json.dumps({"mcpServers": {"cairn": old, "zeta": {"command": "z"}}}))
+    report = install_mcp(path, mcp_entry(settings))
+    assert report.action == "registered"
+    servers = _servers(path)
+    assert list(servers) == ["cairn", "zeta"] and servers["cairn"] == mcp_entry(settings)
+
+
+def test_a_missing_config_is_created_and_uninstall_removes_what_cairn_added(
+    tmp_path: Path, settings: Settings
+) -> None:
+    path = tmp_path / "new" / ".claude.json"
+    assert uninstall_mcp(path).action == "unchanged" and not path.exists()
+    report = install_mcp(path, mcp_entry(settings))
+    assert report.action == "registered" and report.backup is None
+    assert path.stat().st_mode & 0o777 == 0o600
+    uninstall_mcp(path)
+    assert json.loads(path.read_text()) == {}
+
+
+def test_a_config_claude_code_saves_meanwhile_is_merged_not_overwritten(
+    tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / ".claude.json"
+    path.write_text(json.dumps({"numStartups": 1}))
+    load = installer._load
+    calls = 0
+
+    def racing_load(target: Path) -> object:
+        nonlocal calls
+        calls += 1
+        loaded = load(target)
+        if calls == 1:  # Claude Code saves its state between cairn's read and its write
+            target.write_text(json.dumps({"numStartups": 2, "tipsHistory": {"x": 1}}))
+        return loaded
+
+    monkeypatch.setattr(installer, "_load", racing_load)
+    assert install_mcp(path, mcp_entry(settings)).action == "registered"
+    data = json.loads(path.read_text())
+    assert data["numStartups"] == 2 and data["tipsHistory"] == {"x": 1} and "cairn" in data["mcpServers"]
+
+
+@pytest.mark.parametrize("text", ["{broken", "[]", '{"mcpServers": []}', '{"mcpServers": "x"}'])
+def test_an_unusable_claude_config_is_refused_untouched(
+    tmp_path: Path, settings: Settings, text: str
+) -> None:
+    path = tmp_path / ".claude.json"
+    path.write_text(text)
+    with pytest.raises(SettingsFileError):
+        install_mcp(path, mcp_entry(settings))
+    with pytest.raises(SettingsFileError):
+        uninstall_mcp(path)
+    assert path.read_text() == text and _backups(path) == []
+
+
+def test_the_entry_names_this_install_and_pins_only_a_custom_home(tmp_path: Path) -> None:
+    script = tmp_path / "venv" / "bin" / "cairn"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    python = str(script.parent / "python")
+    default = Settings.load(DEFAULT_HOME.expanduser())
+    assert mcp_entry(default, argv0="/usr/bin/pytest", python=python) == {
+        "type": "stdio",
+        "command": str(script),
+        "args": ["mcp"],
+    }
+    custom = Settings.load(tmp_path / "home")
+    entry = mcp_entry(custom, argv0=str(script), python="/nowhere/bin/python3")
+    assert entry["command"] == str(script) and entry["env"] == {"CAIRN_HOME": str(tmp_path / "home")}
+    fallback = mcp_entry(default, argv0="/usr/bin/pytest", python="/nowhere/bin/python3")
+    assert fallback["command"] == "/nowhere/bin/python3" and fallback["args"] == ["-m", "cairn", "mcp"]
+
+
+def test_cli_registers_and_removes_the_mcp_server(tmp_path: Path, cairn_home: Path) -> None:
+    settings_path, config = tmp_path / "settings.json", tmp_path / ".claude.json"
+    config.write_text(json.dumps(CLAUDE_CONFIG))
+    runner = CliRunner()
+    args = ["install", "--settings", str(settings_path), "--claude-config", str(config)]
+
+    first = runner.invoke(app, [*args, "--json"])
+    assert first.exit_code == 0, first.output
+    report = json.loads(first.output)
+    assert report["mcp"]["action"] == "registered" and report["mcp"]["config_path"] == str(config)
+    entry = report["mcp"]["entry"]
+    assert entry["env"] == {"CAIRN_HOME": str(cairn_home.resolve())} and entry["type"] == "stdio"
+    assert _servers(config)["cairn"] == entry
+    assert "mcp" in entry["args"] and Path(entry["command"]).is_absolute()
+
+    second = runner.invoke(app, args)
+    assert second.exit_code == 0 and "MCP server 'cairn' already registered, not changed" in _flat(
+        second.output
+    )
+
+    removed = runner.invoke(app, [*args, "--uninstall"])
+    assert removed.exit_code == 0 and "removed the MCP server 'cairn'" in _flat(removed.output)
+    assert json.loads(config.read_text()) == CLAUDE_CONFIG
+
+    untouched = tmp_path / "untouched.json"
+    no_mcp = runner.invoke(
+        app, ["install", "--settings", str(settings_path), "--claude-config", str(untouched), "--no-mcp"]
+    )
+    assert no_mcp.exit_code == 0 and not untouched.exists()
+
+
+def test_cli_defaults_to_the_claude_json_in_home(tmp_path: Path, cairn_home: Path) -> None:
+    result = CliRunner().invoke(app, ["install", "--settings", str(tmp_path / "s.json")])
+    assert result.exit_code == 0, result.output
+    assert "cairn" in _servers(Path(os.environ["HOME"]) / ".claude.json")
+
+
+def test_cli_reports_a_broken_claude_config_after_installing_the_hooks(
+    tmp_path: Path, cairn_home: Path
+) -> None:
+    config = tmp_path / ".claude.json"
+    config.write_text('{"mcpServers": []}')
+    settings_path = tmp_path / "settings.json"
+    result = CliRunner().invoke(
+        app, ["install", "--settings", str(settings_path), "--claude-config", str(config)]
+    )
+    assert result.exit_code == 1 and "the hooks were installed" in _flat(result.output)
+    assert config.read_text() == '{"mcpServers": []}' and _cairn_events(settings_path)

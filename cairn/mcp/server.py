@@ -1,0 +1,278 @@
+"""The MCP server `cairn mcp` runs: six tools over cairn's memory, and what the model sees of their results.
+
+Results follow progressive disclosure, because every token a tool returns is a token of the agent's
+context: `search` answers with one compact line per result (id, kind, intent, date, score, preview) and
+the agent calls `show(id)` for the few worth reading in full, or `timeline(id)` for what was said
+around one. `search_content` is the exception by design (seed 004): it returns the passages' full
+text at once, since its caller wants the passage itself, not a pointer to it.
+
+The model reads parameter descriptions, not docstring `Args:` (the SDK ignores those), so every
+parameter carries an `Annotated[..., Field(description=...)]`; tool docstrings are the tool
+descriptions the model sees. Each tool returns JSON text only — no structured copy beside it, which
+some clients would put in the context a second time.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Annotated, Any, Literal
+
+from mcp.server import MCPServer
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from cairn.config import Settings
+from cairn.mcp.backend import Backend
+from cairn.store.vocab import Intent
+
+SHOW_HINT = "call show(id) for the full item, timeline(id) for what was said around it"
+NEXT_HINT = "pass next_token as continuation for more"
+EMPTY_HINT = "nothing matched: try other words, mode semantic, or fewer filters"
+
+INSTRUCTIONS = """\
+cairn remembers this user's past coding-agent sessions: the decisions, conclusions, questions, \
+problems, solutions, todos and context said in them (ideas), the topics sessions went through (spans), \
+and the messages themselves.
+
+Search it before re-deciding or re-investigating something that may have come up before: search(query) \
+returns compact results; call show(id) for one in full and timeline(id) for what was said around it. \
+open_questions lists what is still unanswered or undone. search_content finds passages by concepts and \
+exact identifiers and returns their full text. Pass your working directory as `project` to stay in the \
+current project. An idea marked superseded was replaced by a later one: prefer the replacement."""
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+ItemId = Annotated[
+    str,
+    Field(
+        description="An item id as search results give it: 123 for an idea, s12 for a topic span, m456 for "
+        "a message.",
+        min_length=1,
+        max_length=64,
+    ),
+]
+Project = Annotated[
+    str | None,
+    Field(
+        description="Only this project: its path or name. Pass your current working directory to stay in "
+        "the project you are working on; leave out for all projects."
+    ),
+]
+Session = Annotated[str | None, Field(description="Only this session id (as show() reports it).")]
+
+log = logging.getLogger("cairn.mcp")
+
+
+def _text(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False)
+
+
+def _pruned(value: Any) -> Any:
+    """`value` without null fields and empty lists/objects: what does not apply costs tokens, says nothing."""
+    if isinstance(value, dict):
+        pruned = {key: _pruned(item) for key, item in value.items()}
+        return {key: item for key, item in pruned.items() if item is not None and item != [] and item != {}}
+    if isinstance(value, list):
+        return [_pruned(item) for item in value]
+    return value
+
+
+def compact_result(result: dict[str, Any]) -> dict[str, Any]:
+    """One search result as the model first sees it: enough to decide whether to `show` it."""
+    said_at = result.get("said_at")
+    compact: dict[str, Any] = {
+        "id": result["id"],
+        "kind": result["kind"],
+        "intent": result.get("intent"),
+        "date": said_at[:10] if isinstance(said_at, str) else None,
+        "score": round(float(result["score"]), 2),
+        "preview": result["preview"],
+    }
+    if result.get("superseded"):
+        compact["superseded"] = True
+        replacement = result.get("superseded_by")
+        if isinstance(replacement, dict) and replacement.get("id"):
+            compact["superseded_by"] = replacement["id"]
+    return compact
+
+
+def compact_page(page: dict[str, Any]) -> dict[str, Any]:
+    """A search page with compact results, its total, next token, notices and what to do next."""
+    results = [compact_result(result) for result in page["results"]]
+    hints = [SHOW_HINT if results else EMPTY_HINT]
+    if page.get("next_token"):
+        hints.append(NEXT_HINT)
+    return {
+        "results": results,
+        "total": page["total"],
+        "next_token": page.get("next_token"),
+        "notices": page.get("notices") or [],
+        "hint": "; ".join(hints),
+    }
+
+
+def build_server(backend: Backend) -> MCPServer:
+    """The MCP server with cairn's tools, answering through `backend`."""
+    server = MCPServer("cairn", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    @server.tool(annotations=READ_ONLY, structured_output=False)
+    async def search(
+        query: Annotated[
+            str,
+            Field(
+                description="What to look for: words, a question, an identifier or a pasted error message. "
+                "May be empty when `continuation` is given.",
+                max_length=40_000,
+            ),
+        ] = "",
+        mode: Annotated[
+            Literal["hybrid", "semantic", "keyword"],
+            Field(
+                description="hybrid (default): keywords and meaning combined; semantic: meaning only, for "
+                "paraphrases and concepts; keyword: exact words, for identifiers, error codes, file names."
+            ),
+        ] = "hybrid",
+        kind: Annotated[
+            Literal["ideas", "spans", "messages", "all"],
+            Field(
+                description="ideas: decisions, conclusions, questions, problems, solutions, todos, context; "
+                "spans: topics a session went through; messages: what was said verbatim; all (default)."
+            ),
+        ] = "all",
+        project: Project = None,
+        session: Session = None,
+        intents: Annotated[
+            list[Intent] | None,
+            Field(description='Only ideas with these intents, e.g. ["decision", "problem"].'),
+        ] = None,
+        since: Annotated[
+            str | None,
+            Field(description="Only items said at or after this time: an ISO date or datetime (2025-01-31)."),
+        ] = None,
+        until: Annotated[
+            str | None,
+            Field(description="Only items said before this time: an ISO date or datetime."),
+        ] = None,
+        include_superseded: Annotated[
+            bool,
+            Field(description="Also return ideas replaced by later ones (marked superseded). Default false."),
+        ] = False,
+        limit: Annotated[int, Field(description="Results per page, 1 to 100.", ge=1, le=100)] = 10,
+        continuation: Annotated[
+            str | None,
+            Field(
+                description="The next_token of an earlier search, for its next page (its query and filters "
+                "come from the token)."
+            ),
+        ] = None,
+    ) -> str:
+        """Search cairn's memory of past sessions; compact results, best first.
+
+        Each result is {id, kind, intent, date, score, preview}; call show(id) for the full item.
+        """
+        args = {
+            "query": query,
+            "mode": mode,
+            "kind": kind,
+            "project": project,
+            "session": session,
+            "intents": intents,
+            "since": since,
+            "until": until,
+            "include_superseded": include_superseded,
+            "limit": limit,
+            "continuation": continuation,
+        }
+        page = await backend.call("search", {k: v for k, v in args.items() if v is not None})
+        return _text(compact_page(page))
+
+    @server.tool(annotations=READ_ONLY, structured_output=False)
+    async def show(id: ItemId) -> str:
+        """One idea, topic span or message in full: content, when and where it was said, what superseded or
+        answered it, its relations and entities (a span: its ideas; a message: the ideas taken from it)."""
+        return _text(_pruned(await backend.call("show", {"id": id})))
+
+    @server.tool(annotations=READ_ONLY, structured_output=False)
+    async def timeline(
+        id: ItemId,
+        before: Annotated[
+            int, Field(description="How many ideas said just before the item, 0 to 50.", ge=0, le=50)
+        ] = 5,
+        after: Annotated[
+            int, Field(description="How many ideas said just after it, 0 to 50.", ge=0, le=50)
+        ] = 5,
+    ) -> str:
+        """The ideas said just before and after an item, in its project (or session), oldest first: the
+        context a search result came from."""
+        result = await backend.call("timeline", {"id": id, "before": before, "after": after})
+        return _text(_pruned(result))
+
+    @server.tool(annotations=READ_ONLY, structured_output=False)
+    async def open_questions(
+        project: Project = None,
+        session: Session = None,
+        include_todos: Annotated[
+            bool, Field(description="Also list todos not yet done (default true).")
+        ] = True,
+        limit: Annotated[int, Field(description="At most this many of each, 1 to 200.", ge=1, le=200)] = 50,
+    ) -> str:
+        """Questions and problems nobody answered yet, and todos not yet done, newest first."""
+        args = {"project": project, "session": session, "include_todos": include_todos, "limit": limit}
+        result = await backend.call("open_questions", {k: v for k, v in args.items() if v is not None})
+        return _text(_pruned(result))
+
+    @server.tool(annotations=READ_ONLY, structured_output=False)
+    async def search_content(
+        semantic_concepts: Annotated[
+            list[str] | None,
+            Field(
+                description='Concepts to match by meaning, e.g. ["retry with backoff", "rate limits"]. '
+                "Give this, exact_terms, or both."
+            ),
+        ] = None,
+        exact_terms: Annotated[
+            list[str] | None,
+            Field(
+                description="Terms that must appear as written: identifiers, versions, error codes, e.g. "
+                '["useState", "HTTP 429"]. Each one found boosts a passage\'s score.'
+            ),
+        ] = None,
+        min_score: Annotated[
+            float | None, Field(description="Leave out passages scoring below this (0 to 1).", ge=0, le=1)
+        ] = None,
+        limit: Annotated[
+            int | None, Field(description="Passages per page, 1 to 50 (default 10).", ge=1, le=50)
+        ] = None,
+        continuation_token: Annotated[
+            str | None, Field(description="The continuation_token of an earlier answer, for its next page.")
+        ] = None,
+        project: Project = None,
+        session: Session = None,
+    ) -> str:
+        """Find passages of past sessions by concepts and exact terms; returns their full text with scores,
+        so no follow-up call is needed."""
+        args = {
+            "semantic_concepts": semantic_concepts,
+            "exact_terms": exact_terms,
+            "min_score": min_score,
+            "limit": limit,
+            "continuation_token": continuation_token,
+            "project": project,
+            "session": session,
+        }
+        result = await backend.call("search_content", {k: v for k, v in args.items() if v is not None})
+        return _text(result)
+
+    @server.tool(annotations=READ_ONLY, structured_output=False)
+    async def learner_stats() -> str:
+        """Whether and how cairn's search is learning from searches that found nothing useful."""
+        return _text(await backend.call("learner_stats", {}))
+
+    return server
+
+
+def serve(settings: Settings) -> None:
+    """Serve cairn's tools on stdin/stdout until the client hangs up."""
+    log.info("cairn MCP server for %s", settings.home)
+    build_server(Backend(settings)).run()

@@ -1,0 +1,283 @@
+"""`cairn mcp`: its tools in-process on a real store, then a real stdio subprocess, with or without daemon."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chromadb.api.types import Documents, EmbeddingFunction
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.server import MCPServer
+
+from cairn.config import Settings
+from cairn.daemon.install import mcp_entry
+from cairn.mcp import backend as backend_module
+from cairn.mcp.backend import Backend
+from cairn.mcp.server import build_server
+from cairn.store.lock import StoreLock
+from cairn.store.store import Store
+from cairn.store.vectors import VectorIndex
+from tests.conftest import REPO_ROOT, SHARED_TRANSCRIPTS
+from tests.daemon.helpers import Daemons, enqueue, query, wait_for
+from tests.test_cli import cairn
+from tests.tools.memory import Memory, seed
+
+TOOLS = {"search", "search_content", "show", "timeline", "open_questions", "learner_stats"}
+COMPACT_KEYS = {"id", "kind", "intent", "date", "score", "preview", "superseded", "superseded_by"}
+LONG_TRANSCRIPT = SHARED_TRANSCRIPTS / "claude-code-viewer" / "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+
+
+@pytest.fixture
+async def memory(settings: Settings, embedding_function: EmbeddingFunction[Documents]) -> Memory:
+    """A seeded store, closed again: the MCP server opens it itself, per call."""
+    store = await Store.open(settings, vectors=VectorIndex(settings, embedding_function))
+    try:
+        return await seed(store)
+    finally:
+        await store.close()
+
+
+@pytest.fixture
+def server(settings: Settings, embedding_function: EmbeddingFunction[Documents], memory: Memory) -> MCPServer:
+    """The server over the seeded store. Tests connect with `async with Client(server)` themselves:
+    anyio's cancel scopes must be entered and left in one task, which an async fixture does not do."""
+    return build_server(Backend(settings, embedding_function))
+
+
+async def call(client: Client, tool: str, args: dict[str, Any] | None = None) -> Any:
+    """A tool's JSON answer; fails the test on a tool error."""
+    result = await client.call_tool(tool, args or {})
+    assert not result.is_error, result.content
+    return json.loads(result.content[0].text)
+
+
+async def error(client: Client, tool: str, args: dict[str, Any]) -> str:
+    """A tool error's message; fails the test when the call succeeds."""
+    result = await client.call_tool(tool, args)
+    assert result.is_error, result.content
+    return result.content[0].text
+
+
+def _nulls(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(item is None or item in ([], {}) or _nulls(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_nulls(item) for item in value)
+    return False
+
+
+# In process
+
+
+async def test_every_tool_and_every_parameter_is_described(server: MCPServer) -> None:
+    async with Client(server) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert set(tools) == TOOLS
+        for tool in tools.values():
+            assert tool.description and len(tool.description) > 30, tool.name
+            assert tool.annotations is not None and tool.annotations.read_only_hint
+            for name, schema in tool.input_schema.get("properties", {}).items():
+                assert len(schema.get("description", "")) > 15, f"{tool.name}.{name}"
+        search = tools["search"].input_schema["properties"]
+        assert set(search) == {
+            "query",
+            "mode",
+            "kind",
+            "project",
+            "session",
+            "intents",
+            "since",
+            "until",
+            "include_superseded",
+            "limit",
+            "continuation",
+        }
+        assert "working directory" in search["project"]["description"]
+        assert search["mode"]["enum"] == ["hybrid", "semantic", "keyword"]
+        assert search["kind"]["enum"] == ["ideas", "spans", "messages", "all"]
+        assert client.instructions and "show(id)" in client.instructions
+
+
+async def test_search_answers_compactly_and_show_in_full(server: MCPServer, memory: Memory) -> None:
+    async with Client(server) as client:
+        page = await call(
+            client, "search", {"query": "vectors blobs SQLite", "kind": "ideas", "include_superseded": True}
+        )
+        assert page["results"] and page["total"] >= len(page["results"])
+        assert set(page) == {"results", "total", "next_token", "notices", "hint"}
+        assert "show(id)" in page["hint"]
+        for result in page["results"]:
+            assert set(result) <= COMPACT_KEYS and {"id", "kind", "score", "preview"} <= set(result)
+            assert result["score"] == round(result["score"], 2)
+        blobs = next(r for r in page["results"] if r["id"] == str(memory.ideas["blobs"]))
+        assert blobs["superseded"] is True and blobs["superseded_by"] == str(memory.ideas["chroma"])
+        assert blobs["intent"] == "decision" and len(blobs["date"]) == 10
+
+        item = await call(client, "show", {"id": blobs["id"]})
+        assert item["content"] == "Store vectors as blobs in SQLite" and item["kind"] == "idea"
+        assert item["superseded_by"]["id"] == str(memory.ideas["chroma"])
+        assert not _nulls(item), "fields that do not apply are left out"
+
+
+async def test_search_pages_with_the_next_token(server: MCPServer) -> None:
+    async with Client(server) as client:
+        args = {"query": "SQLite Chroma vectors", "mode": "keyword", "limit": 1}
+        first = await call(client, "search", args)
+        assert first["next_token"] and "continuation" in first["hint"]
+        second = await call(client, "search", {"continuation": first["next_token"]})
+        assert second["results"][0]["id"] != first["results"][0]["id"]
+
+
+async def test_timeline_open_questions_search_content_and_learner_stats_answer(
+    server: MCPServer, memory: Memory
+) -> None:
+    async with Client(server) as client:
+        around = await call(client, "timeline", {"id": str(memory.ideas["minilm"]), "before": 2, "after": 1})
+        assert around["anchor"]["id"] == str(memory.ideas["minilm"]) and len(around["before"]) == 2
+
+        open_items = await call(client, "open_questions", {"project": "/work/cairn"})
+        assert str(memory.ideas["duplicates"]) in {q["id"] for q in open_items["questions"]}
+        assert str(memory.ideas["write_tests"]) in {t["id"] for t in open_items["todos"]}
+
+        content = await call(client, "search_content", {"exact_terms": ["blobs"]})
+        assert any("blobs in SQLite" in chunk["content"] for chunk in content["results"])
+        assert {"statistics", "continuation", "navigation_hints"} <= set(content)
+
+        stats = await call(client, "learner_stats")
+        assert stats == {"enabled": False, "reason": "learning from failed searches is not built yet"}
+
+
+async def test_bad_calls_are_tool_errors_and_the_server_keeps_answering(server: MCPServer) -> None:
+    async with Client(server) as client:
+        assert "is not an item id" in await error(client, "show", {"id": "banana"})
+        assert "999999" in await error(client, "show", {"id": "999999"})
+        assert "repeat the search without it" in await error(client, "search", {"continuation": "garbage"})
+        assert "give semantic_concepts" in await error(client, "search_content", {})
+        assert "limit" in await error(client, "search", {"query": "x", "limit": 500})
+        assert "since: input should be a valid datetime" in await error(
+            client, "search", {"query": "x", "since": "last week"}
+        )
+        assert "before" in await error(client, "timeline", {"id": "1", "before": 99})
+        page = await call(client, "search", {"query": "Chroma"})
+        assert page["results"]
+
+
+async def test_a_busy_store_is_a_tool_error_and_no_lock_is_kept_between_calls(
+    server: MCPServer, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with Client(server) as client:
+        monkeypatch.setattr(backend_module, "BUSY_WAIT_SECONDS", 0.3)
+        await call(client, "search", {"query": "Chroma"})
+        assert StoreLock(settings.lock_path).holder_pid() is None
+
+        with StoreLock(settings.lock_path):  # another cairn process working directly, as far as flock knows
+            message = await error(client, "search", {"query": "Chroma"})
+        assert f"cairn store is busy (pid {os.getpid()}" in message and "try again" in message
+        assert (await call(client, "search", {"query": "Chroma"}))["results"]
+
+
+# A real `cairn mcp` subprocess
+
+
+def _server(home: Path, **env: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "cairn", "mcp"],
+        env={"CAIRN_HOME": str(home), "CAIRN_MODEL": "offline", **env},
+        cwd=str(REPO_ROOT),
+    )
+
+
+async def _search_and_show(server: StdioServerParameters, memory: Memory) -> None:
+    async with Client(server) as connected:
+        page = await call(connected, "search", {"query": "Chroma outbox", "kind": "ideas"})
+        assert str(memory.ideas["chroma"]) in [r["id"] for r in page["results"]]
+        item = await call(connected, "show", {"id": str(memory.ideas["chroma"])})
+        assert item["content"] == "Store vectors in Chroma, derived from SQLite through an outbox"
+        refusal = await error(connected, "show", {"id": "nope"})
+        assert "is not an item id" in refusal and "daemon refused" not in refusal
+        again = await call(connected, "search", {"query": "embedding model offline", "mode": "semantic"})
+        assert again["results"]
+
+
+async def test_a_stdio_subprocess_answers_from_the_store_directly(
+    settings: Settings, memory: Memory, tmp_path: Path
+) -> None:
+    await _search_and_show(_server(settings.home), memory)
+    assert StoreLock(settings.lock_path).holder_pid() is None
+
+
+@pytest.fixture
+def daemons(cairn_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Daemons]:
+    """Daemons on the offline model that index in many small runs; all killed at the end."""
+    monkeypatch.setenv("CAIRN_MODEL", "offline")
+    monkeypatch.setenv("CAIRN_BATCH_WINDOW_SECONDS", "0.05")
+    monkeypatch.setenv("CAIRN_CONTINUOUS_TOKEN_BUDGET", "1000")
+    monkeypatch.setenv("CAIRN_IDLE_EXIT_SECONDS", "60")
+    started = Daemons(cairn_home)
+    try:
+        yield started
+    finally:
+        started.cleanup()
+
+
+async def test_a_stdio_subprocess_routes_through_a_running_daemon(
+    daemons: Daemons, settings: Settings, memory: Memory
+) -> None:
+    pid = daemons.start()
+    assert StoreLock(settings.lock_path).holder_pid() == pid  # so only the socket can answer
+    await _search_and_show(_server(settings.home), memory)
+
+
+async def test_search_while_the_daemon_indexes_a_transcript(
+    daemons: Daemons, settings: Settings, memory: Memory, tmp_path: Path
+) -> None:
+    daemons.start()
+    project = tmp_path / "claude-projects" / "-work-viewer"
+    project.mkdir(parents=True)
+    transcript = project / LONG_TRANSCRIPT.name
+    shutil.copy(LONG_TRANSCRIPT, transcript)
+    enqueue(settings.home, transcript, transcript.stem)
+
+    def busy() -> bool:
+        return query(
+            settings.home, "SELECT count(*) FROM work_queue WHERE status IN ('pending', 'running')"
+        ) != [(0,)]
+
+    searches_while_busy = 0
+    async with Client(_server(settings.home)) as connected:
+        for _ in range(200):
+            indexing = busy()
+            page = await call(connected, "search", {"query": "Chroma outbox", "kind": "ideas"})
+            assert str(memory.ideas["chroma"]) in [r["id"] for r in page["results"]]
+            searches_while_busy += indexing
+            if not indexing or searches_while_busy >= 5:
+                break
+        wait_for(lambda: query(settings.home, "SELECT count(*) FROM messages")[0][0] > 0, 60, "a capture")
+        args = {"query": "TodoItem component", "kind": "messages", "mode": "keyword"}
+        messages = await call(connected, "search", args)
+        assert messages["results"], "what the daemon captured is searchable through the same server"
+    assert searches_while_busy >= 1
+
+
+async def test_the_installed_entry_starts_a_working_server(
+    settings: Settings, memory: Memory, tmp_path: Path
+) -> None:
+    entry = mcp_entry(settings)
+    assert entry["env"] == {"CAIRN_HOME": str(settings.home)}
+    server = StdioServerParameters(command=entry["command"], args=entry["args"], env=entry["env"])
+    async with Client(server) as connected:
+        item = await call(connected, "show", {"id": str(memory.ideas["blobs"])})
+        assert item["superseded"] is True
+
+
+def test_mcp_help_says_how_claude_code_uses_it() -> None:
+    text = " ".join(cairn("mcp", "--help", timeout=60).stdout.split())
+    assert "cairn install" in text and "~/.claude.json" in text and "stdout" in text
