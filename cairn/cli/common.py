@@ -150,6 +150,8 @@ async def request(settings: Settings, op: str, args: dict[str, Any] | None = Non
     store = await open_store(settings)
     try:
         return await run_op(store, op, args)
+    except ValueError as exc:  # a refusal (bad id, damaged token, invalid argument): the daemon's answer too
+        raise fail(str(exc)) from exc
     finally:
         await store.close()
 

@@ -70,21 +70,9 @@ _UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=
 
 
 def _ask(op: str, args: dict[str, Any]) -> Any:
-    """Run `op`; a refusal (bad id, damaged token, invalid filter) becomes one error line, not a traceback.
-
-    The daemon already answers refusals as messages; run directly, the op raises them as `ValueError`s
-    (pydantic's `ValidationError` among them), so they are caught here.
-    """
-    from pydantic import ValidationError
-
-    settings = load_settings()
-    try:
-        return run_async(request(settings, op, args))
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'request'}: {e['msg']}" for e in exc.errors())
-        raise fail(f"invalid {op} request: {problems}") from exc
-    except ValueError as exc:
-        raise fail(str(exc)) from exc
+    """Run `op` through the daemon or directly; a refusal (bad id, damaged token, invalid filter) is
+    one error line either way (`request` turns it into `fail`)."""
+    return run_async(request(load_settings(), op, args))
 
 
 def parse_when(value: str | None, option: str) -> str | None:
