@@ -258,3 +258,17 @@ def test_show_panel_lists_relations_both_ways() -> None:
 def test_dates_are_accepted_in_several_forms(value: str) -> None:
     parsed = cli_search.parse_when(value, "--since")
     assert parsed is not None and "T" in parsed
+
+
+def test_projects_lists_what_project_filters_accept() -> None:
+    projects = cairn_json("projects")
+    by_name = {p["name"]: p for p in projects}
+    assert "acme-api" in by_name
+    acme = by_name["acme-api"]
+    assert acme["sessions"] == 1 and acme["ideas"] > 0 and acme["path"].endswith("acme-api")
+    by_path = search_json("busy_timeout", "--project", acme["path"])
+    by_name_page = search_json("busy_timeout", "--project", "acme-api")
+    assert by_path["results"] and [r["id"] for r in by_path["results"]] == [
+        r["id"] for r in by_name_page["results"]
+    ]
+    assert {r["session"]["project_name"] for r in by_path["results"]} == {"acme-api"}

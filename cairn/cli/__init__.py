@@ -25,6 +25,7 @@ _HELP_ORDER = (
     "ideas",
     "questions",
     "todos",
+    "projects",
     "topics",
     "entities",
     "search",

@@ -141,6 +141,15 @@ def todos(
 
 
 @app.command()
+def projects(limit: LimitOpt = 100, as_json: JsonOpt = False) -> None:
+    """List projects (the paths and names `--project` accepts) with sessions, ideas and open questions."""
+    rows = run_async(request(load_settings(), "projects", {"limit": limit}))
+    _print_rows(
+        "projects", rows, ["name", "path", "sessions", "ideas", "open_questions", "last_active"], as_json
+    )
+
+
+@app.command()
 def topics(session: SessionOpt = None, limit: LimitOpt = 100, as_json: JsonOpt = False) -> None:
     """List topic spans per session, in order, with their idea counts."""
     rows = run_async(request(load_settings(), "topics", {"session": session, "limit": limit}))

@@ -85,6 +85,12 @@ async def _ideas(
     )
 
 
+async def _projects(store: Store, *, limit: int = 100) -> Any:
+    from cairn.store.memory import list_projects
+
+    return await list_projects(store.db, limit=limit)
+
+
 async def _topics(store: Store, *, session: str | None = None, limit: int = 100) -> Any:
     from cairn.store.memory import list_topics
 
@@ -114,6 +120,7 @@ Op = Callable[..., Awaitable[Any]]
 OPS: dict[str, Op] = {
     "stats": _stats,
     "ideas": _ideas,
+    "projects": _projects,
     "topics": _topics,
     "entities": _entities,
     "enqueue": _enqueue,

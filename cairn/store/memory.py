@@ -58,6 +58,29 @@ async def list_ideas(
     return [dict(row) for row in rows]
 
 
+async def list_projects(db: Database, *, limit: int = 100) -> list[dict[str, Any]]:
+    """Projects, most recently active first, with their sessions, ideas and open questions: the names
+    and paths every `--project` filter accepts."""
+    rows = await db.fetchall(
+        """
+        SELECT p.id, p.name, p.path,
+               count(DISTINCT s.id) AS sessions,
+               (SELECT count(*) FROM ideas i JOIN sessions s2 ON s2.id = i.session_id
+                WHERE s2.project_id = p.id) AS ideas,
+               (SELECT count(*) FROM ideas i JOIN sessions s2 ON s2.id = i.session_id
+                WHERE s2.project_id = p.id AND i.intent IN ('question', 'problem')
+                  AND i.answered_at IS NULL AND i.superseded_by IS NULL) AS open_questions,
+               max(s.last_at) AS last_active
+        FROM projects p LEFT JOIN sessions s ON s.project_id = p.id
+        GROUP BY p.id
+        ORDER BY last_active IS NULL, last_active DESC, p.name
+        LIMIT ?
+        """,
+        (limit,),
+    )
+    return [dict(row) for row in rows]
+
+
 async def list_topics(db: Database, *, session: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
     """Topic spans, per session in line order, with how many ideas each holds."""
     rows = await db.fetchall(

@@ -486,7 +486,7 @@ _SAID_AT = """
 
 _SEARCH = Migration(
     6,
-    "search: when each idea was said",
+    "search: when each idea was said; what an idea answered",
     (
         # The timestamp of the idea's source message; its index time when the message has none. A
         # trigger fills it for every insert, so no writer (executor, tests, future importers) forgets.
@@ -498,6 +498,8 @@ _SEARCH = Migration(
         END
         """,
         "CREATE INDEX ideas_said_at ON ideas (said_at)",
+        # `show` lists the questions an idea answered.
+        "CREATE INDEX ideas_answered_by ON ideas (answered_by) WHERE answered_by IS NOT NULL",
     ),
 )
 
