@@ -31,8 +31,17 @@ class KindTable:
     eligible: str = "1"
 
 
-SPAN_SAID_AT = """coalesce(
-    (SELECT min(m.timestamp) FROM messages AS m WHERE m.file_id = t.file_id AND m.line = t.start_line),
+# A span records its file only when the indexer knew it; otherwise its lines are the session's main
+# transcript's (subagent files sort after it).
+SPAN_FILE = """coalesce(t.file_id, (SELECT id FROM transcript_files WHERE session_id = t.session_id
+                                    ORDER BY is_subagent, id LIMIT 1))"""
+# A span starts at its first line that has a time (a summary or meta line at `start_line` may not),
+# else when it was stored.
+SPAN_SAID_AT = f"""coalesce(
+    (SELECT m.timestamp FROM messages AS m
+     WHERE m.file_id = {SPAN_FILE} AND m.line >= t.start_line AND m.timestamp IS NOT NULL
+       AND (t.end_line IS NULL OR m.line <= t.end_line)
+     ORDER BY m.line LIMIT 1),
     t.created_at)"""
 
 TABLES: dict[Kind, KindTable] = {

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from cairn.search.errors import ItemNotFoundError
+from cairn.search.filters import SPAN_FILE, SPAN_SAID_AT
 from cairn.search.models import Kind, SessionInfo, SourceLocation, item_id, parse_item_id, preview
 from cairn.search.projects import resolve_projects
 from cairn.store.db import Database
@@ -296,21 +297,11 @@ async def _show_idea(db: Database, idea: int) -> ItemDetail:
     )
 
 
-# A span records its file only when the indexer knew it; otherwise its lines are the session's main
-# transcript's (subagent files sort after it).
-_SPAN_FILE = """coalesce(t.file_id, (SELECT id FROM transcript_files WHERE session_id = t.session_id
-                                     ORDER BY is_subagent, id LIMIT 1))"""
-# When a span started: the timestamp of the message at its first line, else when it was stored.
-_SPAN_START = f"""coalesce((SELECT min(m.timestamp) FROM messages m
-                            WHERE m.file_id = {_SPAN_FILE} AND m.line = t.start_line
-                              AND m.timestamp IS NOT NULL), t.created_at)"""
-
-
 async def _show_span(db: Database, span: int) -> ItemDetail:
     row = await db.fetchone(
         f"""
-        SELECT t.*, {_SPAN_START} AS said_at,
-               (SELECT path FROM transcript_files WHERE id = {_SPAN_FILE}) AS file,
+        SELECT t.*, {SPAN_SAID_AT} AS said_at,
+               (SELECT path FROM transcript_files WHERE id = {SPAN_FILE}) AS file,
                (SELECT count(*) FROM ideas WHERE span_id = t.id) AS idea_count
         FROM topic_spans t WHERE t.id = ?
         """,
@@ -492,7 +483,7 @@ async def _anchor(db: Database, anchor: str | int) -> tuple[ItemBrief, str, int]
         return ItemBrief(kind="idea", **idea.model_dump()), str(row["said_at"]), row_id
     if kind == "span":
         row = await db.fetchone(
-            f"SELECT t.name, t.summary, t.session_id, {_SPAN_START} AS said_at FROM topic_spans t "
+            f"SELECT t.name, t.summary, t.session_id, {SPAN_SAID_AT} AS said_at FROM topic_spans t "
             "WHERE t.id = ?",
             (row_id,),
         )

@@ -27,9 +27,11 @@ MAX_WORD_CHARS = 64
 _WORD = re.compile(r"\w+")
 
 _STOPWORD_TEXT = """
-    a an and are as at be but by can did do does for from had has have how i if in into is it its me my
-    of on or our should so than that the their them then there these they this those to us was we were
-    what when where which who why will with would you your
+    a about after again all also am an and any are as at be been before being both but by can could did
+    do does doing each for from had has have having how i if in into is it its just me more most my no
+    nor not of on once only or other our ours out over same should so some such than that the their them
+    then there these they this those through to too us very was we were what when where which while who
+    whom why will with would you your
 """
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 

@@ -121,7 +121,7 @@ async def test_show_span_with_its_ideas_parent_and_children(store: Store) -> Non
     assert vectors.source.file == "/t/s-main.jsonl"
     assert vectors.source.line == 10
     assert vectors.end_line == 30
-    assert vectors.said_at == vectors.created_at  # no message at line 10 to date it
+    assert vectors.said_at == SAID_AT  # dated by its first dated line (12), line 10 has no message
 
     storage = await show(store.db, f"span:{spans['storage']}")
     assert [(c.id, c.name, c.start_line, c.end_line, c.ideas) for c in storage.children] == [
