@@ -180,6 +180,23 @@ class Settings(BaseSettings):
     )
     content_min_score: float = Field(default=0.5, ge=0, le=1)
 
+    # Recall: memory brought into the coding agent by the SessionStart and UserPromptSubmit hooks
+    recall_enabled: bool = Field(
+        default=True, description="Inject memory into Claude Code sessions (capture is not affected)."
+    )
+    recall_session_tokens: int = Field(
+        default=1500, ge=100, le=20_000, description="Token budget of the SessionStart context."
+    )
+    recall_prompt_lines: int = Field(
+        default=5, ge=1, le=20, description="At most this many ideas are injected per prompt."
+    )
+    recall_min_score: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="Relevance floor for per-prompt recall: unrelated prompts inject nothing.",
+    )
+
     @classmethod
     def load(cls, home: str | os.PathLike[str] | None = None, **overrides: object) -> Settings:
         """Read settings for the store at `home` (default: `$CAIRN_HOME` or `~/.cairn`)."""

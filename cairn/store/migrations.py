@@ -20,6 +20,7 @@ never handed to another row, so a stale id from a model or in Chroma can never h
 5. generations: where a truncated or replaced transcript's new content starts, so it is indexed again.
 6. search: when each idea was said in its session (recency and timelines need conversation time, not
    the time a backfill happened to index it).
+7. recall: which ideas were injected into which coding-agent session, and which the agent then expanded.
 """
 
 from __future__ import annotations
@@ -503,7 +504,41 @@ _SEARCH = Migration(
     ),
 )
 
-MIGRATIONS: tuple[Migration, ...] = (_CAPTURE, _MEMORY, _OPERATIONS, _INDEXING, _GENERATIONS, _SEARCH)
+_RECALL = Migration(
+    7,
+    "recall: ideas injected into coding-agent sessions, and hits",
+    (
+        # One row per idea shown to a session by a hook, and one row with no idea for each SessionStart:
+        # a context reset (startup, resume, clear, compact) after which earlier injections are gone from
+        # the agent's context and may be shown again. `hit_at`: the agent expanded the idea with `show`.
+        # `session_id` is Claude Code's, which need not be captured yet, so it references nothing.
+        """
+        CREATE TABLE recall_injections (
+            id           INTEGER PRIMARY KEY,
+            session_id   TEXT NOT NULL,
+            idea_id      INTEGER REFERENCES ideas (id) ON DELETE CASCADE,
+            event        TEXT NOT NULL CHECK (event IN ('SessionStart', 'UserPromptSubmit')),
+            injected_at  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            hit_at       TEXT
+        )
+        """,
+        "CREATE INDEX recall_injections_session ON recall_injections (session_id, injected_at)",
+        """
+        CREATE INDEX recall_injections_idea ON recall_injections (idea_id, injected_at)
+            WHERE idea_id IS NOT NULL
+        """,
+    ),
+)
+
+MIGRATIONS: tuple[Migration, ...] = (
+    _CAPTURE,
+    _MEMORY,
+    _OPERATIONS,
+    _INDEXING,
+    _GENERATIONS,
+    _SEARCH,
+    _RECALL,
+)
 LATEST_VERSION = len(MIGRATIONS)
 
 

@@ -219,6 +219,10 @@ ROWS: dict[int, list[tuple[str, dict[str, Any]]]] = {
     4: [("skipped_lines", {"file_id": 1, "line": 3, "run_id": 1})],
     5: [],  # a column only
     6: [],  # a column and a trigger: test_said_at_* below
+    7: [
+        ("recall_injections", {"session_id": "s-1", "idea_id": 2, "event": "UserPromptSubmit"}),
+        ("recall_injections", {"session_id": "s-1", "idea_id": None, "event": "SessionStart"}),
+    ],
 }
 
 
