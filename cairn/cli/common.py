@@ -241,7 +241,18 @@ def render_stats(stats: Any) -> None:
     if not data.get("vectors_error"):
         data.pop("vectors_error", None)
     data["db_size"] = f"{data.pop('db_size_bytes', 0) / 1_048_576:.1f} MiB"
+    data["recall"] = recall_summary(
+        data.pop("recall_injections", 0), data.pop("recall_hits", 0), data.pop("recall_hit_rate", None)
+    )
     console.print(key_value_table("cairn stats", data))
+
+
+def recall_summary(injections: int, hits: int, hit_rate: float | None) -> str:
+    """One line for `cairn stats`: how many ideas recall injected and how many the agent expanded."""
+    if not injections:
+        return "nothing injected yet"
+    rate = f"{hit_rate:.0%}" if hit_rate is not None else "n/a"
+    return f"{injections} ideas injected, {hits} expanded by the agent (hit rate {rate})"
 
 
 def index_json(report: Any) -> dict[str, Any]:

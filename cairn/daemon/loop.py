@@ -246,17 +246,40 @@ class Daemon:
         return failed
 
 
+# How long a starting daemon waits for a store another process holds briefly (an MCP call, a query).
+LOCK_WAIT_SECONDS = 2.0
+
+
+def _warm_up(store: Store) -> None:
+    """Load the tokenizer and the embedding model now, in a thread, rather than in the first request:
+    a recall hook gives the daemon a quarter of a second, and loading both takes longer than that."""
+    try:
+        from cairn.tokens import count_tokens
+
+        count_tokens("warm up")
+        store.vectors.embed(["warm up"])
+    except Exception:
+        log.warning("warming up the tokenizer and embedding model failed", exc_info=True)
+
+
 async def run_daemon(settings: Settings) -> int:
     """Run the daemon in this process until SIGTERM/SIGINT or idle exit; the process's exit code.
 
     The first signal lets the current cycle finish; a second one cancels it — safe too, since every
     write is one transaction and claimed items left `running` are requeued by the next start.
     """
-    try:
-        store = await Store.open(settings)
-    except StoreLockedError as exc:
-        log.error("%s", exc)
-        return 1
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    while True:
+        try:
+            store = await Store.open(settings)
+            break
+        except StoreLockedError as exc:
+            # An MCP server or a short command may hold the store for a moment; another daemon or a
+            # long job holds it longer, and then this one is not needed.
+            if time.monotonic() >= deadline:
+                log.error("%s", exc)
+                return 1
+            await asyncio.sleep(0.1)
     try:
         choice = resolve_model(settings)
     except ModelConfigError as exc:
@@ -277,6 +300,7 @@ async def run_daemon(settings: Settings) -> int:
     write_pidfile(settings)
     log.info("daemon started (pid file %s, model %s)", settings.pid_path, choice.name)
     loop = asyncio.get_running_loop()
+    warm = asyncio.ensure_future(asyncio.to_thread(_warm_up, store))
     task = asyncio.ensure_future(daemon.serve())
 
     def on_signal(signum: int) -> None:
@@ -300,6 +324,7 @@ async def run_daemon(settings: Settings) -> int:
     finally:
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
+        await asyncio.gather(warm, return_exceptions=True)
         try:
             await server.close()  # no request may outlive the store it reads
         finally:

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from cairn.config import Settings
+from cairn.recall import ops as recall_ops
 from cairn.search import ops as search_ops
 from cairn.store.store import Store
 
@@ -116,7 +117,8 @@ async def _enqueue(store: Store, *, paths: list[str], event: str = "sync") -> An
 Op = Callable[..., Awaitable[Any]]
 
 # `questions` and `todos` are `ideas` with fixed intents: the CLI sends them as `ideas`. The search
-# ops (`cairn.search.ops`) load the search machinery at their first call, so listing them here is cheap.
+# ops (`cairn.search.ops`) and `recall` (`cairn.recall.ops`) load the search machinery at their first
+# call, so listing them here is cheap.
 OPS: dict[str, Op] = {
     "stats": _stats,
     "ideas": _ideas,
@@ -130,6 +132,7 @@ OPS: dict[str, Op] = {
     "timeline": search_ops.timeline,
     "open_questions": search_ops.open_questions,
     "learner_stats": search_ops.learner_stats,
+    "recall": recall_ops.recall_op,
 }
 
 

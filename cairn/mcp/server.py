@@ -191,7 +191,8 @@ def build_server(backend: Backend) -> MCPServer:
     async def show(id: ItemId) -> str:
         """One idea, topic span or message in full: content, when and where it was said, what superseded or
         answered it, its relations and entities (a span: its ideas; a message: the ideas taken from it)."""
-        return _text(_pruned(await backend.call("show", {"id": id})))
+        # An id the agent expands may be one recall injected: that injection was worth its tokens.
+        return _text(_pruned(await backend.call("show", {"id": id, "record_hit": True})))
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
     async def timeline(

@@ -14,6 +14,8 @@ and `cairn --help` must not pay for loading search.
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
     from cairn.store.store import Store
 
 M = TypeVar("M", bound=BaseModel)
+
+log = logging.getLogger(__name__)
 
 # A validation message names at most this many problems: the first ones are what the caller must fix.
 MAX_PROBLEMS = 5
@@ -144,12 +148,31 @@ async def search_content(store: Store, **fields: Any) -> Any:
     return response.model_dump(mode="json")
 
 
-async def show(store: Store, *, id: str | int) -> Any:
-    """One idea (`123`), topic span (`s12`) or message (`m456`) in full."""
+async def show(store: Store, *, id: str | int, record_hit: bool = False) -> Any:
+    """One idea (`123`), topic span (`s12`) or message (`m456`) in full.
+
+    `record_hit`: the coding agent is expanding an id, so if recall injected that idea, the injection
+    counts as a hit (`cairn stats`). The MCP server sets it; a person's `cairn show` does not, since
+    only the agent's follow-ups say whether injecting the idea was worth it.
+    """
     from cairn.search.items import show as show_item
 
+    hit = _flag("record_hit", record_hit)
     args = parse_args(_ShowArgs, {"id": id}, "show request")
-    return (await show_item(store.db, args.id)).model_dump(mode="json")
+    detail = await show_item(store.db, args.id)
+    if hit and detail.kind == "idea":
+        await _record_hit(store, int(detail.id))
+    return detail.model_dump(mode="json")
+
+
+async def _record_hit(store: Store, idea: int) -> None:
+    """A store that cannot be written (a read-only fallback) still shows the item."""
+    from cairn.recall.injections import record_hit
+
+    try:
+        await record_hit(store.db, idea)
+    except sqlite3.Error:
+        log.warning("could not record the recall hit of idea #%d", idea, exc_info=True)
 
 
 async def timeline(

@@ -24,9 +24,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import aiosqlite
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from cairn.config import Settings
+from cairn.recall.injections import stats as recall_stats
 from cairn.store import outbox
 from cairn.store.db import Database
 from cairn.store.lock import StoreLock
@@ -80,6 +81,9 @@ class StoreStats(BaseModel):
     pending_vectors: int
     vectors: dict[str, int] | None
     vectors_error: str | None = None
+    recall_injections: int = Field(default=0, description="Ideas injected into coding-agent sessions.")
+    recall_hits: int = Field(default=0, description="Injections the agent then expanded with `show`.")
+    recall_hit_rate: float | None = Field(default=None, description="hits / injections; None before any.")
 
 
 def iso_utc(value: datetime) -> str:
@@ -409,7 +413,11 @@ class Store:
         )
         assert counts is not None
         vectors, vectors_error = await self._vector_counts()
+        recall = await recall_stats(db)
         return StoreStats(
+            recall_injections=recall["injections"],
+            recall_hits=recall["hits"],
+            recall_hit_rate=recall["hit_rate"],
             schema_version=db.schema_version,
             db_path=str(db.path),
             db_size_bytes=_db_size(db.path),

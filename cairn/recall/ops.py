@@ -1,0 +1,86 @@
+"""The `recall` socket op: what a Claude Code hook injects, and the ledger of what it injected.
+
+The hook script sends the hook's own fields (`event`, `session_id`, `cwd`, `prompt`, `source`) and
+prints `additionalContext` as `hookSpecificOutput`; everything else happens here, in the process that
+owns the store, so the hook stays a thin client and answers within its timeout.
+
+`recall_enabled = false` turns injection off without touching capture: nothing is injected and nothing
+is recorded, not even the context-reset marker, since there is nothing to deduplicate against.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import time
+from typing import TYPE_CHECKING, Any
+
+from cairn.recall.injections import EVENTS, Event, record_injections, record_usage, shown_since_reset
+
+if TYPE_CHECKING:
+    from cairn.store.store import Store
+
+log = logging.getLogger("cairn.recall")
+
+
+async def recall_op(
+    store: Store,
+    *,
+    event: str,
+    session_id: str,
+    cwd: str | None = None,
+    prompt: str | None = None,
+    source: str | None = None,
+    transcript_path: str | None = None,
+) -> dict[str, Any]:
+    """`{"additionalContext": text or None, "ids": [...], "took_ms": ...}` for one hook event.
+
+    SessionStart (any `source`: startup, resume, clear, compact — each leaves the agent with a fresh
+    context) records a context reset, then the project index it injects; UserPromptSubmit injects the
+    ideas related to `prompt` that this session was not shown since its last reset, and counts them
+    as used. `transcript_path` is accepted so the hook can pass its input through unfiltered.
+    """
+    from cairn.recall.context import Recall, find_project, prompt_context, session_context
+
+    started = time.perf_counter()
+    if event not in EVENTS:
+        raise ValueError(f"bad recall request: event must be SessionStart or UserPromptSubmit, not {event!r}")
+    if not isinstance(session_id, str) or not session_id.strip():
+        raise ValueError("bad recall request: session_id must be the hook's non-empty session id")
+    texts = {"cwd": cwd, "prompt": prompt, "source": source, "transcript_path": transcript_path}
+    for name, value in texts.items():
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"bad recall request: {name} must be text")
+
+    db, settings = store.db, store.settings
+    recall = Recall()
+    if settings.recall_enabled:
+        project = await find_project(db, cwd)
+        if event == "SessionStart":
+            recall = await session_context(db, settings, project)
+            await _record(store, session_id, "SessionStart", recall.ids, reset=True)
+        else:
+            shown = await shown_since_reset(db, session_id)
+            recall = await prompt_context(db, store.vectors, settings, project, prompt, exclude=shown)
+            if recall.ids:
+                await _record(store, session_id, "UserPromptSubmit", recall.ids, reset=False)
+    return {
+        "additionalContext": recall.text,
+        "ids": recall.ids,
+        "took_ms": round((time.perf_counter() - started) * 1000, 2),
+    }
+
+
+async def _record(store: Store, session_id: str, event: Event, ids: list[int], *, reset: bool) -> None:
+    """The ledger and usage writes; a store that cannot be written still answers the hook, which only
+    loses deduplication and hit counts — never the session's context.
+
+    Only per-prompt injections count as uses: SessionStart shows the same open items to every new
+    session, and counting that would rank them higher in every search for no reason but their age.
+    """
+    try:
+        await record_injections(store.db, session_id, event, ids, reset=reset)
+        if event == "UserPromptSubmit":
+            await record_usage(store.db, ids)
+    except sqlite3.Error:
+        log.warning("could not record the recall injections of session %s", session_id, exc_info=True)
