@@ -73,6 +73,18 @@ class Filters:
     include_superseded: bool = False
     snapshot: dict[str, int] = field(default_factory=dict)
 
+    @property
+    def narrows(self) -> bool:
+        """Whether the filters pick a subset a ranking over everything could miss (a session, a
+        project, intents, a time range), rather than only dropping a few rows (superseded, noise)."""
+        return bool(
+            self.session is not None
+            or self.project_ids is not None
+            or self.intents
+            or self.since is not None
+            or self.until is not None
+        )
+
     def kinds(self, wanted: tuple[Kind, ...]) -> tuple[Kind, ...]:
         """The kinds that can match: only ideas have intents, and no kind matches an unknown project."""
         if self.project_ids is not None and not self.project_ids:
@@ -106,6 +118,19 @@ class Filters:
             clauses.append("t.id <= ?")
             params.append(self.snapshot[kind])
         return " AND ".join(clauses), params
+
+    def accepts(self, kind: Kind, metadata: dict[str, Any]) -> bool:
+        """Whether an item's Chroma metadata passes what `where(kind)` would ask Chroma to check."""
+        if self.session is not None and metadata.get("session_id") != self.session:
+            return False
+        if self.project_paths and metadata.get("project") not in self.project_paths:
+            return False
+        if kind == "idea":
+            if self.intents and metadata.get("intent") not in self.intents:
+                return False
+            if not self.include_superseded and metadata.get("superseded") is True:
+                return False
+        return kind != "message" or metadata.get("kind") in MESSAGE_KINDS
 
     def where(self, kind: Kind) -> dict[str, Any] | None:
         """The part of the filters Chroma's metadata can apply inside the vector query."""

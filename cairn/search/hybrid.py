@@ -31,7 +31,7 @@ from cairn.config import Settings
 from cairn.search.errors import BadContinuationError
 from cairn.search.filters import Filters
 from cairn.search.hydrate import Item, load
-from cairn.search.keyword import keyword_hits, plain, snippets
+from cairn.search.keyword import keyword_hits, snippet_of
 from cairn.search.models import (
     KIND_OF_FILTER,
     Kind,
@@ -298,7 +298,7 @@ async def _page(
             )
         else:
             notices.append(f"more than {MAX_SEEN} results paged through; narrow the search to see the rest")
-    results = await _results(db, query, page)
+    results = _results(query, page)
     if record_usage:
         await _record_usage(db, [r.item.row_id for r in page if r.item.kind == "idea"])
     return SearchPage(
@@ -313,12 +313,7 @@ async def _page(
     )
 
 
-async def _results(db: Database, query: FtsQuery, page: list[_Ranked]) -> list[SearchResult]:
-    found: dict[tuple[Kind, int], str] = {}
-    for kind in ("idea", "span", "message"):
-        ids = [r.item.row_id for r in page if r.item.kind == kind]
-        for row_id, snippet in (await snippets(db, kind, query, ids)).items():
-            found[(kind, row_id)] = snippet
+def _results(query: FtsQuery, page: list[_Ranked]) -> list[SearchResult]:
     results = []
     for r in page:
         item = r.item
@@ -332,7 +327,7 @@ async def _results(db: Database, query: FtsQuery, page: list[_Ranked]) -> list[S
                 score=round(r.score, 4),
                 scores=r.parts,
                 match=r.signals.match_type,
-                snippet=found.get((item.kind, item.row_id)) or plain(preview(item.content)),
+                snippet=snippet_of(query, item.content),
                 said_at=item.said_at,
                 session=item.session,
                 superseded=item.superseded_by is not None,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 MAX_TERMS = 16
 MAX_PHRASE_WORDS = 24
 NEAR_DISTANCE = 10
-MIN_PREFIX = 3
+MIN_PREFIX = 4
 MAX_WORD_CHARS = 64
 
 _WORD = re.compile(r"\w+")

@@ -4,6 +4,12 @@ MiniLM-sized models put unrelated sentences at a cosine of about 0 to 0.15 and c
 to 0.75, so raw cosine makes a good match look mediocre next to a keyword match's strength. The
 calibration maps `search_vector_floor` (noise) to 0 and `search_vector_ceiling` (a paraphrase) to 1;
 hits at or below the floor are dropped rather than ranked.
+
+Filters: Chroma applies a metadata `where` by checking every item it allows, which at 100K items costs
+hundreds of milliseconds when the filter allows most of them (the default "not superseded" does). So
+the query first runs unfiltered for `OVERFETCH` times the candidates and checks the metadata here; only
+when a narrow filter (one session, a small project) leaves too few does it ask Chroma to filter — and
+a narrow filter is exactly what Chroma checks fast.
 """
 
 from __future__ import annotations
@@ -18,6 +24,9 @@ from cairn.search.models import Kind
 
 if TYPE_CHECKING:
     from cairn.store.vectors import VectorIndex
+
+
+OVERFETCH = 3
 
 
 @dataclass(frozen=True)
@@ -42,10 +51,20 @@ async def vector_matches(
     n: int,
     settings: Settings,
 ) -> list[VectorMatch]:
-    """The closest `n` items of `kind` above the noise floor, closest first."""
-    hits = await asyncio.to_thread(
-        vectors.query, TABLES[kind].vectors, None, n, filters.where(kind), embedding=embedding
-    )
+    """The closest `n` items of `kind` above the noise floor that pass `filters`, closest first."""
+    collection, where = TABLES[kind].vectors, filters.where(kind)
+    if where is None:
+        hits = await asyncio.to_thread(vectors.query, collection, None, n, embedding=embedding)
+    else:
+        wide = n * OVERFETCH
+        hits = await asyncio.to_thread(
+            vectors.query, collection, None, wide, embedding=embedding, metadata=True
+        )
+        kept = [hit for hit in hits if filters.accepts(kind, hit.metadata)]
+        if len(kept) >= n or len(hits) < wide:
+            hits = kept[:n]
+        else:
+            hits = await asyncio.to_thread(vectors.query, collection, None, n, where, embedding=embedding)
     matches = []
     for hit in hits:
         if hit.id.isdigit() and hit.score > settings.search_vector_floor:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -59,6 +59,7 @@ class VectorHit:
     id: str
     distance: float
     score: float
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 def collection_name(kind: str) -> str:
@@ -285,30 +286,35 @@ class VectorIndex:
         where: dict[str, Any] | None = None,
         *,
         embedding: list[float] | None = None,
+        metadata: bool = False,
     ) -> list[VectorHit]:
         """The `n` stored vectors closest to `text`'s (or to `embedding`), closest first, optionally
-        filtered by metadata."""
+        filtered by metadata; with `metadata`, each hit carries its item's metadata."""
         if n < 1:
             raise ValueError(f"n must be at least 1, got {n}")
         if (text is None) == (embedding is None):
             raise ValueError("query needs exactly one of text or embedding")
+        include: list[Any] = ["distances", "metadatas"] if metadata else ["distances"]
         with self._reachable():
             collection = self._collection(kind)
             if embedding is not None:
                 result = collection.query(
-                    query_embeddings=[embedding], n_results=n, where=where or None, include=["distances"]
+                    query_embeddings=[embedding], n_results=n, where=where or None, include=include
                 )
             else:
                 result = collection.query(
-                    query_texts=[text], n_results=n, where=where or None, include=["distances"]
+                    query_texts=[text], n_results=n, where=where or None, include=include
                 )
         ids = result["ids"][0]
         distances = (result["distances"] or [[]])[0]
+        metadatas = (result.get("metadatas") or [[None] * len(ids)])[0] if metadata else [None] * len(ids)
         hits = []
-        for record_id, distance in zip(ids, distances, strict=True):
+        for record_id, distance, meta in zip(ids, distances, metadatas, strict=True):
             # HNSW returns tiny negative distances for identical vectors; clamp to the cosine range.
             clamped = min(2.0, max(0.0, float(distance)))
-            hits.append(VectorHit(id=record_id, distance=clamped, score=1.0 - clamped))
+            hits.append(
+                VectorHit(id=record_id, distance=clamped, score=1.0 - clamped, metadata=dict(meta or {}))
+            )
         return hits
 
     def get_embeddings(self, kind: str, ids: list[str]) -> dict[str, list[float]]:
