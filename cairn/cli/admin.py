@@ -166,11 +166,23 @@ def show_config(as_json: JsonOpt = False) -> None:
 
 
 @app.command()
-def hook() -> None:
+def hook(
+    recall: Annotated[
+        bool,
+        typer.Option(
+            "--recall", help="Run the recall hook instead: print what would be injected for the payload."
+        ),
+    ] = False,
+) -> None:
     """Run cairn's Claude Code hook on the JSON payload on stdin (always exits 0).
 
-    For debugging: `cairn install` wires up the faster `hook.sh`, which honours the same contract.
+    For debugging: `cairn install` wires up the faster `hook.sh` (and `recall.py` under a bare
+    interpreter), which honour the same contracts.
     """
+    if recall:
+        from cairn.daemon.recall import main as recall_main
+
+        raise typer.Exit(recall_main())
     from cairn.daemon.hook import main as hook_main
 
     raise typer.Exit(hook_main())
@@ -194,15 +206,26 @@ def install(
     mcp: Annotated[
         bool, typer.Option("--mcp/--no-mcp", help="Also register (or remove) the `cairn mcp` server.")
     ] = True,
+    recall: Annotated[
+        bool,
+        typer.Option(
+            "--recall/--no-recall",
+            help="Also register the recall hook (SessionStart, UserPromptSubmit) that brings memory "
+            "into sessions; --no-recall leaves it out, and removes one installed before.",
+        ),
+    ] = True,
     uninstall: Annotated[
         bool, typer.Option("--uninstall", help="Remove cairn's hooks and MCP server instead.")
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Add cairn's hook to Claude Code's settings and register `cairn mcp` as its MCP server, or remove both.
+    """Add cairn's hooks to Claude Code's settings and register `cairn mcp` as its MCP server, or remove both.
 
-    Idempotent: what is already right is not rewritten; a changed file is first backed up beside
-    itself. Only cairn's own hook handlers and its `cairn` entry under `mcpServers` are touched.
+    The capture hook queues transcripts for indexing; the recall hook injects what cairn remembers at
+    session start and with each prompt (turn it off with `--no-recall`, or keep it installed and set
+    `recall_enabled = false` in the config). Idempotent: what is already right is not rewritten; a
+    changed file is first backed up beside itself. Only cairn's own hook handlers and its `cairn`
+    entry under `mcpServers` are touched.
     """
     from cairn.daemon import install as installer
     from cairn.store.lock import StoreLockedError
@@ -215,7 +238,8 @@ def install(
             report = installer.uninstall(path)
         else:
             command, kind = installer.hook_command(settings)
-            report = installer.install(path, command, kind)
+            recall_command = installer.recall_command(settings) if recall else None
+            report = installer.install(path, command, kind, recall_command)
     except (installer.SettingsFileError, OSError) as exc:
         raise fail(str(exc)) from exc
     mcp_report = None
@@ -245,7 +269,7 @@ def install(
         mcp_data = asdict(mcp_report) if mcp_report is not None else None
         print_json({**asdict(report), "mcp": mcp_data, "store_created": store_note is not None})
         return
-    verb = {"installed": "installed cairn's hook in", "uninstalled": "removed cairn's hook from"}
+    verb = {"installed": "installed cairn's hooks in", "uninstalled": "removed cairn's hooks from"}
     if report.action == "unchanged":
         console.print(
             f"{report.settings_path}: already {'clean' if uninstall else 'up to date'}, not changed"
@@ -254,6 +278,11 @@ def install(
         console.print(f"{verb[report.action]} {report.settings_path} ({', '.join(report.events)})")
         if report.backup:
             console.print(f"previous settings saved as {report.backup}")
+    if not uninstall:
+        if report.recall_events:
+            console.print(f"recall: memory is injected on {', '.join(report.recall_events)}")
+        else:
+            console.print("recall: not installed (capture only)")
     if mcp_report is not None:
         _print_mcp_report(mcp_report)
     if report.hook == "python":

@@ -1,8 +1,12 @@
-"""`cairn install`: put cairn's hook into Claude Code's settings JSON and register `cairn mcp` as an MCP
+"""`cairn install`: put cairn's hooks into Claude Code's settings JSON and register `cairn mcp` as an MCP
 server in Claude Code's user config (`~/.claude.json`), or take both out again.
 
+There are two hooks. The capture hook (`hook.sh`, or `hook.py`) queues transcripts for indexing on
+`HOOK_EVENTS`; the recall hook (`recall.py`) brings memory back into the session on `RECALL_EVENTS`
+and is optional (`cairn install --no-recall`), so capture never depends on it.
+
 The settings file is the user's, full of things cairn knows nothing about, so the edit is surgical:
-only handlers whose command runs cairn's hook script are added or removed, everything else keeps its
+only handlers whose command runs one of cairn's hook scripts are added or removed, everything else keeps its
 value and order, an unchanged file is not rewritten, and a changed one is first copied to a
 timestamped backup and then replaced atomically (through a symlink, to its target, so dotfile setups
 keep working).
@@ -36,9 +40,12 @@ from typing import Any, Literal
 from cairn.config import DEFAULT_HOME, Settings
 
 HOOK_EVENTS = ("UserPromptSubmit", "Stop", "SubagentStop", "PreCompact", "SessionEnd")
-# These two events take a matcher (compaction trigger, end reason); "" matches every one.
-MATCHER_EVENTS = frozenset({"PreCompact", "SessionEnd"})
+# These events take a matcher (compaction trigger, end reason, session source); "" matches every one.
+MATCHER_EVENTS = frozenset({"PreCompact", "SessionEnd", "SessionStart"})
 HOOK_TIMEOUT_S = 10
+# The recall hook gives up by itself within 300 ms; this is only Claude Code's backstop should it hang.
+RECALL_EVENTS = ("SessionStart", "UserPromptSubmit")
+RECALL_TIMEOUT_S = 3
 MIN_SQLITE = (3, 32, 0)  # `.import --ascii` and upserts on a partial index
 
 DEFAULT_SETTINGS = Path("~/.claude/settings.json")
@@ -48,7 +55,8 @@ MCP_SERVER_NAME = "cairn"
 # Attempts at replacing `~/.claude.json` when Claude Code keeps rewriting it under us.
 MCP_WRITE_ATTEMPTS = 5
 
-_CAIRN_HOOK = re.compile(r"cairn/daemon/hook\.(?:sh|py)\b")
+_CAPTURE_HOOK = re.compile(r"cairn/daemon/hook\.(?:sh|py)\b")
+_RECALL_HOOK = re.compile(r"cairn/daemon/recall\.py\b")
 
 HookKind = Literal["sh", "python"]
 
@@ -65,6 +73,9 @@ class InstallReport:
     backup: str | None = None
     command: str | None = None
     hook: HookKind | None = None
+    # Where the recall hook is registered once this run is done (empty: not at all), and its command.
+    recall_events: list[str] = field(default_factory=list)
+    recall_command: str | None = None
 
 
 @dataclass
@@ -76,8 +87,22 @@ class McpReport:
 
 
 def is_cairn_command(command: object) -> bool:
-    """Whether a handler's command runs cairn's hook (any install of it, from any path)."""
-    return isinstance(command, str) and bool(_CAIRN_HOOK.search(command))
+    """Whether a handler's command runs cairn's capture hook (any install of it, from any path)."""
+    return isinstance(command, str) and bool(_CAPTURE_HOOK.search(command))
+
+
+def is_recall_command(command: object) -> bool:
+    """Whether a handler's command runs cairn's recall hook (any install of it, from any path)."""
+    return isinstance(command, str) and bool(_RECALL_HOOK.search(command))
+
+
+def is_owned_command(command: object) -> bool:
+    """Whether a handler's command runs either of cairn's hooks: the handlers install and uninstall own.
+
+    `is_cairn_command` keeps meaning the capture hook alone, as it did before recall existed, so code
+    that looks for the hook feeding the daemon does not pick up the recall hook instead.
+    """
+    return is_cairn_command(command) or is_recall_command(command)
 
 
 def _package_file(name: str) -> Path:
@@ -119,13 +144,37 @@ def hook_command(
     return " ".join([*env, shlex.quote(interpreter), "-S", "-E", script]), "python"
 
 
-def _handler(command: str) -> dict[str, Any]:
-    return {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}
+def recall_command(settings: Settings, *, python: str | None = None) -> str:
+    """The shell command Claude Code should run for recall: `recall.py` under `python -S -E`.
+
+    `python` (default: this interpreter) must be the one cairn is installed in: the hook itself needs
+    only the standard library, but it starts the daemon with it on `SessionStart`.
+    """
+    interpreter = shlex.quote(str(Path(python or sys.executable).absolute()))
+    env = []
+    if settings.home != DEFAULT_HOME.expanduser().resolve():
+        env.append(f"CAIRN_HOME={shlex.quote(str(settings.home))}")
+    script = shlex.quote(str(_package_file("recall.py")))
+    return " ".join([*env, interpreter, "-S", "-E", script])
 
 
-def _group(event: str, command: str) -> dict[str, Any]:
+def _handler(command: str, timeout: int = HOOK_TIMEOUT_S) -> dict[str, Any]:
+    return {"type": "command", "command": command, "timeout": timeout}
+
+
+def _wanted(event: str, command: str | None, recall: str | None) -> list[dict[str, Any]]:
+    """cairn's handlers as `event` should have them: capture first, then recall."""
+    handlers = []
+    if command is not None and event in HOOK_EVENTS:
+        handlers.append(_handler(command))
+    if recall is not None and event in RECALL_EVENTS:
+        handlers.append(_handler(recall, RECALL_TIMEOUT_S))
+    return handlers
+
+
+def _group(event: str, handlers: list[dict[str, Any]]) -> dict[str, Any]:
     group: dict[str, Any] = {"matcher": ""} if event in MATCHER_EVENTS else {}
-    group["hooks"] = [_handler(command)]
+    group["hooks"] = handlers
     return group
 
 
@@ -161,7 +210,7 @@ def _cairn_handlers(groups: list[Any]) -> list[Any]:
         for group in groups
         if isinstance(group, dict) and isinstance(group.get("hooks"), list)
         for handler in group["hooks"]
-        if isinstance(handler, dict) and is_cairn_command(handler.get("command"))
+        if isinstance(handler, dict) and is_owned_command(handler.get("command"))
     ]
 
 
@@ -173,7 +222,7 @@ def _without_cairn(groups: list[Any]) -> list[Any]:
             kept.append(group)
             continue
         handlers = [
-            h for h in group["hooks"] if not (isinstance(h, dict) and is_cairn_command(h.get("command")))
+            h for h in group["hooks"] if not (isinstance(h, dict) and is_owned_command(h.get("command")))
         ]
         if len(handlers) == len(group["hooks"]):
             kept.append(group)
@@ -222,21 +271,43 @@ def _target(settings_path: Path) -> Path:
     return path.resolve() if path.is_symlink() else path
 
 
-def install(settings_path: Path, command: str, hook: HookKind = "sh") -> InstallReport:
-    """Make `command` cairn's one hook for each event; events already right are left untouched."""
+def install(
+    settings_path: Path, command: str, hook: HookKind = "sh", recall: str | None = None
+) -> InstallReport:
+    """Make `command` cairn's capture hook and `recall` (None: no recall) its recall hook, per event.
+
+    Events already right are left untouched. Without `recall`, a recall hook an earlier install
+    registered is taken out, so `--no-recall` also turns recall off where it was on; an event that
+    then has no cairn handler left loses its cairn group (and the event, if cairn alone filled it).
+    """
     path = _target(settings_path)
     data, original = _load(path)
     hooks = _hooks_table(data, path)
     changed: list[str] = []
     new_hooks = dict(hooks)
-    for event in HOOK_EVENTS:
+    for event in dict.fromkeys([*HOOK_EVENTS, *RECALL_EVENTS]):
         groups = _event_groups(hooks, event, path)
-        ours = _cairn_handlers(groups)
-        if ours == [_handler(command)]:
+        wanted = _wanted(event, command, recall)
+        if _cairn_handlers(groups) == wanted:
             continue
-        new_hooks[event] = [*_without_cairn(groups), _group(event, command)]
+        kept = _without_cairn(groups)
+        if wanted:
+            new_hooks[event] = [*kept, _group(event, wanted)]
+        elif kept:
+            new_hooks[event] = kept
+        else:
+            del new_hooks[event]
         changed.append(event)
-    report = InstallReport(str(path), "unchanged", changed, command=command, hook=hook)
+    recall_events = list(RECALL_EVENTS) if recall is not None else []
+    report = InstallReport(
+        str(path),
+        "unchanged",
+        changed,
+        command=command,
+        hook=hook,
+        recall_events=recall_events,
+        recall_command=recall,
+    )
     if changed:
         report.action = "installed"
         report.backup = _write(path, {**data, "hooks": new_hooks}, original)

@@ -6,7 +6,9 @@ import json
 import os
 import sqlite3
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -16,12 +18,17 @@ from cairn.config import DEFAULT_HOME, Settings
 from cairn.daemon import install as installer
 from cairn.daemon.install import (
     HOOK_EVENTS,
+    RECALL_EVENTS,
+    RECALL_TIMEOUT_S,
     SettingsFileError,
     hook_command,
     install,
     install_mcp,
     is_cairn_command,
+    is_owned_command,
+    is_recall_command,
     mcp_entry,
+    recall_command,
     uninstall,
     uninstall_mcp,
 )
@@ -40,6 +47,13 @@ USER_SETTINGS = {
 
 def _backups(path: Path) -> list[Path]:
     return sorted(path.parent.glob(f"{path.name}.cairn-backup-*"))
+
+
+def _without_empty_session_start(settings: dict[str, Any]) -> dict[str, Any]:
+    """`settings` as uninstalling the recall hook leaves them: the user's empty `SessionStart` list
+    held only cairn's handler in between, so it goes with it (no list and an empty one mean the same)."""
+    hooks = {k: v for k, v in settings["hooks"].items() if k != "SessionStart"}
+    return {**settings, "hooks": hooks}
 
 
 def _cairn_events(path: Path) -> dict[str, int]:
@@ -160,7 +174,7 @@ def test_cli_uninstall_round_trip(tmp_path: Path, cairn_home: Path) -> None:
     second = runner.invoke(app, ["install", "--settings", str(path)])
     assert second.exit_code == 0 and "not changed" in second.output
     assert runner.invoke(app, ["install", "--settings", str(path), "--uninstall"]).exit_code == 0
-    assert json.loads(path.read_text()) == USER_SETTINGS
+    assert json.loads(path.read_text()) == _without_empty_session_start(USER_SETTINGS)
     bad = tmp_path / "bad.json"
     bad.write_text("{oops")
     failed = runner.invoke(app, ["install", "--settings", str(bad)])
@@ -350,3 +364,126 @@ def test_cli_reports_a_broken_claude_config_after_installing_the_hooks(
     )
     assert result.exit_code == 1 and "the hooks were installed" in _flat(result.output)
     assert config.read_text() == '{"mcpServers": []}' and _cairn_events(settings_path)
+
+
+# The recall hook (SessionStart, UserPromptSubmit) beside the capture hook
+
+
+def _handlers(
+    path: Path, event: str, match: Callable[[object], bool] = is_owned_command
+) -> list[dict[str, object]]:
+    groups = json.loads(path.read_text()).get("hooks", {}).get(event, [])
+    return [h for g in groups for h in g.get("hooks", []) if match(h.get("command"))]
+
+
+def test_recall_is_registered_beside_capture_and_taken_out_alone(tmp_path: Path, settings: Settings) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps(USER_SETTINGS, indent=2))
+    command, recall = hook_command(settings)[0], recall_command(settings)
+
+    first = install(path, command, "sh", recall)
+    assert first.action == "installed" and first.events == [*HOOK_EVENTS, "SessionStart"]
+    assert first.recall_events == list(RECALL_EVENTS) and first.recall_command == recall
+    hooks = json.loads(path.read_text())["hooks"]
+    recall_handler = {"type": "command", "command": recall, "timeout": RECALL_TIMEOUT_S}
+    assert hooks["SessionStart"] == [{"matcher": "", "hooks": [recall_handler]}], "every source"
+    assert _handlers(path, "UserPromptSubmit") == [
+        {"type": "command", "command": command, "timeout": installer.HOOK_TIMEOUT_S},
+        recall_handler,
+    ]
+    assert all(not _handlers(path, e, is_recall_command) for e in HOOK_EVENTS if e not in RECALL_EVENTS)
+    assert hooks["Stop"][0] == USER_SETTINGS["hooks"]["Stop"][0]
+    assert hooks["PreToolUse"] == USER_SETTINGS["hooks"]["PreToolUse"]
+
+    installed = path.read_bytes()
+    assert install(path, command, "sh", recall).action == "unchanged" and path.read_bytes() == installed
+
+    off = install(path, command, "sh", None)
+    assert off.action == "installed" and off.events == ["UserPromptSubmit", "SessionStart"]
+    assert off.recall_events == [] and off.recall_command is None
+    assert "SessionStart" not in json.loads(path.read_text())["hooks"]
+    assert _handlers(path, "UserPromptSubmit") == [
+        {"type": "command", "command": command, "timeout": installer.HOOK_TIMEOUT_S}
+    ]
+    assert _cairn_events(path) == {**dict.fromkeys(HOOK_EVENTS, 1), "PreToolUse": 0}
+
+    install(path, command, "sh", recall)
+    removed = uninstall(path)
+    assert sorted(removed.events) == sorted({*HOOK_EVENTS, *RECALL_EVENTS})
+    assert json.loads(path.read_text()) == _without_empty_session_start(USER_SETTINGS)
+
+
+def test_a_users_own_session_start_hooks_are_kept_in_place(tmp_path: Path, settings: Settings) -> None:
+    path = tmp_path / "settings.json"
+    own = {
+        "hooks": {
+            "SessionStart": [
+                {"matcher": "startup", "hooks": [{"type": "command", "command": "direnv export json"}]}
+            ],
+            "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "prompt-guard"}]}],
+        }
+    }
+    path.write_text(json.dumps(own))
+    install(path, hook_command(settings)[0], "sh", recall_command(settings))
+    hooks = json.loads(path.read_text())["hooks"]
+    assert hooks["SessionStart"][0] == own["hooks"]["SessionStart"][0]
+    assert hooks["UserPromptSubmit"][0] == own["hooks"]["UserPromptSubmit"][0]
+    assert [len(_handlers(path, e, is_recall_command)) for e in RECALL_EVENTS] == [1, 1]
+    uninstall(path)
+    assert json.loads(path.read_text()) == own
+
+
+def test_a_moved_install_replaces_the_old_recall_hook(tmp_path: Path, settings: Settings) -> None:
+    path = tmp_path / "settings.json"
+    old_capture = "CAIRN_PYTHON=/old/python /bin/sh /old/site-packages/cairn/daemon/hook.sh"
+    install(path, old_capture, "sh", "/old/python -S -E /old/site-packages/cairn/daemon/recall.py")
+    report = install(path, hook_command(settings)[0], "sh", recall_command(settings))
+    assert report.action == "installed"
+    assert [len(_handlers(path, e, is_recall_command)) for e in RECALL_EVENTS] == [1, 1]
+    assert "/old/" not in path.read_text()
+
+
+def test_the_recall_command_runs_this_interpreter_bare_and_pins_only_a_custom_home(tmp_path: Path) -> None:
+    default = recall_command(Settings.load(DEFAULT_HOME.expanduser()), python="/venv/bin/python")
+    assert default.startswith("/venv/bin/python -S -E /") and default.endswith("/cairn/daemon/recall.py")
+    assert "CAIRN_HOME" not in default
+    assert is_recall_command(default) and is_owned_command(default) and not is_cairn_command(default)
+    capture, _ = hook_command(Settings.load(DEFAULT_HOME.expanduser()), sqlite3="")
+    assert is_cairn_command(capture) and is_owned_command(capture) and not is_recall_command(capture)
+    custom = recall_command(Settings.load(tmp_path / "my home"))
+    assert custom.startswith(f"CAIRN_HOME='{tmp_path / 'my home'}' /")
+
+
+def test_cli_installs_recall_by_default_and_no_recall_leaves_it_out(tmp_path: Path) -> None:
+    home = tmp_path / 'it\'s a "home" $(x)'
+    path = tmp_path / "s.json"
+    runner = CliRunner()
+    args = ["install", "--settings", str(path), "--no-mcp"]
+    env = {"CAIRN_HOME": str(home)}
+    result = runner.invoke(app, [*args, "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["recall_events"] == ["SessionStart", "UserPromptSubmit"]
+    assert [len(_handlers(path, e, is_recall_command)) for e in RECALL_EVENTS] == [1, 1]
+
+    # The command works through a shell from anywhere; with no daemon it injects nothing, at once.
+    payload = {"session_id": "s", "hook_event_name": "SessionStart", "source": "startup", "cwd": "/x"}
+    environ = {k: v for k, v in os.environ.items() if k != "CAIRN_HOME"}
+    proc = subprocess.run(
+        ["/bin/sh", "-c", report["recall_command"]],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        env={**environ, "CAIRN_HOOK_NO_SPAWN": "1"},
+        cwd=tmp_path,
+        timeout=30,
+    )
+    assert proc.returncode == 0 and proc.stdout == b"" and proc.stderr == b""
+    assert not (home / "logs" / "hook.log").exists()
+
+    off = runner.invoke(app, [*args, "--no-recall"], env=env)
+    assert off.exit_code == 0 and "recall: not installed" in _flat(off.output)
+    assert not any(_handlers(path, e, is_recall_command) for e in RECALL_EVENTS)
+    assert _handlers(path, "UserPromptSubmit", is_cairn_command)
+    again = runner.invoke(app, args, env=env)
+    assert again.exit_code == 0 and "injected on SessionStart, UserPromptSubmit" in _flat(again.output)
+    assert [len(_handlers(path, e, is_recall_command)) for e in RECALL_EVENTS] == [1, 1]
