@@ -1,7 +1,7 @@
 """Comparing eval runs: metric by metric deltas between two run JSONs, as a terminal table, a Markdown
 report and a bar chart of per-field F1 across any number of runs.
 
-A run JSON (written by `cairn.evals.record`) has `model`, `prompt_version`, `dataset`, `created_at`,
+A run JSON (written by `cairn.evals.runs`) has `model`, `prompt_version`, `dataset`, `created_at`,
 `metrics` (`{field: {precision, recall, f1, ...}}`), `cost` (numbers) and optionally `retrieval`
 (`{mode: {"recall@1", ..., "mrr", "ndcg@10"}}`). Anything one run lacks shows as missing rather than 0, so
 a new field or mode reads as new instead of as a regression.
@@ -65,6 +65,12 @@ def _flat_numbers(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]
     return flat
 
 
+def _scored(metrics: Any) -> dict[str, Mapping[str, Any]]:
+    """The extraction fields that carry an F1; counts such as `skip` and `redaction` do not compare as
+    scores."""
+    return {name: value for name, value in _fields(metrics).items() if value.get("f1") is not None}
+
+
 def _fields(metrics: Any) -> dict[str, Mapping[str, Any]]:
     """The per-field entries of a run's `metrics`: anything that is not a mapping of scores is skipped."""
     if not isinstance(metrics, Mapping):
@@ -80,7 +86,7 @@ def compare_runs(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
     (extraction), the search mode (retrieval) or empty (cost). A value missing from a run is None, and so is
     its delta.
     """
-    ma, mb = _fields(a.get("metrics")), _fields(b.get("metrics"))
+    ma, mb = _scored(a.get("metrics")), _scored(b.get("metrics"))
     extraction = [
         _row(field, metric, ma.get(field, {}).get(metric), mb.get(field, {}).get(metric))
         for field in _union(ma, mb)
@@ -250,7 +256,7 @@ def render_chart(runs: Sequence[Mapping[str, Any]], path: str | Path) -> None:
     except ImportError as exc:
         raise ChartUnavailableError(PLOT_HINT) from exc
 
-    fields = _union(*(_fields(run.get("metrics")) for run in runs))
+    fields = _union(*(_scored(run.get("metrics")) for run in runs))
     width = 0.8 / len(runs)
     figure = Figure(figsize=(max(6.0, 1.2 * len(fields) + 2), 4.5 + 0.25 * len(runs)), layout="constrained")
     axes = figure.subplots()

@@ -27,36 +27,58 @@ first page, so rows written meanwhile neither appear nor shift pages) and the of
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import logging
-import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pydantic import BaseModel, Field, field_validator, model_validator
 
 from cairn.config import Settings
 from cairn.search import query as fts
+from cairn.search.content_models import (
+    NO_SIGNAL,
+    ChunkResult,
+    ContentRequest,
+    ContentResponse,
+    ContentStatistics,
+    Continuation,
+    NavigationHints,
+)
+from cairn.search.content_sources import MESSAGES, SOURCES, ContentSource, Filters
 from cairn.search.errors import BadContinuationError, SearchError
-from cairn.search.filters import MESSAGE_KINDS
 from cairn.search.paging import decode_token, encode_token
 from cairn.search.projects import resolve_projects
 from cairn.search.semantic import calibrate
+from cairn.search.terms import ExactTerm, compile_term, is_code_shaped
 from cairn.store.db import Database
 
 if TYPE_CHECKING:
     from cairn.store.vectors import VectorIndex
 
+# The request/response models, sources and term matching live in their own modules; importers that
+# know them as part of `search_content` keep finding them here.
+__all__ = [
+    "MESSAGES",
+    "SOURCES",
+    "ChunkResult",
+    "ContentRequest",
+    "ContentResponse",
+    "ContentSource",
+    "ContentStatistics",
+    "Continuation",
+    "ExactTerm",
+    "Filters",
+    "NavigationHints",
+    "compile_term",
+    "is_code_shaped",
+    "search_content",
+]
+
 log = logging.getLogger(__name__)
 
 TOKEN_KIND = "search_content"
-MAX_LIMIT = 50
-MAX_SIGNALS = 20
-MAX_CONCEPT_CHARS = 1_000
-MAX_TERM_CHARS = 200
 #: Nearest vectors drawn per source; enough that the default min_score never runs out of candidates.
 VECTOR_CANDIDATES = 200
 #: FTS rows drawn per exact term or concept word. Porter stemming over-matches, and the exact check
@@ -66,244 +88,6 @@ MAX_KEYWORDS = 7
 MAX_RELATED = 5
 #: Scores at or above this count as strong when choosing navigation hints.
 STRONG_SCORE = 0.75
-
-
-# Request and response
-
-
-class ContentRequest(BaseModel):
-    """One content search. With `continuation_token` set, everything but `limit` comes from the token."""
-
-    semantic_concepts: list[str] = Field(
-        default_factory=list, description="Ideas to match by meaning, e.g. ['authentication', 'retries']."
-    )
-    exact_terms: list[str] = Field(
-        default_factory=list,
-        description="Words or identifiers that must appear, e.g. ['useState', 'v4']; each one found "
-        "multiplies the score by content_exact_boost.",
-    )
-    min_score: float | None = Field(default=None, ge=0, le=1, description="Default: content_min_score.")
-    limit: int = Field(default=10, description=f"Results per page, 1 to {MAX_LIMIT}.")
-    continuation_token: str | None = None
-    project: str | None = Field(default=None, description="Project path or name.")
-    session: str | None = Field(default=None, description="Only this session's content.")
-
-    @field_validator("semantic_concepts")
-    @classmethod
-    def _clean_concepts(cls, value: list[str]) -> list[str]:
-        return _clean(value, MAX_CONCEPT_CHARS, "semantic_concepts")
-
-    @field_validator("exact_terms")
-    @classmethod
-    def _clean_terms(cls, value: list[str]) -> list[str]:
-        return _clean(value, MAX_TERM_CHARS, "exact_terms")
-
-    @field_validator("limit")
-    @classmethod
-    def _check_limit(cls, value: int) -> int:
-        if not 1 <= value <= MAX_LIMIT:
-            raise ValueError(
-                f"limit must be between 1 and {MAX_LIMIT} (got {value}); "
-                "page through more results with continuation_token"
-            )
-        return value
-
-    @model_validator(mode="after")
-    def _needs_a_signal(self) -> ContentRequest:
-        if self.continuation_token is None and not (self.semantic_concepts or self.exact_terms):
-            raise ValueError(_NO_SIGNAL)
-        return self
-
-
-_NO_SIGNAL = (
-    "give semantic_concepts (ideas to match by meaning), exact_terms (words or identifiers that must "
-    "appear), or both"
-)
-
-
-def _clean(values: list[str], max_chars: int, name: str) -> list[str]:
-    """Stripped, non-empty, distinct entries: blank strings are no signal, repeats no extra one."""
-    cleaned = list(dict.fromkeys(v.strip()[:max_chars] for v in values if v.strip()))
-    if len(cleaned) > MAX_SIGNALS:
-        raise ValueError(f"{name} takes at most {MAX_SIGNALS} entries (got {len(cleaned)})")
-    return cleaned
-
-
-class ChunkResult(BaseModel):
-    chunk_id: str = Field(description="The chunk's id; for a message `m<id>`, usable with `show`.")
-    document_id: str = Field(description="The document the chunk belongs to (a transcript file path).")
-    content: str = Field(description="The chunk's full text.")
-    relevance_score: float = Field(description="Match quality in [0, 1].")
-    chunk_index: int = Field(description="Position in the document (a message's line in its transcript).")
-    document_keywords: list[str] = Field(
-        default_factory=list, description="Up to 7 key entities of the document's session."
-    )
-
-
-class ContentStatistics(BaseModel):
-    total_results: int = Field(description="Results over all pages (the same on every page).")
-    files_covered: list[str] = Field(description="Distinct document_ids on this page.")
-    avg_relevance: float = Field(description="Mean relevance_score on this page.")
-    search_interpretation: str = Field(description="What was searched for and how it was scored.")
-
-
-class Continuation(BaseModel):
-    has_more: bool
-    next_token: str | None = Field(default=None, description="Pass as continuation_token for the next page.")
-
-
-class NavigationHints(BaseModel):
-    next_actions: list[str] = Field(default_factory=list)
-    related_queries: list[str] = Field(default_factory=list)
-
-
-class ContentResponse(BaseModel):
-    results: list[ChunkResult]
-    statistics: ContentStatistics
-    continuation: Continuation
-    navigation_hints: NavigationHints
-
-
-# Sources
-
-
-@dataclass(frozen=True)
-class Filters:
-    """Resolved scope: project ids (SQL) and paths (Chroma metadata), or None for all; a session id."""
-
-    project_ids: tuple[int, ...] | None = None
-    project_paths: tuple[str, ...] | None = None
-    session: str | None = None
-
-
-@dataclass(frozen=True)
-class ContentSource:
-    """One kind of chunk: where its rows, full-text index and vectors live.
-
-    SQL fragments are over the source table aliased `t` plus whatever `joins` adds. `eligible` decides
-    which rows are chunks at all; `vector_in` repeats the parts of it that Chroma metadata can express,
-    so the nearest-neighbour budget is not spent on rows SQL would drop. `keywords_sql` takes a JSON
-    array of `keyword_key` values and yields `(key, name)` rows, most important first per key.
-    A source without `session_column` cannot be narrowed to a session and sits out such searches.
-    """
-
-    name: str
-    prefix: str
-    table: str
-    fts_table: str
-    vector_kind: str
-    joins: str
-    eligible: str
-    text_column: str
-    document_column: str
-    index_column: str
-    keyword_column: str
-    project_column: str
-    session_column: str | None
-    keywords_sql: str
-    vector_in: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    project_key: str = "project"
-    session_key: str | None = "session_id"
-
-    def usable(self, filters: Filters) -> bool:
-        return filters.session is None or self.session_column is not None
-
-    def scope(self, filters: Filters, snapshot: int) -> tuple[str, list[Any]]:
-        """The SQL condition (and its parameters) a row must meet to be a result of this search."""
-        parts = ["t.id <= ?", f"({self.eligible})"]
-        params: list[Any] = [snapshot]
-        if filters.project_ids is not None:
-            parts.append(f"{self.project_column} IN (SELECT value FROM json_each(?))")
-            params.append(json.dumps(list(filters.project_ids)))
-        if filters.session is not None and self.session_column is not None:
-            parts.append(f"{self.session_column} = ?")
-            params.append(filters.session)
-        return " AND ".join(parts), params
-
-    def vector_where(self, filters: Filters) -> dict[str, Any] | None:
-        conditions: list[dict[str, Any]] = [{key: {"$in": list(values)}} for key, values in self.vector_in]
-        if filters.project_paths is not None:
-            conditions.append({self.project_key: {"$in": list(filters.project_paths)}})
-        if filters.session is not None and self.session_key is not None:
-            conditions.append({self.session_key: filters.session})
-        if not conditions:
-            return None
-        return conditions[0] if len(conditions) == 1 else {"$and": conditions}
-
-
-MESSAGES = ContentSource(
-    name="messages",
-    prefix="m",
-    table="messages",
-    fts_table="messages_fts",
-    vector_kind="messages",
-    joins="JOIN transcript_files AS f ON f.id = t.file_id LEFT JOIN sessions AS s ON s.id = t.session_id",
-    eligible="t.is_noise = 0 AND trim(t.text) <> '' AND t.kind IN ('text', 'tool_result', 'compact_summary')",
-    text_column="t.text",
-    document_column="f.path",
-    index_column="t.line",
-    keyword_column="t.session_id",
-    project_column="s.project_id",
-    session_column="t.session_id",
-    keywords_sql="""
-        SELECT i.session_id AS key, e.canonical_name AS name
-        FROM ideas AS i
-        JOIN idea_entities AS ie ON ie.idea_id = i.id
-        JOIN entities AS e ON e.id = ie.entity_id
-        WHERE i.session_id IN (SELECT value FROM json_each(?))
-        GROUP BY i.session_id, e.id
-        ORDER BY i.session_id, count(*) DESC, e.canonical_name COLLATE NOCASE
-    """,
-    vector_in=(("kind", MESSAGE_KINDS),),
-)
-
-SOURCES: tuple[ContentSource, ...] = (MESSAGES,)
-
-
-# Exact terms
-
-
-@dataclass(frozen=True)
-class ExactTerm:
-    """A term as matched: the case rule, the verifying pattern and the FTS query that draws candidates."""
-
-    text: str
-    case_sensitive: bool
-    pattern: re.Pattern[str]
-    match: str | None  # FTS5 MATCH expression; None when the term has no word for FTS to index
-
-
-_NATURAL = re.compile(r"[^\W\d_]+(?:[\s'-]+[^\W\d_]+)*")
-
-
-def is_code_shaped(term: str) -> bool:
-    """Whether `term` looks like code (camelCase, PascalCase, snake_case, dotted, digits, symbols).
-
-    Code is matched case-sensitively because case carries meaning there (`useState` is not
-    `usestate`); natural words and acronyms (`websocket`, `SQLite`, `JWT`) are not, since prose
-    capitalises them at will.
-    """
-    if not _NATURAL.fullmatch(term):
-        return True
-    return any(a.islower() and b.isupper() for a, b in itertools.pairwise(term))
-
-
-def compile_term(term: str) -> ExactTerm:
-    """How one exact term is found: as a whole word or identifier, never inside a longer one.
-
-    Natural words also match their plural (`websocket` finds `WebSockets`), as a reader would expect;
-    spaces in a term match any run of whitespace.
-    """
-    case_sensitive = is_code_shaped(term)
-    body = r"\s+".join(re.escape(part) for part in term.split())
-    if not case_sensitive:
-        body += "(?:e?s)?"
-    left = r"(?<!\w)" if re.match(r"\w", term[0]) else ""
-    right = r"(?!\w)" if re.match(r"\w", term[-1]) else ""
-    pattern = re.compile(left + body + right, 0 if case_sensitive else re.IGNORECASE)
-    built = fts.build(term)
-    match = None if built is None else built.phrase or built.any
-    return ExactTerm(term, case_sensitive, pattern, match)
 
 
 # The search
@@ -355,7 +139,7 @@ async def search_content(
     """One page of chunks matching `request`, best first, with paging state and hints for what next."""
     plan = await _plan(db, settings, request)
     if not (plan.concepts or plan.terms):
-        raise SearchError(_NO_SIGNAL)
+        raise SearchError(NO_SIGNAL)
     filters = await _filters(db, plan.project, plan.session)
     terms = [compile_term(term) for term in plan.terms]
     ranked, degraded = await _rank(db, vectors, settings, plan, filters, terms)

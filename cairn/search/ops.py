@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from cairn.search.errors import SearchError
-from cairn.search.items import MAX_OPEN, MAX_TIMELINE_SIDE
+from cairn.search.open_items import MAX_OPEN
+from cairn.search.timeline import MAX_TIMELINE_SIDE
 
 if TYPE_CHECKING:
     from cairn.store.store import Store
@@ -140,8 +141,8 @@ async def search(store: Store, *, record_usage: bool = True, **fields: Any) -> A
 
 async def search_content(store: Store, **fields: Any) -> Any:
     """Passage retrieval by `semantic_concepts` and `exact_terms`; the fields are `ContentRequest`'s."""
-    from cairn.search.content import ContentRequest
     from cairn.search.content import search_content as content_search
+    from cairn.search.content_models import ContentRequest
 
     request = parse_args(ContentRequest, _given(**fields), "search_content request")
     response = await content_search(store.db, store.vectors, store.settings, request)
@@ -179,7 +180,7 @@ async def timeline(
     store: Store, *, id: str | int, before: int | None = None, after: int | None = None
 ) -> Any:
     """The ideas said just before and after the item `id` names."""
-    from cairn.search.items import timeline as item_timeline
+    from cairn.search.timeline import timeline as item_timeline
 
     args = parse_args(_TimelineArgs, _given(id=id, before=before, after=after), "timeline request")
     result = await item_timeline(store.db, args.id, before=args.before, after=args.after)
@@ -195,7 +196,7 @@ async def open_questions(
     limit: int | None = None,
 ) -> Any:
     """Unanswered questions and problems, and (unless turned off) uncompleted todos, newest first."""
-    from cairn.search.items import open_items
+    from cairn.search.open_items import open_items
 
     args = parse_args(
         _OpenArgs,

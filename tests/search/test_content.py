@@ -12,15 +12,11 @@ from pydantic import ValidationError
 
 from cairn.config import Settings
 from cairn.search import content
-from cairn.search.content import (
-    ContentRequest,
-    ContentResponse,
-    compile_term,
-    is_code_shaped,
-    search_content,
-)
+from cairn.search.content import search_content
+from cairn.search.content_models import ContentRequest, ContentResponse
 from cairn.search.errors import BadContinuationError, SearchError
 from cairn.search.paging import encode_token
+from cairn.search.terms import compile_term, is_code_shaped
 from cairn.store.store import Store, message_hash
 from cairn.store.vectors import VectorIndex
 from tests.tools.memory import add_idea, insert

@@ -8,8 +8,11 @@ import aiosqlite
 import pytest
 
 from cairn.search.errors import ItemNotFoundError
-from cairn.search.items import IdeaBrief, open_items, show, timeline
+from cairn.search.item_models import IdeaBrief
+from cairn.search.items import show
 from cairn.search.models import BadItemIdError
+from cairn.search.open_items import open_items
+from cairn.search.timeline import timeline
 from cairn.store.store import Store, message_hash
 from tests.tools.memory import MAIN, OTHER, SAID_AT, add_idea, add_span, insert, seed
 
