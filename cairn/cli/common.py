@@ -138,13 +138,15 @@ async def request(settings: Settings, op: str, args: dict[str, Any] | None = Non
 
     Both paths run the same `run_op`, so what a command prints does not depend on which one answered.
     """
-    from cairn.daemon.client import DaemonRequestError, NoDaemon, daemon_request
+    from cairn.daemon.client import DaemonRefusal, DaemonRequestError, NoDaemon, daemon_request
     from cairn.daemon.server import run_op
 
     try:
         return await daemon_request(settings, op, args)
     except NoDaemon:
         pass
+    except DaemonRefusal as exc:  # the same one line the direct path prints
+        raise fail(exc.reason) from exc
     except DaemonRequestError as exc:
         raise fail(str(exc)) from exc
     store = await open_store(settings)

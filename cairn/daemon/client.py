@@ -27,6 +27,15 @@ class DaemonRequestError(RuntimeError):
     """The daemon was reached but the request failed: it refused it, timed out or broke the protocol."""
 
 
+class DaemonRefusal(DaemonRequestError):
+    """The daemon answered that the request itself is wrong (bad id, bad arguments); `reason` says why,
+    worded as the same op run directly would word it."""
+
+    def __init__(self, op: str, reason: str) -> None:
+        super().__init__(f"the cairn daemon refused {op!r}: {reason}")
+        self.reason = reason
+
+
 async def daemon_request(
     settings: Settings,
     op: str,
@@ -101,7 +110,5 @@ def _result(op: str, line: bytes) -> Any:
     if not isinstance(response, dict) or "ok" not in response:
         raise DaemonRequestError(f"the cairn daemon sent a malformed response to {op!r}")
     if not response["ok"]:
-        raise DaemonRequestError(
-            f"the cairn daemon refused {op!r}: {response.get('error', 'no reason given')}"
-        )
+        raise DaemonRefusal(op, str(response.get("error") or "no reason given"))
     return response.get("result")

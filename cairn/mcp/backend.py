@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -38,10 +37,6 @@ log = logging.getLogger("cairn.mcp")
 # takes the lock a moment before it listens, and a short CLI command finishes within this.
 BUSY_WAIT_SECONDS = 3.0
 BUSY_POLL_SECONDS = 0.1
-
-# `DaemonRequestError` words a refusal as "the cairn daemon refused 'op': <reason>"; the model needs
-# the reason only, worded as the direct path words it.
-_REFUSAL = re.compile(r"^the cairn daemon refused '[^']*': ")
 
 
 class Backend:
@@ -64,7 +59,7 @@ class Backend:
 
     async def call(self, op: str, args: dict[str, Any]) -> Any:
         """The JSON result of `op`, from the daemon or directly; `ToolError` for any failure."""
-        from cairn.daemon.client import DaemonRequestError, NoDaemon, daemon_request
+        from cairn.daemon.client import DaemonRefusal, DaemonRequestError, NoDaemon, daemon_request
         from cairn.daemon.process import running_pid
         from cairn.store.lock import StoreLockedError
 
@@ -75,10 +70,11 @@ class Backend:
                 return await daemon_request(self.settings, op, args)
             except NoDaemon:
                 pass
+            except DaemonRefusal as exc:  # the reason only, worded as the direct path words it
+                raise ToolError(exc.reason) from exc
             except DaemonRequestError as exc:
-                message = str(exc)
-                if _REFUSAL.match(message) or retried or running_pid(self.settings) is not None:
-                    raise ToolError(_REFUSAL.sub("", message)) from exc
+                if retried or running_pid(self.settings) is not None:
+                    raise ToolError(str(exc)) from exc
                 retried = True  # the daemon exited (idle, stopped) while answering: ask again
                 continue
             try:

@@ -31,6 +31,10 @@ READ_COMMANDS = [
     ["todos", "--open", "--json"],
     ["topics", "--json"],
     ["entities", "--type", "technology", "--json"],
+    ["show", "1", "--json"],
+    ["timeline", "1", "--json"],
+    ["projects", "--json"],
+    ["content", "--term", "busy_timeout", "--json"],
 ]
 
 
@@ -104,6 +108,15 @@ def test_read_commands_print_the_same_with_and_without_the_daemon(synced: Path, 
     daemons.stop()
     assert through_daemon == direct
     assert _outputs() == direct
+
+
+def test_a_refusal_reads_the_same_with_and_without_the_daemon(synced: Path, daemons: Daemons) -> None:
+    direct = cairn("show", "99999")
+    daemons.start()
+    through_daemon = cairn("show", "99999")
+    assert direct.returncode == through_daemon.returncode == 1
+    assert through_daemon.stderr == direct.stderr
+    assert "no idea #99999" in direct.stderr and "daemon" not in direct.stderr
 
 
 def test_socket_is_owner_only_unix_and_removed_on_stop(daemons: Daemons, settings: Settings) -> None:
