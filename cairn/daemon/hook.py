@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import sys
 import time
 
@@ -29,14 +28,14 @@ def cairn_home() -> str:
     return os.environ.get("CAIRN_HOME") or os.path.join(os.path.expanduser("~"), ".cairn")
 
 
-def log(home: str, message: str) -> None:
+def log(home: str, message: str, *, source: str = "cairn-hook") -> None:
     """Append one line to the hook log; a hook that cannot even log stays quiet rather than fail."""
     line = " ".join(message.split())
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     try:
         os.makedirs(os.path.join(home, "logs"), exist_ok=True)
         with open(os.path.join(home, "logs", "hook.log"), "a", encoding="utf-8") as fh:
-            fh.write(f"{stamp} cairn-hook: {line}\n")
+            fh.write(f"{stamp} {source}: {line}\n")
     except OSError:
         pass
 
@@ -66,6 +65,8 @@ def _uri(path: str) -> str:
 
 def enqueue(db_path: str, rows: list[tuple[str, str | None, str]]) -> None:
     """Insert the rows as pending, collapsing into an already pending row of the same path."""
+    import sqlite3  # here, not at the top: the recall hook imports this module and never needs SQLite
+
     conn = sqlite3.connect(_uri(db_path), uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     try:
         conn.execute("PRAGMA synchronous = NORMAL")  # no fsync per commit, as in hook.sh
@@ -96,9 +97,15 @@ def daemon_alive(home: str) -> bool:
     return True
 
 
-def spawn_daemon(home: str) -> None:
-    """Start `cairn daemon start` in its own session with no stdio, unless one runs or spawning is off."""
+def spawn_daemon(home: str, *, source: str = "cairn-hook") -> None:
+    """Start `cairn daemon start` in its own session with no stdio, unless one runs or spawning is off.
+
+    Only for an existing store (a hook never creates one), and from `home` as working directory so a
+    `cairn` directory in the user's project cannot shadow the package `-m cairn` loads.
+    """
     if os.environ.get("CAIRN_HOOK_NO_SPAWN") == "1" or daemon_alive(home):
+        return
+    if not os.path.isfile(os.path.join(home, "cairn.db")):
         return
     import subprocess
 
@@ -110,14 +117,17 @@ def spawn_daemon(home: str) -> None:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
+            cwd=home,
             env={**os.environ, "CAIRN_HOME": home},
         )
     except OSError as exc:
-        log(home, f"could not start the daemon with {python}: {exc}")
+        log(home, f"could not start the daemon with {python}: {exc}", source=source)
 
 
 def run(raw: bytes) -> None:
     """Handle one payload; every failure is logged, none escapes."""
+    import sqlite3
+
     home = cairn_home()
     db_path = os.path.join(home, "cairn.db")
     if not os.path.isfile(db_path):

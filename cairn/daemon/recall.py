@@ -4,8 +4,9 @@ Claude Code runs this on `SessionStart` (every source: startup, resume, clear, c
 `UserPromptSubmit`, and waits for it before the session or the prompt goes on, so it is built to be
 cheap and to never be the reason the user waits:
 
-- It runs as `python -S -E .../recall.py` and imports only the standard library (nothing here imports
-  cairn): the interpreter then starts in ~15 ms instead of the ~1 s cairn's own imports would cost.
+- It runs as `python -S -E .../recall.py` and imports only the standard library and its sibling, the
+  capture hook `hook.py` (itself stdlib-only): the interpreter then starts in ~15 ms instead of the
+  ~1 s cairn's own imports would cost.
 - It does no searching itself. The daemon already holds the store, the index and the embedding
   model warm, so the hook forwards the payload as one `recall` request over `$CAIRN_HOME/cairn.sock`
   and relays the answer.
@@ -34,6 +35,13 @@ import sys
 import time
 
 STARTED = time.monotonic()
+
+# The capture hook's helpers (home, log, daemon start). Run as a script under `-S -E` the package may
+# not be importable, but the script's own directory is `sys.path[0]`.
+if __package__:
+    from cairn.daemon import hook
+else:
+    import hook  # type: ignore[no-redef]
 
 EVENTS = frozenset({"SessionStart", "UserPromptSubmit"})
 # From this module's first line. The shell and interpreter start before it (~10 ms, several times that
@@ -66,21 +74,9 @@ class Late(Exception):
     """The deadline passed before the step finished."""
 
 
-def cairn_home() -> str:
-    """`$CAIRN_HOME`, else `~/.cairn`, as the capture hook resolves it."""
-    return os.environ.get("CAIRN_HOME") or os.path.join(os.path.expanduser("~"), ".cairn")
-
-
 def log(home: str, message: str) -> None:
-    """Append one line to the hook log; a hook that cannot even log stays quiet rather than fail."""
-    line = " ".join(message.split())
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    try:
-        os.makedirs(os.path.join(home, "logs"), exist_ok=True)
-        with open(os.path.join(home, "logs", "hook.log"), "a", encoding="utf-8") as fh:
-            fh.write(f"{stamp} cairn-recall: {line}\n")
-    except OSError:
-        pass
+    """One line in the hook log, marked as the recall hook's."""
+    hook.log(home, message, source="cairn-recall")
 
 
 def remaining() -> float:
@@ -177,49 +173,6 @@ def context_of(reply: bytes) -> str | None:
     return text if text.strip() else None
 
 
-def daemon_alive(home: str) -> bool:
-    """Whether the pidfile's first line names a live process (a daemon that is still starting up)."""
-    try:
-        with open(os.path.join(home, "daemon.pid"), encoding="ascii") as fh:
-            pid = int(fh.readline().strip())
-    except (OSError, ValueError):
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def spawn_daemon(home: str) -> None:
-    """Start `cairn daemon start` in its own session with no stdio, unless one runs or spawning is off.
-
-    Only for an existing store (a hook never creates one), and from `home` as working directory so a
-    `cairn` directory in the user's project cannot shadow the package `-m cairn` loads.
-    """
-    if os.environ.get("CAIRN_HOOK_NO_SPAWN") == "1" or daemon_alive(home):
-        return
-    if not os.path.isfile(os.path.join(home, "cairn.db")):
-        return
-    import subprocess
-
-    python = os.environ.get("CAIRN_PYTHON") or sys.executable
-    try:
-        subprocess.Popen(
-            [python, "-m", "cairn", "daemon", "start"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            cwd=home,
-            env={**os.environ, "CAIRN_HOME": home},
-        )
-    except OSError as exc:
-        log(home, f"could not start the daemon with {python}: {exc}")
-
-
 def run(home: str) -> str | None:
     """The hook output line for this process's payload, or None for "print nothing"."""
     try:
@@ -248,7 +201,7 @@ def run(home: str) -> str | None:
         return None
     except (FileNotFoundError, ConnectionRefusedError):
         if event == "SessionStart":
-            spawn_daemon(home)
+            hook.spawn_daemon(home, source="cairn-recall")
         return None
     except (OSError, ValueError) as exc:
         log(home, f"could not ask the daemon for {event} recall: {type(exc).__name__}: {exc}")
@@ -265,7 +218,7 @@ def run(home: str) -> str | None:
 
 def main() -> int:
     """Entry point: print the hook output if there is any, exit 0 whatever happened."""
-    home = cairn_home()
+    home = hook.cairn_home()
     try:
         line = run(home)
     except Exception as exc:
