@@ -11,7 +11,6 @@ calls it, so the hit goes to the idea's latest injection, whichever session that
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Literal, TypedDict
 
@@ -62,20 +61,6 @@ async def shown_since_reset(db: Database, session_id: str) -> set[int]:
         (session_id, session_id),
     )
     return {int(row["idea_id"]) for row in rows}
-
-
-async def record_usage(db: Database, idea_ids: Iterable[int]) -> None:
-    """Injected ideas count one more use, as ideas returned by a search do (reinforcement on recall)."""
-    ids = list(dict.fromkeys(idea_ids))
-    if not ids:
-        return
-    async with db.write() as conn:
-        await conn.execute(
-            "UPDATE ideas SET usage_count = usage_count + 1, "
-            "last_used_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
-            "WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(ids),),
-        )
 
 
 async def record_hit(db: Database, idea_id: int) -> bool:

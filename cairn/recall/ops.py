@@ -15,7 +15,7 @@ import sqlite3
 import time
 from typing import TYPE_CHECKING, Any
 
-from cairn.recall.injections import EVENTS, Event, record_injections, record_usage, shown_since_reset
+from cairn.recall.injections import EVENTS, Event, record_injections, shown_since_reset
 
 if TYPE_CHECKING:
     from cairn.store.store import Store
@@ -78,6 +78,8 @@ async def _record(store: Store, session_id: str, event: Event, ids: list[int], *
     Only per-prompt injections count as uses: SessionStart shows the same open items to every new
     session, and counting that would rank them higher in every search for no reason but their age.
     """
+    from cairn.search.hybrid import record_usage
+
     try:
         await record_injections(store.db, session_id, event, ids, reset=reset)
         if event == "UserPromptSubmit":

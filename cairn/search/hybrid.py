@@ -21,6 +21,7 @@ import json
 import logging
 import sqlite3
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -300,7 +301,7 @@ async def _page(
             notices.append(f"more than {MAX_SEEN} results paged through; narrow the search to see the rest")
     results = _results(query, page)
     if record_usage:
-        await _record_usage(db, [r.item.row_id for r in page if r.item.kind == "idea"])
+        await record_usage(db, [r.item.row_id for r in page if r.item.kind == "idea"])
     return SearchPage(
         query=request.query,
         mode=request.mode,
@@ -339,9 +340,10 @@ def _results(query: FtsQuery, page: list[_Ranked]) -> list[SearchResult]:
     return results
 
 
-async def _record_usage(db: Database, idea_ids: list[int]) -> None:
-    """Reinforcement on recall: returned ideas count one more use. A store that cannot be written
-    (a read-only fallback) still answers the search."""
+async def record_usage(db: Database, idea_ids: Iterable[int]) -> None:
+    """Reinforcement on recall: ideas returned to a caller (or injected into a session) count one more
+    use. A store that cannot be written still answers."""
+    idea_ids = list(dict.fromkeys(idea_ids))
     if not idea_ids:
         return
     try:
