@@ -78,11 +78,11 @@ async def _record(store: Store, session_id: str, event: Event, ids: list[int], *
     Only per-prompt injections count as uses: SessionStart shows the same open items to every new
     session, and counting that would rank them higher in every search for no reason but their age.
     """
-    from cairn.search.hybrid import record_usage
+    from cairn.search.hybrid import reinforce
 
     try:
         await record_injections(store.db, session_id, event, ids, reset=reset)
         if event == "UserPromptSubmit":
-            await record_usage(store.db, ids)
+            await reinforce(store.db, ids)
     except sqlite3.Error:
         log.warning("could not record the recall injections of session %s", session_id, exc_info=True)

@@ -301,7 +301,7 @@ async def _page(
             notices.append(f"more than {MAX_SEEN} results paged through; narrow the search to see the rest")
     results = _results(query, page)
     if record_usage:
-        await record_usage(db, [r.item.row_id for r in page if r.item.kind == "idea"])
+        await reinforce(db, [r.item.row_id for r in page if r.item.kind == "idea"])
     return SearchPage(
         query=request.query,
         mode=request.mode,
@@ -340,7 +340,7 @@ def _results(query: FtsQuery, page: list[_Ranked]) -> list[SearchResult]:
     return results
 
 
-async def record_usage(db: Database, idea_ids: Iterable[int]) -> None:
+async def reinforce(db: Database, idea_ids: Iterable[int]) -> None:
     """Reinforcement on recall: ideas returned to a caller (or injected into a session) count one more
     use. A store that cannot be written still answers."""
     idea_ids = list(dict.fromkeys(idea_ids))
