@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from cairn.search.filters import SPAN_SAID_AT
+from cairn.search.filters import SPAN_SAID_AT, TABLES
 from cairn.search.item_models import ItemBrief, SessionSummary, Timeline
 from cairn.search.items import brief_of, briefs, not_found
 from cairn.search.models import item_id, parse_item_id, preview
@@ -130,8 +130,8 @@ async def _anchor(db: Database, anchor: str | int) -> tuple[ItemBrief, str, int]
         )
         return brief, str(row["said_at"]), 0
     row = await db.fetchone(
-        "SELECT role, text, coalesce(timestamp, created_at) AS said_at, session_id "
-        "FROM messages WHERE id = ?",
+        f"SELECT t.role, t.text, {TABLES['message'].said_at} AS said_at, t.session_id "
+        "FROM messages AS t WHERE t.id = ?",
         (row_id,),
     )
     if row is None:
