@@ -197,6 +197,65 @@ class Settings(BaseSettings):
         description="Relevance floor for per-prompt recall: unrelated prompts inject nothing.",
     )
 
+    # The on-demand file index: project files the coding agent touched, chunked for search_content
+    files_index: bool = Field(
+        default=True,
+        description="Index the project files the agent reads, edits or finds (CAIRN_FILES_INDEX).",
+    )
+    files_max_bytes: int = Field(
+        default=512_000, ge=1_000, description="Files larger than this are not indexed (bytes)."
+    )
+    files_chunk_tokens: int = Field(
+        default=900, ge=100, le=8_000, description="Target tokens per file chunk."
+    )
+    files_chunk_overlap: float = Field(
+        default=0.15, ge=0, le=0.5, description="Share of a chunk repeated at the start of the next one."
+    )
+    files_per_result: int = Field(
+        default=20,
+        ge=0,
+        le=500,
+        description="At most this many paths are taken from one Grep or Glob result.",
+    )
+
+    # Learning from failed searches (seed 000): weak searches followed by fallback reads
+    learn_from_search: bool = Field(
+        default=True,
+        description="Learn search associations from weak searches and the reads that followed "
+        "(CAIRN_LEARN_FROM_SEARCH; capture and indexing are not affected).",
+    )
+    learn_threshold: float = Field(
+        default=0.65,
+        ge=0,
+        le=1,
+        description="A search whose best score is below this opens a learning session.",
+    )
+    learn_timeout: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds of transcript time after a weak search in which reads count as its fallback.",
+    )
+    learn_tools: list[str] = Field(
+        default_factory=list,
+        description="More search tool names to learn from, besides mcp__cairn__search and "
+        "mcp__cairn__search_content.",
+    )
+    learn_boost: float = Field(
+        default=0.8,
+        ge=0,
+        le=1,
+        description="How far a fully matching, fresh association lifts a result toward 1.",
+    )
+    learn_half_life_days: float = Field(
+        default=60.0, gt=0, description="An association's boost halves over this many days without use."
+    )
+    learn_min_similarity: float = Field(
+        default=0.6,
+        ge=0,
+        le=1,
+        description="Cosine similarity a query needs to an association's query for the association to apply.",
+    )
+
     @classmethod
     def load(cls, home: str | os.PathLike[str] | None = None, **overrides: object) -> Settings:
         """Read settings for the store at `home` (default: `$CAIRN_HOME` or `~/.cairn`)."""

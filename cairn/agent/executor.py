@@ -481,10 +481,17 @@ class _Writer:
         for association in self.checked.search_associations:
             self.stats.search_associations += await self._execute(
                 """
-                INSERT INTO search_associations (query, file_path, reason) VALUES (?, ?, ?)
-                ON CONFLICT (query, file_path) DO UPDATE SET hits = hits + 1, last_used_at = ?
+                INSERT INTO search_associations (query, query_key, file_path, reason) VALUES (?, ?, ?, ?)
+                ON CONFLICT (query_key, file_path) DO UPDATE SET times_learned = times_learned + 1,
+                    learned_at = ?
                 """,
-                (association.query, association.file_path, association.reason or None, self.now),
+                (
+                    association.query,
+                    " ".join(association.query.lower().split()),
+                    association.file_path,
+                    association.reason or None,
+                    self.now,
+                ),
             )
 
 

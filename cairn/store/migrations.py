@@ -21,6 +21,9 @@ never handed to another row, so a stale id from a model or in Chroma can never h
 6. search: when each idea was said in its session (recency and timelines need conversation time, not
    the time a backfill happened to index it).
 7. recall: which ideas were injected into which coding-agent session, and which the agent then expanded.
+8. files and learning: chunks of the project files the coding agent touched (+ FTS, vectors), the
+   requests to index them, the search-learning sessions, and search associations rebuilt to belong to
+   a project, merge repeats of a query and have vectors (the outbox is rebuilt to allow the new kinds).
 """
 
 from __future__ import annotations
@@ -530,6 +533,210 @@ _RECALL = Migration(
     ),
 )
 
+_OUTBOX_KINDS = "'ideas', 'spans', 'entities', 'messages', 'chunks', 'associations'"
+
+_FILES_AND_LEARNING = Migration(
+    8,
+    "files and learning: file chunks + FTS, file index requests, learning sessions, search associations",
+    (
+        # The outbox's kind CHECK cannot be altered in place: rebuild the table (SQLite's documented
+        # procedure). `legacy_alter_table` keeps the rename from re-checking the triggers that name
+        # `vector_outbox`, which would fail while the old table is gone.
+        f"""
+        CREATE TABLE vector_outbox_v8 (
+            kind       TEXT NOT NULL CHECK (kind IN ({_OUTBOX_KINDS})),
+            item_id    INTEGER NOT NULL,
+            op         TEXT NOT NULL CHECK (op IN ('upsert', 'delete')),
+            queued_at  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            revision   INTEGER NOT NULL DEFAULT 1,
+            PRIMARY KEY (kind, item_id)
+        ) WITHOUT ROWID
+        """,
+        """
+        INSERT INTO vector_outbox_v8 (kind, item_id, op, queued_at, revision)
+        SELECT kind, item_id, op, queued_at, revision FROM vector_outbox
+        """,
+        "DROP TABLE vector_outbox",
+        "PRAGMA legacy_alter_table = ON",
+        "ALTER TABLE vector_outbox_v8 RENAME TO vector_outbox",
+        "PRAGMA legacy_alter_table = OFF",
+        "CREATE INDEX vector_outbox_queued ON vector_outbox (queued_at)",
+        # One row per project file cairn has indexed, keyed by its path relative to the project; the
+        # content hash says whether a later request needs any work at all.
+        """
+        CREATE TABLE file_documents (
+            id            INTEGER PRIMARY KEY AUTOINCREMENT,
+            project_id    INTEGER NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+            rel_path      TEXT NOT NULL CHECK (length(rel_path) > 0),
+            content_hash  TEXT NOT NULL,
+            size          INTEGER NOT NULL CHECK (size >= 0),
+            line_count    INTEGER NOT NULL DEFAULT 0 CHECK (line_count >= 0),
+            keywords      TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(keywords)),
+            indexed_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            UNIQUE (project_id, rel_path)
+        )
+        """,
+        """
+        CREATE TABLE file_chunks (
+            id           INTEGER PRIMARY KEY AUTOINCREMENT,
+            document_id  INTEGER NOT NULL REFERENCES file_documents (id) ON DELETE CASCADE,
+            chunk_index  INTEGER NOT NULL CHECK (chunk_index >= 0),
+            start_line   INTEGER NOT NULL CHECK (start_line >= 1),
+            end_line     INTEGER NOT NULL,
+            content      TEXT NOT NULL,
+            tokens       INTEGER NOT NULL DEFAULT 0 CHECK (tokens >= 0),
+            CHECK (end_line >= start_line),
+            UNIQUE (document_id, chunk_index)
+        )
+        """,
+        """
+        CREATE VIRTUAL TABLE file_chunks_fts USING fts5 (
+            content, content = 'file_chunks', content_rowid = 'id', tokenize = 'porter unicode61'
+        )
+        """,
+        """
+        CREATE TRIGGER file_chunks_fts_insert AFTER INSERT ON file_chunks BEGIN
+            INSERT INTO file_chunks_fts (rowid, content) VALUES (NEW.id, NEW.content);
+        END
+        """,
+        """
+        CREATE TRIGGER file_chunks_fts_delete AFTER DELETE ON file_chunks BEGIN
+            INSERT INTO file_chunks_fts (file_chunks_fts, rowid, content) VALUES ('delete', OLD.id, OLD.content);
+        END
+        """,
+        """
+        CREATE TRIGGER file_chunks_fts_update AFTER UPDATE OF content ON file_chunks BEGIN
+            INSERT INTO file_chunks_fts (file_chunks_fts, rowid, content) VALUES ('delete', OLD.id, OLD.content);
+            INSERT INTO file_chunks_fts (rowid, content) VALUES (NEW.id, NEW.content);
+        END
+        """,
+        f"""
+        CREATE TRIGGER file_chunks_vec_insert AFTER INSERT ON file_chunks BEGIN
+            {_enqueue("chunks", "NEW.id", "upsert")}
+        END
+        """,
+        f"""
+        CREATE TRIGGER file_chunks_vec_update AFTER UPDATE OF content, document_id ON file_chunks BEGIN
+            {_enqueue("chunks", "NEW.id", "upsert")}
+        END
+        """,
+        f"""
+        CREATE TRIGGER file_chunks_vec_delete AFTER DELETE ON file_chunks BEGIN
+            {_enqueue("chunks", "OLD.id", "delete")}
+        END
+        """,
+        # Files the transcripts showed the agent touching, waiting to be (re)indexed, and how that went.
+        # Requests for one file collapse into its row; a new touch sets it pending again.
+        """
+        CREATE TABLE file_requests (
+            id            INTEGER PRIMARY KEY,
+            project_id    INTEGER NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+            path          TEXT NOT NULL,
+            reason        TEXT NOT NULL
+                          CHECK (reason IN ('read', 'edit', 'grep', 'glob', 'learned', 'agent')),
+            status        TEXT NOT NULL DEFAULT 'pending'
+                          CHECK (status IN ('pending', 'indexed', 'unchanged', 'skipped', 'failed')),
+            outcome       TEXT,
+            attempts      INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+            requested_at  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            done_at       TEXT,
+            UNIQUE (project_id, path)
+        )
+        """,
+        "CREATE INDEX file_requests_pending ON file_requests (requested_at) WHERE status = 'pending'",
+        # A weak search by the coding agent and what it did next, one row per search tool call.
+        # `started_at` is transcript time, so a backfill learns what live indexing would.
+        """
+        CREATE TABLE learning_sessions (
+            id            INTEGER PRIMARY KEY,
+            session_id    TEXT NOT NULL,
+            tool_use_id   TEXT NOT NULL,
+            file_id       INTEGER REFERENCES transcript_files (id) ON DELETE CASCADE,
+            project_id    INTEGER REFERENCES projects (id) ON DELETE SET NULL,
+            tool_name     TEXT NOT NULL,
+            query         TEXT NOT NULL,
+            best_score    REAL,
+            result_count  INTEGER,
+            status        TEXT NOT NULL
+                          CHECK (status IN ('pending', 'active', 'dismissed', 'resolved', 'timed_out')),
+            reads         TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(reads)),
+            greps         TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(greps)),
+            error         TEXT,
+            started_at    TEXT NOT NULL,
+            ended_at      TEXT,
+            created_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            UNIQUE (session_id, tool_use_id)
+        )
+        """,
+        """
+        CREATE INDEX learning_sessions_open ON learning_sessions (file_id)
+            WHERE status IN ('pending', 'active')
+        """,
+        "CREATE INDEX learning_sessions_status ON learning_sessions (status)",
+        # Search associations: a query that should find a file. They now belong to a project, merge
+        # repeats of one query (`query_key`: case and spacing folded) and are embedded, so a query close
+        # to an association's query finds the file.
+        # The old columns keep their order; `query_key` is filled by a trigger when a writer leaves it
+        # out, so an older writer's insert still merges with the rest.
+        """
+        CREATE TABLE search_associations_v8 (
+            id              INTEGER PRIMARY KEY AUTOINCREMENT,
+            query           TEXT NOT NULL CHECK (length(trim(query)) > 0),
+            file_path       TEXT NOT NULL,
+            reason          TEXT,
+            grep_patterns   TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(grep_patterns)),
+            original_score  REAL,
+            hits            INTEGER NOT NULL DEFAULT 0 CHECK (hits >= 0),
+            created_at      TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            last_used_at    TEXT,
+            project_id      INTEGER REFERENCES projects (id) ON DELETE CASCADE,
+            query_key       TEXT,
+            rel_path        TEXT,
+            source          TEXT NOT NULL DEFAULT 'agent' CHECK (source IN ('learned', 'agent')),
+            times_learned   INTEGER NOT NULL DEFAULT 1 CHECK (times_learned >= 1),
+            learned_at      TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            UNIQUE (query_key, file_path)
+        )
+        """,
+        """
+        INSERT OR IGNORE INTO search_associations_v8 (
+            id, query, file_path, reason, grep_patterns, original_score, hits, created_at, last_used_at,
+            query_key, source, learned_at)
+        SELECT id, query, file_path, reason, grep_patterns, original_score, hits, created_at, last_used_at,
+               lower(trim(query)), 'agent', created_at
+        FROM search_associations
+        """,
+        "DROP TABLE search_associations",
+        "ALTER TABLE search_associations_v8 RENAME TO search_associations",
+        "CREATE INDEX search_associations_file ON search_associations (project_id, rel_path)",
+        """
+        CREATE TRIGGER search_associations_key AFTER INSERT ON search_associations
+        WHEN NEW.query_key IS NULL
+        BEGIN
+            UPDATE search_associations SET query_key = lower(trim(NEW.query)) WHERE id = NEW.id;
+        END
+        """,
+        f"""
+        CREATE TRIGGER search_associations_vec_insert AFTER INSERT ON search_associations BEGIN
+            {_enqueue("associations", "NEW.id", "upsert")}
+        END
+        """,
+        f"""
+        CREATE TRIGGER search_associations_vec_update AFTER UPDATE OF query, project_id, file_path
+            ON search_associations
+        BEGIN
+            {_enqueue("associations", "NEW.id", "upsert")}
+        END
+        """,
+        f"""
+        CREATE TRIGGER search_associations_vec_delete AFTER DELETE ON search_associations BEGIN
+            {_enqueue("associations", "OLD.id", "delete")}
+        END
+        """,
+        "INSERT INTO vector_outbox (kind, item_id, op) SELECT 'associations', id, 'upsert' FROM search_associations",
+    ),
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     _CAPTURE,
     _MEMORY,
@@ -538,6 +745,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _GENERATIONS,
     _SEARCH,
     _RECALL,
+    _FILES_AND_LEARNING,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

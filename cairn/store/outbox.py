@@ -118,6 +118,30 @@ SOURCES: dict[str, VectorSource] = {
             FROM entities AS t
             """,
         ),
+        # A file chunk is embedded with its path first: "login button" should find LoginButton.tsx
+        # even where the code never spells the words out.
+        VectorSource(
+            "chunks",
+            "file_chunks",
+            """
+            SELECT t.id, d.rel_path || char(10) || t.content AS document, t.document_id, t.chunk_index,
+                   d.rel_path, d.project_id, p.path AS project
+            FROM file_chunks AS t
+            JOIN file_documents AS d ON d.id = t.document_id
+            LEFT JOIN projects AS p ON p.id = d.project_id
+            """,
+        ),
+        # An association is embedded by its query, so a later query close in meaning finds it.
+        VectorSource(
+            "associations",
+            "search_associations",
+            """
+            SELECT t.id, t.query AS document, t.file_path, t.rel_path, t.source, t.project_id,
+                   p.path AS project
+            FROM search_associations AS t
+            LEFT JOIN projects AS p ON p.id = t.project_id
+            """,
+        ),
     )
 }
 

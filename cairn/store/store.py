@@ -16,7 +16,7 @@ import asyncio
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,6 +49,10 @@ class FileCursor:
     offset: int
     line: int
     inode: int | None
+
+
+IngestHook = Callable[[aiosqlite.Connection, int], Awaitable[None]]
+"""Extra writes for `Store.ingest` to make in its transaction: called with the connection and file id."""
 
 
 @dataclass(frozen=True)
@@ -195,7 +199,12 @@ class Store:
         return [ToolCall.model_validate_json(row["call"]) for row in rows]
 
     async def ingest(
-        self, path: str | os.PathLike[str], result: ReadResult, messages: Sequence[Message]
+        self,
+        path: str | os.PathLike[str],
+        result: ReadResult,
+        messages: Sequence[Message],
+        *,
+        also: IngestHook | None = None,
     ) -> IngestStats:
         """Store what one `read_from` call returned and advance the file's cursor, atomically.
 
@@ -203,6 +212,9 @@ class Store:
         messages that are not stored yet, and sets the cursor to the result's — all in one
         transaction. The cursor never moves backwards except when the reader restarted the file
         (truncated or replaced): re-applying an older read just finds its messages already stored.
+        `also(conn, file_id)` runs inside that transaction, after the messages: whatever else is
+        derived from the same bytes (file index requests, learning sessions) is then stored exactly
+        when they are.
         """
         file_path = Path(_file_key(path))
         async with self.db.write() as conn:
@@ -215,6 +227,8 @@ class Store:
                 await self._start_generation(conn, file_id)
             added = await self._insert_messages(conn, file_id, messages, file_session)
             await self._refresh_sessions(conn, list(sessions))
+            if also is not None:
+                await also(conn, file_id)
             await self._advance_cursor(conn, file_id, cursor, result)
         return IngestStats(
             messages_added=added,

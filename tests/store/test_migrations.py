@@ -223,6 +223,37 @@ ROWS: dict[int, list[tuple[str, dict[str, Any]]]] = {
         ("recall_injections", {"session_id": "s-1", "idea_id": 2, "event": "UserPromptSubmit"}),
         ("recall_injections", {"session_id": "s-1", "idea_id": None, "event": "SessionStart"}),
     ],
+    8: [
+        (
+            "file_documents",
+            {"id": 1, "project_id": 1, "rel_path": "src/migrate.py", "content_hash": "h1", "size": 40},
+        ),
+        (
+            "file_chunks",
+            {
+                "document_id": 1,
+                "chunk_index": 0,
+                "start_line": 1,
+                "end_line": 2,
+                "content": "def migrate():\n    keep every row",
+            },
+        ),
+        ("file_requests", {"project_id": 1, "path": "/work/alpha/src/migrate.py", "reason": "read"}),
+        (
+            "learning_sessions",
+            {
+                "session_id": "s-1",
+                "tool_use_id": "toolu_1",
+                "file_id": 1,
+                "project_id": 1,
+                "tool_name": "mcp__cairn__search",
+                "query": "migration rows",
+                "best_score": 0.3,
+                "status": "active",
+                "started_at": "2025-01-01T10:00:00.000Z",
+            },
+        ),
+    ],
 }
 
 
@@ -303,7 +334,11 @@ async def test_upgrade_from_every_earlier_version_keeps_every_row(
     for table, rows in before.items():
         # Columns added by later steps come last: the old columns of every row are unchanged.
         width = len(rows[0])
-        assert [row[:width] for row in after[table]] == rows, f"{table} changed in the upgrade from v{start}"
+        kept = after[table]
+        if table == "vector_outbox":
+            # v8 queues the existing search associations for their first vectors.
+            kept = [row for row in kept if row[0] != "associations"]
+        assert [row[:width] for row in kept] == rows, f"{table} changed in the upgrade from v{start}"
     # The new tables work with the old rows (foreign keys included).
     for version in range(start + 1, LATEST_VERSION + 1):
         await populate(conn, version)
@@ -413,7 +448,10 @@ async def test_constraints_reject_bad_enums(conn: aiosqlite.Connection) -> None:
         "INSERT INTO entities (canonical_name, type) VALUES ('sqlite', 'technology')",  # NOCASE duplicate
         "INSERT INTO entity_aliases (entity_id, alias) VALUES (2, 'SQLITE3')",  # NOCASE duplicate
         "INSERT INTO work_queue (path, status) VALUES ('/x', 'lost')",
-        "INSERT INTO vector_outbox (kind, item_id, op) VALUES ('chunks', 1, 'upsert')",
+        "INSERT INTO vector_outbox (kind, item_id, op) VALUES ('pages', 1, 'upsert')",
+        "INSERT INTO learning_sessions (session_id, tool_use_id, tool_name, query, status, started_at)"
+        " VALUES ('s', 't', 'x', 'q', 'lost', '2025-01-01')",
+        "INSERT INTO file_requests (project_id, path, reason) VALUES (1, '/x', 'guess')",
         "INSERT INTO messages (file_id, line, end_line, byte_start, byte_end, role, kind, text, content_hash)"
         " VALUES (1, 5, 5, 0, 1, 'human', 'text', 'x', 'h')",
         "INSERT INTO ideas (session_id, intent, content, content_hash)"

@@ -69,7 +69,35 @@ async def add_memory(store: Store, session: str) -> dict[str, int]:
             "INSERT INTO entities (canonical_name, type) VALUES ('Chroma', 'technology')", ()
         )
         await conn.execute("INSERT INTO entity_aliases (entity_id, alias) VALUES (?, 'chromadb')", (entity,))
-    return {"span": span, "old": old, "new": new, "entity": entity}
+        project = await insert(
+            "INSERT INTO projects (path, name) VALUES ('/work/demo', 'demo') "
+            "ON CONFLICT (path) DO UPDATE SET name = name",
+            (),
+        )
+        document = await insert(
+            "INSERT INTO file_documents (project_id, rel_path, content_hash, size) "
+            "VALUES (?, 'src/store.py', 'h', 30)",
+            (project,),
+        )
+        chunk = await insert(
+            "INSERT INTO file_chunks (document_id, chunk_index, start_line, end_line, content) "
+            "VALUES (?, 0, 1, 2, 'def store_vectors():\n    return chroma')",
+            (document,),
+        )
+        association = await insert(
+            "INSERT INTO search_associations (project_id, query, query_key, file_path, rel_path, source) "
+            "VALUES (?, 'where are vectors stored', 'where are vectors stored', '/work/demo/src/store.py', "
+            "'src/store.py', 'learned')",
+            (project,),
+        )
+    return {
+        "span": span,
+        "old": old,
+        "new": new,
+        "entity": entity,
+        "chunk": chunk,
+        "association": association,
+    }
 
 
 def test_sources_cover_every_vector_kind() -> None:
@@ -84,7 +112,8 @@ async def test_sync_makes_chroma_match_sqlite(store: Store) -> None:
     assert pending > 0
     assert pending == await store.db.scalar(
         "SELECT (SELECT count(*) FROM messages) + (SELECT count(*) FROM ideas) "
-        "+ (SELECT count(*) FROM topic_spans) + (SELECT count(*) FROM entities)"
+        "+ (SELECT count(*) FROM topic_spans) + (SELECT count(*) FROM entities) "
+        "+ (SELECT count(*) FROM file_chunks) + (SELECT count(*) FROM search_associations)"
     )
     seen: list[tuple[int, int]] = []
 
@@ -234,4 +263,4 @@ async def test_enqueue_requeues_items_explicitly(store: Store) -> None:
     await assert_consistent(store)
     async with store.db.write() as conn:
         with pytest.raises(ValueError, match="unknown vector kind"):
-            await outbox.enqueue(conn, "chunks", [1])
+            await outbox.enqueue(conn, "pages", [1])

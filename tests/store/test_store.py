@@ -290,7 +290,14 @@ async def test_stats_describe_the_store(store: Store, shared_files: list[Path]) 
     assert stats.ideas == 1 and stats.ideas_by_intent == {"decision": 1}
     assert stats.queue_by_status == {"pending": 1}
     assert stats.pending_vectors == total + 1
-    assert stats.vectors == {"ideas": 0, "spans": 0, "entities": 0, "messages": 0}
+    assert stats.vectors == {
+        "ideas": 0,
+        "spans": 0,
+        "entities": 0,
+        "messages": 0,
+        "chunks": 0,
+        "associations": 0,
+    }
     assert stats.schema_version >= 3 and stats.db_size_bytes > 0
     assert stats.first_message_at is not None and stats.last_message_at is not None
     assert stats.first_message_at < stats.last_message_at

@@ -1,0 +1,1 @@
+"""The on-demand file index: project files the coding agent read, edited or found, as searchable chunks."""

@@ -1,0 +1,1 @@
+"""Learning from failed searches: weak cairn searches, the reads that followed, and search associations."""
