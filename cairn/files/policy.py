@@ -1,0 +1,205 @@
+"""What the file index may read: project files only, text only, size-capped, never secrets or ignored files.
+
+A path in a transcript is only a hint: the agent may have read `~/.ssh/id_rsa`, a `.env` with live
+keys, a symlink that points out of the repository, a build artefact or a 40 MB minified bundle. The
+index stores file text in SQLite and sends it to Chroma, so each of those must be refused *before* a
+byte is read, and the refusal must be a reason people can count (`cairn files`), never an exception
+that stops the other files of a drain. Every check here answers with a `Refusal` carrying a stable
+reason code instead of raising.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import stat
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from cairn.files.paths import ProjectPath, resolve_in_project
+
+RefusalReason = Literal[
+    "outside_project", "missing", "not_a_file", "secret", "too_large", "ignored", "git_unavailable", "binary"
+]
+
+#: Bytes looked at for a NUL, the classic "this is binary" sign (git and grep use the same test).
+BINARY_SNIFF_BYTES = 8192
+
+#: Seconds one `git check-ignore` may take; a hung git must not hang the drain.
+GIT_TIMEOUT = 20.0
+
+# Names (lower-cased) that hold credentials by convention. Deliberately broad: a missed secret ends
+# up embedded and searchable, a refused ordinary file only costs one search result.
+_SECRET_NAMES = (
+    ".env",
+    ".env*",
+    "*.pem",
+    "*.key",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keystore",
+    "*.kdbx",
+    "credentials*",
+    "*secret*",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".htpasswd",
+)
+_SECRET_DIRS = frozenset({".git", ".ssh", ".aws", ".gnupg"})
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a file is not indexed: a reason code for counting, and a detail for people.
+
+    `relative` is the file's path in the project when it got that far, so a document indexed before
+    the file turned secret, ignored or missing can be found and dropped.
+    """
+
+    reason: RefusalReason
+    detail: str
+    relative: str | None = None
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """A file the index may store: where it is, its exact bytes (for the hash) and its text."""
+
+    path: ProjectPath
+    data: bytes
+    text: str
+
+
+def is_secret(path: str) -> bool:
+    """Whether a (relative or absolute, POSIX or native) path looks like it holds credentials."""
+    parts = [part.lower() for part in PurePosixPath(path.replace(os.sep, "/")).parts]
+    if not parts:
+        return False
+    if any(part in _SECRET_DIRS for part in parts[:-1]):
+        return True
+    return _secret_name(parts[-1])
+
+
+def _secret_name(name: str) -> bool:
+    name = name.lower()
+    return name in _SECRET_DIRS or any(fnmatch.fnmatchcase(name, pattern) for pattern in _SECRET_NAMES)
+
+
+def admit(
+    project_dir: str | os.PathLike[str],
+    path: str,
+    *,
+    max_bytes: int,
+    gitignore: GitIgnore | None = None,
+    cwd: str | None = None,
+) -> Admitted | Refusal:
+    """Every check in order, cheapest first; the file is opened only once all the others pass.
+
+    Raises only OSError, for a file that exists but cannot be read (permissions, I/O): that is a
+    failure worth retrying later, not a policy decision.
+    """
+    located = resolve_in_project(project_dir, path, cwd=cwd)
+    if located is None:
+        return Refusal("outside_project", f"{path} is not inside {project_dir}")
+    rel = located.relative
+    try:
+        info = located.absolute.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return Refusal("missing", f"{rel} does not exist", rel)
+    if not stat.S_ISREG(info.st_mode):
+        # FIFOs and devices would block or never end; directories have no text.
+        return Refusal("not_a_file", f"{rel} is not a regular file", rel)
+    # Both the name the agent used and the real one: a symlink `notes.txt` -> `.env` is as secret as `.env`.
+    if is_secret(rel) or _secret_name(os.path.basename(path)):
+        return Refusal("secret", f"{rel} looks like it holds credentials", rel)
+    if info.st_size > max_bytes:
+        return Refusal("too_large", f"{rel} is {info.st_size} bytes (limit {max_bytes})", rel)
+    ignored = (gitignore or GitIgnore(project_dir)).check(rel)
+    if ignored is not None:
+        return Refusal(ignored.reason, ignored.detail, rel)
+    with located.absolute.open("rb") as handle:
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:  # it grew since the stat
+        return Refusal("too_large", f"{rel} is over {max_bytes} bytes", rel)
+    if b"\0" in data[:BINARY_SNIFF_BYTES]:
+        return Refusal("binary", f"{rel} is binary (NUL byte)", rel)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return Refusal("binary", f"{rel} is not UTF-8 text ({exc.reason} at byte {exc.start})", rel)
+    return Admitted(path=located, data=data, text=text)
+
+
+class GitIgnore:
+    """Asks git which project paths it ignores, remembering answers so a drain asks once per batch.
+
+    A project that is not a git work tree ignores nothing. A project that is one (a `.git` in it or a
+    parent) but whose git cannot be run refuses everything with `git_unavailable`: without git the
+    ignore rules cannot be evaluated, and guessing wrong would index build output or vendored secrets.
+    A path git refuses to judge (one inside a submodule, say) is refused the same way, alone.
+    """
+
+    def __init__(self, project_dir: str | os.PathLike[str], *, git: str = "git") -> None:
+        self.project_dir = Path(project_dir)
+        self._git = git
+        self._known: dict[str, bool | str] = {}  # True/False: ignored or not; str: why git could not say
+
+    def check(self, relative: str) -> Refusal | None:
+        """None when git does not ignore `relative` (a path relative to the project), else the refusal."""
+        if relative not in self._known:
+            self.prime([relative])
+        answer = self._known[relative]
+        if isinstance(answer, str):
+            return Refusal("git_unavailable", answer)
+        return Refusal("ignored", f"{relative} is ignored by git") if answer else None
+
+    def prime(self, relatives: Iterable[str]) -> None:
+        """Ask git about every path not asked yet, in one `check-ignore --stdin` call."""
+        wanted = [rel for rel in dict.fromkeys(relatives) if rel not in self._known]
+        if not wanted:
+            return
+        answer = self._ask(wanted)
+        if isinstance(answer, set):
+            self._known.update((rel, rel in answer) for rel in wanted)
+        elif len(wanted) > 1 and not answer.startswith("git could not be run"):
+            for rel in wanted:  # one path git will not judge must not condemn the batch
+                self.prime([rel])
+        else:
+            failure: bool | str = answer if _inside_git_tree(self.project_dir) else False
+            self._known.update((rel, failure) for rel in wanted)
+
+    def _ask(self, relatives: list[str]) -> set[str] | str:
+        """The ignored subset of `relatives`, or why git could not tell."""
+        try:
+            completed = subprocess.run(
+                [self._git, "-C", str(self.project_dir), "check-ignore", "-z", "--stdin"],
+                input=b"".join(rel.encode("utf-8", "surrogateescape") + b"\0" for rel in relatives),
+                capture_output=True,
+                timeout=GIT_TIMEOUT,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"git could not be run: {exc}"
+        if completed.returncode in (0, 1):  # 0: some are ignored; 1: none are
+            return {part.decode("utf-8", "surrogateescape") for part in completed.stdout.split(b"\0") if part}
+        message = completed.stderr.decode("utf-8", "replace").strip()
+        if "not a git repository" in message.lower():
+            return set()
+        return f"git check-ignore failed ({completed.returncode}): {message[:200]}"
+
+
+def _inside_git_tree(directory: Path) -> bool:
+    try:
+        real = directory.resolve()
+    except (OSError, RuntimeError):
+        return True  # cannot tell: be safe
+    return any((candidate / ".git").exists() for candidate in (real, *real.parents))
