@@ -29,7 +29,12 @@ matching in `cairn.agent.entities`):
   summary falls back to that idea's content.
 - **Several new ideas at one (session, line)**: a relation from that place starts at each of them;
   the first is the one that supersedes or answers.
-- **Search associations** insert with `hits = 0`; the same (query, file) again bumps `hits`.
+- **Search associations** go through `cairn.learning.associations.record_association` like learned ones:
+  the file must exist inside the project of one of the batch's sessions (a relative path is relative
+  to that project); the same (query, file) again merges into its row (`times_learned + 1`); the file
+  is queued for indexing. One that names no such file is counted in `search_associations_rejected`,
+  not in `rejected`: that is for items wrong about the batch, while a file may simply not exist on
+  this machine (a transcript copied from elsewhere, a file deleted since).
 - **Skipped lines** are recorded per file with the run's id; a line already recorded stays as it was.
 """
 
@@ -48,6 +53,7 @@ from cairn.agent.batches import PlannedBatch
 from cairn.agent.entities import Embed, EntityResolver, semantic_matches
 from cairn.agent.schema import IndexResult, TopicChange
 from cairn.agent.validate import Checked, NewIdea, Rejected, Resolution, SpanRow, check, connection_fetch
+from cairn.learning.associations import record_association
 from cairn.store.db import Database
 from cairn.store.store import iso_utc
 
@@ -99,6 +105,7 @@ class ApplyStats:
     activated: int = 0
     skipped_lines: int = 0
     search_associations: int = 0
+    search_associations_rejected: int = 0
     rejected: int = 0
     run_id: int = 0
 
@@ -478,21 +485,38 @@ class _Writer:
             )
 
     async def _search_associations(self) -> None:
+        projects = await self._batch_projects() if self.checked.search_associations else []
+        learned_at = datetime.fromisoformat(self.now)
         for association in self.checked.search_associations:
-            self.stats.search_associations += await self._execute(
-                """
-                INSERT INTO search_associations (query, query_key, file_path, reason) VALUES (?, ?, ?, ?)
-                ON CONFLICT (query_key, file_path) DO UPDATE SET times_learned = times_learned + 1,
-                    learned_at = ?
-                """,
-                (
-                    association.query,
-                    " ".join(association.query.lower().split()),
-                    association.file_path,
-                    association.reason or None,
-                    self.now,
-                ),
-            )
+            for project_id, project_dir in projects:
+                outcome = await record_association(
+                    self.conn,
+                    project_id=project_id,
+                    project_dir=project_dir,
+                    query=association.query,
+                    file_path=association.file_path,
+                    source="agent",
+                    reason=association.reason or None,
+                    learned_at=learned_at,
+                )
+                if outcome != "rejected":
+                    self.stats.search_associations += 1
+                    break
+            else:
+                self.stats.search_associations_rejected += 1
+
+    async def _batch_projects(self) -> list[tuple[int, str]]:
+        """The projects of the batch's sessions (id, directory), in batch order, each once."""
+        async with self.conn.execute(
+            """
+            SELECT p.id, p.path FROM json_each(?) AS b
+            JOIN sessions AS s ON s.id = b.value JOIN projects AS p ON p.id = s.project_id
+            ORDER BY b.key
+            """,
+            (json.dumps(list(self.view.sessions)),),
+        ) as cursor:
+            rows = await cursor.fetchall()
+        return list(dict.fromkeys((int(row[0]), str(row[1])) for row in rows))
 
 
 def _span_at(segments: list[tuple[int, int]], line: int) -> int | None:

@@ -33,11 +33,16 @@ def stamp(session: str, line: int) -> str:
 
 
 class Transcripts:
-    """Session transcripts in a Claude Code project directory, appended to line by line."""
+    """Session transcripts in a Claude Code project directory, appended to line by line.
 
-    def __init__(self, root: Path) -> None:
+    `cwd` is the sessions' working directory, i.e. their project; a test that needs real project files
+    (search associations must point at one) passes a directory it created.
+    """
+
+    def __init__(self, root: Path, cwd: str | Path = "/work/demo") -> None:
         self.dir = root / "-work-demo"
         self.dir.mkdir(parents=True, exist_ok=True)
+        self.cwd = str(cwd)
 
     def path(self, session: str) -> Path:
         return (self.dir / f"{session}.jsonl").resolve()
@@ -52,15 +57,15 @@ class Transcripts:
         with path.open("a") as fh:
             for kind, text in lines:
                 count += 1
-                fh.write(json.dumps(_entry(session, count, kind, text)) + "\n")
+                fh.write(json.dumps(_entry(session, count, kind, text, self.cwd)) + "\n")
 
 
-def _entry(session: str, line: int, kind: str, text: str) -> dict[str, Any]:
+def _entry(session: str, line: int, kind: str, text: str, cwd: str) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "parentUuid": None,
         "isSidechain": False,
         "userType": "external",
-        "cwd": "/work/demo",
+        "cwd": cwd,
         "sessionId": session,
         "version": "2.0.76",
         "type": "assistant" if kind == ASSISTANT else "user",
@@ -224,6 +229,15 @@ def round_one(t: Transcripts) -> dict[str, Any]:
         "skip_lines": [4],
         "search_associations": [{"query": "where are vectors stored", "file_path": "cairn/store/vectors.py"}],
     }
+
+
+def project_with(root: Path, *files: str) -> Path:
+    """A project directory holding `files` (relative paths), for associations that must point at files."""
+    root.mkdir(parents=True, exist_ok=True)
+    for name in files:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(f"# {name}\n", encoding="utf-8")
+    return root.resolve()
 
 
 def write_round_one(t: Transcripts) -> None:

@@ -10,6 +10,7 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,7 @@ from cairn.agent.batches import plan_batches
 from cairn.agent.executor import ApplyStats, apply
 from cairn.agent.schema import IndexResult
 from cairn.config import Settings
+from cairn.store.db import Database
 from cairn.store.store import Store, idea_hash
 from tests.agent.executor_helpers import (
     ASSISTANT,
@@ -34,6 +36,7 @@ from tests.agent.executor_helpers import (
     idea_id,
     insert,
     plan_one,
+    project_with,
     round_one,
     run_record,
     stamp,
@@ -50,7 +53,17 @@ async def store(settings: Settings) -> AsyncIterator[Store]:
 
 @pytest.fixture
 def transcripts(tmp_path: Path) -> Transcripts:
-    return Transcripts(tmp_path / "projects")
+    """Sessions whose project is a real directory holding the files the results' associations name."""
+    project = project_with(tmp_path / "demo", "cairn/store/vectors.py", "docs/release.md")
+    return Transcripts(tmp_path / "projects", cwd=project)
+
+
+async def association_rows(db: Database) -> list[tuple[Any, ...]]:
+    rows = await db.fetchall(
+        "SELECT query, file_path, rel_path, source, reason, times_learned, hits, p.path AS project "
+        "FROM search_associations AS a JOIN projects AS p ON p.id = a.project_id ORDER BY a.id"
+    )
+    return [tuple(r) for r in rows]
 
 
 def write_round_two(t: Transcripts) -> None:
@@ -127,8 +140,13 @@ async def test_round_one_creates_ideas_spans_entities_and_moves_every_cursor(
     assert [tuple(r) for r in await db.fetchall("SELECT file_id, line FROM skipped_lines")] == [
         (files[SESSION_A], 4)
     ]
-    associations = await db.fetchall("SELECT query, file_path, hits FROM search_associations")
-    assert [tuple(r) for r in associations] == [("where are vectors stored", "cairn/store/vectors.py", 0)]
+    root = transcripts.cwd
+    vectors = f"{root}/cairn/store/vectors.py"
+    assert await association_rows(db) == [
+        ("where are vectors stored", vectors, "cairn/store/vectors.py", "agent", None, 1, 0, root),
+    ]
+    requested = await db.fetchall("SELECT path, reason, status FROM file_requests")
+    assert [tuple(r) for r in requested] == [(vectors, "agent", "pending")]
     assert stats == ApplyStats(
         ideas_by_intent={"context": 1, "decision": 1, "question": 2, "todo": 1},
         relations_by_type={},
@@ -332,12 +350,11 @@ async def test_round_two_answers_completes_supersedes_and_reuses(
         (files[SESSION_A], 10, stats.run_id),
         (files[SESSION_B], 4, stats.run_id),
     ]
-    associations = await db.fetchall(
-        "SELECT query, file_path, reason, hits FROM search_associations ORDER BY id"
-    )
-    assert [tuple(r) for r in associations] == [
-        ("where are vectors stored", "cairn/store/vectors.py", None, 1),
-        ("release process", "docs/release.md", "release steps", 0),
+    root = transcripts.cwd
+    vectors, release = f"{root}/cairn/store/vectors.py", f"{root}/docs/release.md"
+    assert await association_rows(db) == [  # the repeated association merged: learned twice, never used
+        ("where are vectors stored", vectors, "cairn/store/vectors.py", "agent", None, 2, 0, root),
+        ("release process", release, "docs/release.md", "agent", "release steps", 1, 0, root),
     ]
     assert stats == ApplyStats(
         ideas_by_intent={"decision": 2, "solution": 2},
@@ -501,3 +518,26 @@ async def test_a_topic_change_opens_a_sibling_of_the_span_it_closes(
         "Search": (project, "Search", 0, 0, 1),  # closed at max(start_line - 1, its start)
         "CLI": (project, "CLI", 1, None, 1),
     }
+
+
+async def test_search_associations_outside_the_project_or_to_missing_files_are_not_stored(
+    store: Store, settings: Settings, transcripts: Transcripts, tmp_path: Path
+) -> None:
+    transcripts.add(SESSION_A, (USER, "Where do vectors live?"), (ASSISTANT, "In cairn/store/vectors.py."))
+    await capture(store, settings, transcripts)
+    (tmp_path / "elsewhere.py").write_text("x = 1\n")
+    (Path(transcripts.cwd) / "escape.py").symlink_to(tmp_path / "elsewhere.py")
+    wanted = [
+        {"query": "vector store", "file_path": str(Path(transcripts.cwd) / "cairn/store/vectors.py")},
+        {"query": "outside", "file_path": "../elsewhere.py"},
+        {"query": "through a symlink", "file_path": "escape.py"},
+        {"query": "gone", "file_path": "cairn/store/missing.py"},
+    ]
+    result = IndexResult.model_validate({"search_associations": wanted})
+
+    stats = await apply(store.db, await plan_one(store.db), result, run_record())
+
+    assert (stats.search_associations, stats.search_associations_rejected, stats.rejected) == (1, 3, 0)
+    assert [row[0] for row in await association_rows(store.db)] == ["vector store"]
+    applied = await store.db.scalar("SELECT applied FROM index_runs WHERE id = ?", (stats.run_id,))
+    assert json.loads(applied)["search_associations_rejected"] == 3

@@ -28,6 +28,7 @@ from tests.agent.executor_helpers import (
     file_ids,
     insert,
     plan_one,
+    project_with,
     run_record,
     stamp,
 )
@@ -49,7 +50,7 @@ async def world(store: Store, settings: Settings, tmp_path: Path) -> dict[str, A
     The stored questions and todos belong to C, which has no messages in the batch, so their lines
     resolve to whichever batch session has them (lines 1-3 are in both A and B: ambiguous).
     """
-    t = Transcripts(tmp_path / "projects")
+    t = Transcripts(tmp_path / "projects", cwd=project_with(tmp_path / "orders", "db/schema.sql"))
     t.add(
         SESSION_A,
         (USER, "Which database for the orders service?"),
@@ -309,8 +310,8 @@ async def test_every_invalid_item_is_rejected_recorded_and_not_written(
     skipped = await db.fetchall("SELECT file_id, line FROM skipped_lines")
     assert {tuple(r) for r in skipped} == {(w["files"][SESSION_A], 1), (w["files"][SESSION_B], 1)}
     assert await db.scalar("SELECT usage_count FROM ideas WHERE id = ?", (w["decision"],)) == 1
-    associations = await db.fetchall("SELECT query, file_path, hits FROM search_associations")
-    assert [tuple(r) for r in associations] == [("orders index", "db/schema.sql", 0)]
+    associations = await db.fetchall("SELECT query, rel_path, times_learned, hits FROM search_associations")
+    assert [tuple(r) for r in associations] == [("orders index", "db/schema.sql", 1, 0)]
     assert await cursors(db) == {SESSION_A: 4, SESSION_B: 3, SESSION_C: 1}
 
 
