@@ -2,8 +2,10 @@
 
 This is the capture half of cairn's pipeline. Each file is read from the byte offset the store holds
 for it, and its messages are written in the same transaction that advances that offset, so running it
-twice — or after a crash at any point — stores every message exactly once. The daemon drives this
-continuously; `cairn sync` runs it once.
+twice — or after a crash at any point — stores every message exactly once. What the agent's tool calls
+imply (files to index, searches to learn from; `cairn.derive`) is written in that transaction too, and
+the files it queued are indexed right after. The daemon drives this continuously; `cairn sync` runs it
+once.
 """
 
 from __future__ import annotations
@@ -13,9 +15,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import aiosqlite
+
 from cairn.config import Settings
+from cairn.derive import Derived, derive, unmatched_outputs, wanted
+from cairn.files.index import drain_requests
 from cairn.store.store import Store
 from cairn.transcripts import NormaliseOptions, Normaliser, read_from
+from cairn.transcripts.tool_events import tool_events
 
 ProgressCallback = Callable[[Path], None]
 
@@ -32,6 +39,9 @@ class FileSync:
     oversized: int = 0
     partial_bytes: int = 0
     restarted: bool = False
+    files_requested: int = 0
+    files_indexed: int = 0
+    derive_error: str | None = None
     error: str | None = None
 
 
@@ -79,10 +89,22 @@ async def sync_file(store: Store, path: Path, settings: Settings) -> FileSync:
         if unresolved := normaliser.unresolved_tool_ids(result.entries):
             normaliser.remember(await store.tool_calls(path, unresolved))
         messages = normaliser.normalise(result.entries)
-        stored = await store.ingest(path, result, messages)
+        events = list(tool_events(result.entries)) if wanted(settings) else []
+        derived = Derived()
+
+        async def also(conn: aiosqlite.Connection, file_id: int) -> None:
+            nonlocal derived
+            names = {i: known[0] for i in unmatched_outputs(events) if (known := normaliser.tool_for(i))}
+            derived = await derive(conn, file_id, events, settings, names)
+
+        stored = await store.ingest(path, result, messages, also=also if events else None)
+        drained = await drain_requests(store.db, settings)
     except OSError as exc:
         report.error = f"{type(exc).__name__}: {exc}"
         return report
+    report.files_requested = derived.files_requested
+    report.files_indexed = drained.indexed
+    report.derive_error = derived.error
     report.entries = len(result.entries)
     report.messages_added = stored.messages_added
     report.duplicates = stored.messages_skipped_duplicate

@@ -601,12 +601,14 @@ _FILES_AND_LEARNING = Migration(
         """,
         """
         CREATE TRIGGER file_chunks_fts_delete AFTER DELETE ON file_chunks BEGIN
-            INSERT INTO file_chunks_fts (file_chunks_fts, rowid, content) VALUES ('delete', OLD.id, OLD.content);
+            INSERT INTO file_chunks_fts (file_chunks_fts, rowid, content)
+                VALUES ('delete', OLD.id, OLD.content);
         END
         """,
         """
         CREATE TRIGGER file_chunks_fts_update AFTER UPDATE OF content ON file_chunks BEGIN
-            INSERT INTO file_chunks_fts (file_chunks_fts, rowid, content) VALUES ('delete', OLD.id, OLD.content);
+            INSERT INTO file_chunks_fts (file_chunks_fts, rowid, content)
+                VALUES ('delete', OLD.id, OLD.content);
             INSERT INTO file_chunks_fts (rowid, content) VALUES (NEW.id, NEW.content);
         END
         """,
@@ -733,7 +735,10 @@ _FILES_AND_LEARNING = Migration(
             {_enqueue("associations", "OLD.id", "delete")}
         END
         """,
-        "INSERT INTO vector_outbox (kind, item_id, op) SELECT 'associations', id, 'upsert' FROM search_associations",
+        """
+        INSERT INTO vector_outbox (kind, item_id, op)
+        SELECT 'associations', id, 'upsert' FROM search_associations
+        """,
     ),
 )
 
