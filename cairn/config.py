@@ -250,10 +250,18 @@ class Settings(BaseSettings):
         default=60.0, gt=0, description="An association's boost halves over this many days without use."
     )
     learn_min_similarity: float = Field(
-        default=0.6,
+        default=0.65,
         ge=0,
         le=1,
-        description="Cosine similarity a query needs to an association's query for the association to apply.",
+        description="Cosine similarity a query needs to an association's query for the association to apply "
+        "(MiniLM: 'user deletion endpoint' vs 'user creation endpoint' is 0.64, so it stays out).",
+    )
+    learn_full_similarity: float = Field(
+        default=0.8,
+        ge=0,
+        le=1,
+        description="Cosine similarity at which an association applies in full; between the minimum and this "
+        "its weight rises linearly from 0 (MiniLM: 'login button' vs 'login button component' is 0.82).",
     )
 
     @classmethod

@@ -14,11 +14,24 @@ combined multiplicatively (seed 004):
 With exact terms only, the search is grep-like: only chunks containing a term are results, and a chunk
 with all n terms scores 1.0 (base `boost ** -n`), each missing term dividing that by the boost.
 
-Chunks come from *sources*. Until files the agent touched are chunked, transcript messages are the
-content: each eligible message is one chunk, its document the transcript file. A source says where its
-rows, FTS table and vectors are, so file chunks can join as a second source without touching the
-ranking. When Chroma cannot answer, concepts fall back to their words in FTS (the share of concept
+Chunks come from *sources*: the project files the agent touched, chunked by the file index (document:
+the file's absolute path), and transcript messages, one chunk each (document: the transcript file).
+A source says where its rows, FTS table and vectors are, so the ranking never asks which one it
+reads. When Chroma cannot answer, concepts fall back to their words in FTS (the share of concept
 words a chunk contains stands in for the semantic score) and the answer says so.
+
+**Learned associations** (`cairn.learning.boost`): when an earlier search close to this one came back
+weak and the agent then found what it wanted by reading a file, that file's chunks are lifted by the
+weight w of the strongest such association, before `min_score` applies, to the larger of
+`score + (1 - score) x w` and `score x (1 + w)`. The first is the association's own evidence: the
+search failed because the file's text is far from the query, so a learned file must rise toward 1
+however low its similarity. The second treats the association like an exact term (which multiplies),
+so a file that also matches well ranks above passages that merely say the same words — the user's
+own question, quoted back, would otherwise tie with it at 1. Lifted chunks are candidates even when
+neither FTS nor the nearest vectors drew them (their semantic score then comes from their stored
+vectors), and a file's own chunks keep their order. Exact-terms-only searches stay grep-like: only
+chunks containing a term are lifted. The results say which association lifted them (`learned_from`),
+and a caller that receives them counts a hit for it (`record_usage`).
 
 Paging is stateless: the token carries the request, a snapshot (each source's highest row id at the
 first page, so rows written meanwhile neither appear nor shift pages) and the offset.
@@ -33,9 +46,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from cairn.config import Settings
+from cairn.learning.boost import AssociationBoost, associations_for, boosted_documents, reinforce
 from cairn.search import query as fts
 from cairn.search.content_models import (
     NO_SIGNAL,
@@ -46,11 +58,11 @@ from cairn.search.content_models import (
     Continuation,
     NavigationHints,
 )
-from cairn.search.content_sources import MESSAGES, SOURCES, ContentSource, Filters
+from cairn.search.content_sources import FILES, MESSAGES, SOURCES, ContentSource, Filters
 from cairn.search.errors import BadContinuationError, SearchError
 from cairn.search.paging import decode_token, encode_token
 from cairn.search.projects import resolve_projects
-from cairn.search.semantic import calibrate
+from cairn.search.semantic import calibrate, cosines
 from cairn.search.terms import ExactTerm, compile_term, is_code_shaped
 from cairn.store.db import Database
 
@@ -60,6 +72,7 @@ if TYPE_CHECKING:
 # The request/response models, sources and term matching live in their own modules; importers that
 # know them as part of `search_content` keep finding them here.
 __all__ = [
+    "FILES",
     "MESSAGES",
     "SOURCES",
     "ChunkResult",
@@ -88,6 +101,8 @@ MAX_KEYWORDS = 7
 MAX_RELATED = 5
 #: Scores at or above this count as strong when choosing navigation hints.
 STRONG_SCORE = 0.75
+#: Learned associations named in the search interpretation; the rest are counted.
+MAX_NAMED_ASSOCIATIONS = 3
 
 
 # The search
@@ -130,19 +145,41 @@ class _Row:
     content: str
     chunk_index: int
     keyword_key: Any
+    start_line: int | None = None
+    end_line: int | None = None
     score: float = 0.0
+    lift: AssociationBoost | None = None
+
+
+@dataclass
+class _Ranking:
+    """Every result, best first; why vectors were not used (None if they were); what lifted results."""
+
+    rows: list[_Row]
+    degraded: str | None
+    lifted: dict[int, AssociationBoost]
 
 
 async def search_content(
-    db: Database, vectors: VectorIndex | None, settings: Settings, request: ContentRequest
+    db: Database,
+    vectors: VectorIndex | None,
+    settings: Settings,
+    request: ContentRequest,
+    *,
+    record_usage: bool = True,
 ) -> ContentResponse:
-    """One page of chunks matching `request`, best first, with paging state and hints for what next."""
+    """One page of chunks matching `request`, best first, with paging state and hints for what next.
+
+    `record_usage`: the page reaches a caller, so the learned associations that lifted a result on it
+    count a hit (and their decay restarts), as `search` counts the ideas it returns.
+    """
     plan = await _plan(db, settings, request)
     if not (plan.concepts or plan.terms):
         raise SearchError(NO_SIGNAL)
     filters = await _filters(db, plan.project, plan.session)
     terms = [compile_term(term) for term in plan.terms]
-    ranked, degraded = await _rank(db, vectors, settings, plan, filters, terms)
+    ranking = await _rank(db, vectors, settings, plan, filters, terms)
+    ranked, degraded = ranking.rows, ranking.degraded
 
     total = plan.total if plan.total is not None else len(ranked)
     page = ranked[plan.offset : plan.offset + request.limit]
@@ -157,9 +194,14 @@ async def search_content(
             relevance_score=round(min(1.0, max(0.0, row.score)), 4),
             chunk_index=row.chunk_index,
             document_keywords=keywords.get((row.source, row.keyword_key), []),
+            start_line=row.start_line,
+            end_line=row.end_line,
+            learned_from=row.lift.query if row.lift is not None else None,
         )
         for row in page
     ]
+    if record_usage:
+        await reinforce(db, [row.lift.association_id for row in page if row.lift is not None])
     avg = round(sum(r.relevance_score for r in results) / len(results), 4) if results else 0.0
     return ContentResponse(
         results=results,
@@ -167,7 +209,7 @@ async def search_content(
             total_results=total,
             files_covered=list(dict.fromkeys(r.document_id for r in results)),
             avg_relevance=avg,
-            search_interpretation=_interpretation(settings, plan, terms, degraded),
+            search_interpretation=_interpretation(settings, plan, terms, degraded, ranking.lifted),
         ),
         continuation=Continuation(has_more=has_more, next_token=plan.token(end, total) if has_more else None),
         navigation_hints=_hints(plan, results, total, has_more, request.limit, len(ranked) - end),
@@ -249,8 +291,8 @@ async def _rank(
     plan: _Plan,
     filters: Filters,
     terms: list[ExactTerm],
-) -> tuple[list[_Row], str | None]:
-    """Every result of the search, best first, and why vectors were not used (None if they were)."""
+) -> _Ranking:
+    """Every result of the search, best first, why vectors were not used, and what lifted results."""
     sources = [(index, source) for index, source in enumerate(SOURCES) if source.usable(filters)]
     scopes = {index: source.scope(filters, plan.snapshot.get(source.name, 0)) for index, source in sources}
 
@@ -259,27 +301,42 @@ async def _rank(
         for term in terms:
             exact_ids[index].update(await _term_ids(db, source, term, scopes[index]))
 
-    semantic: dict[tuple[int, int], float] = {}
+    embedding: list[float] | None = None
     degraded: str | None = None
     if plan.concepts:
         if vectors is None:
             degraded = "no vector index is open"
         else:
             try:
-                semantic = await _semantic(db, vectors, settings, plan, filters, sources, exact_ids)
+                embedding = (await asyncio.to_thread(vectors.embed, ["; ".join(plan.concepts)]))[0]
             except Exception as exc:
-                log.warning("search_content: vector search failed, using keywords instead: %s", exc)
+                log.warning("search_content: embedding failed, using keywords instead: %s", exc)
                 degraded = f"vector search failed: {type(exc).__name__}"
-        if degraded is not None:
-            semantic = await _word_coverage(db, plan.concepts, sources, scopes)
+
+    lifts, boosted_ids = await _lifts(db, vectors, settings, plan, filters, sources, scopes, embedding)
+    wanted = {index: exact_ids[index] | boosted_ids.get(index, set()) for index, _ in sources}
+
+    semantic: dict[tuple[int, int], float] = {}
+    if embedding is not None and vectors is not None:
+        try:
+            semantic = await _semantic(db, vectors, settings, plan, filters, sources, embedding, wanted)
+        except Exception as exc:
+            log.warning("search_content: vector search failed, using keywords instead: %s", exc)
+            degraded = f"vector search failed: {type(exc).__name__}"
+    if plan.concepts and degraded is not None:
+        semantic = await _word_coverage(db, plan.concepts, sources, scopes)
 
     candidates: dict[int, set[int]] = {index: set(exact_ids[index]) for index, _ in sources}
+    if plan.concepts:
+        for index, ids in boosted_ids.items():
+            candidates[index] |= ids
     for index, row_id in semantic:
         candidates[index].add(row_id)
 
     boost = settings.content_exact_boost
     exact_only = not plan.concepts
     ranked: list[_Row] = []
+    lifted: dict[int, AssociationBoost] = {}
     for index, source in sources:
         for row in await _hydrate(db, index, source, candidates[index], scopes[index]):
             matched = sum(1 for term in terms if term.pattern.search(row.content))
@@ -289,10 +346,57 @@ async def _rank(
                 row.score = boost ** (matched - len(terms))
             else:
                 row.score = semantic.get((index, row.id), 0.0) * boost**matched
+            lift = lifts.get(row.keyword_key) if source is FILES else None
+            if lift is not None:
+                row.score = max(row.score + (1.0 - row.score) * lift.weight, row.score * (1 + lift.weight))
+                row.lift = lift
             if row.score > 0 and row.score >= plan.min_score:
                 ranked.append(row)
+                if row.lift is not None:
+                    lifted[row.lift.association_id] = row.lift
     ranked.sort(key=lambda row: (-row.score, row.source, row.id))
-    return ranked, degraded
+    return _Ranking(ranked, degraded, lifted)
+
+
+async def _lifts(
+    db: Database,
+    vectors: VectorIndex | None,
+    settings: Settings,
+    plan: _Plan,
+    filters: Filters,
+    sources: list[tuple[int, ContentSource]],
+    scopes: dict[int, tuple[str, list[Any]]],
+    embedding: list[float] | None,
+) -> tuple[dict[Any, AssociationBoost], dict[int, set[int]]]:
+    """The learned associations that apply (file document id -> strongest) and the chunks they reach.
+
+    The search text is the concepts and terms joined as the learner records a `search_content` query,
+    so repeating a search finds its association by key; closeness by meaning uses the concepts'
+    embedding the search already made (a terms-only search has none: only the same query applies).
+    """
+    files = next((index for index, source in sources if source is FILES), None)
+    if files is None or plan.snapshot.get(FILES.name, 0) == 0:
+        return {}, {}
+    boosts = await associations_for(
+        db,
+        vectors,
+        settings,
+        text="; ".join([*plan.concepts, *plan.terms]),
+        embedding=embedding,
+        project_ids=filters.project_ids,
+    )
+    documents = await boosted_documents(db, boosts)
+    if not documents:
+        return {}, {}
+    where, params = scopes[files]
+    rows = await db.fetchall(
+        f"""
+        SELECT t.id FROM {FILES.table} AS t {FILES.joins}
+        WHERE t.document_id IN (SELECT value FROM json_each(?)) AND {where}
+        """,
+        (json.dumps(sorted(documents)), *params),
+    )
+    return dict(documents), {files: {int(row[0]) for row in rows}}
 
 
 async def _term_ids(
@@ -326,19 +430,22 @@ async def _semantic(
     plan: _Plan,
     filters: Filters,
     sources: list[tuple[int, ContentSource]],
-    exact_ids: dict[int, set[int]],
+    query: list[float],
+    wanted: dict[int, set[int]],
 ) -> dict[tuple[int, int], float]:
-    """Calibrated similarity of the concepts to the nearest chunks and to every exact-term candidate.
+    """Calibrated similarity of the concepts to the nearest chunks and to every `wanted` candidate
+    (exact-term matches, chunks of boosted files) the nearest ones missed.
 
     The nearest-neighbour query asks for as many more vectors as rows were written since the
     snapshot: those are dropped afterwards, and without the extra they could push snapshot rows out
-    of the top, changing the result set between pages.
+    of the top, changing the result set between pages. A source that had no rows at the first page
+    has nothing in scope and is not asked at all.
     """
-    text = "; ".join(plan.concepts)
-    query = (await asyncio.to_thread(vectors.embed, [text]))[0]
     scores: dict[tuple[int, int], float] = {}
     for index, source in sources:
         snapshot = plan.snapshot.get(source.name, 0)
+        if snapshot == 0:
+            continue
         newer = int(await db.scalar(f"SELECT count(*) FROM {source.table} WHERE id > ?", (snapshot,)))
         n = VECTOR_CANDIDATES + min(newer, FTS_CANDIDATES)
         hits = await asyncio.to_thread(
@@ -347,23 +454,12 @@ async def _semantic(
         for hit in hits:
             if hit.id.isdigit():
                 scores[(index, int(hit.id))] = calibrate(hit.score, settings)
-        missing = [str(row_id) for row_id in exact_ids[index] if (index, row_id) not in scores]
+        missing = [str(row_id) for row_id in wanted.get(index, ()) if (index, row_id) not in scores]
         if missing:
             stored = await asyncio.to_thread(vectors.get_embeddings, source.vector_kind, missing)
-            for record_id, cosine in _cosines(query, stored).items():
+            for record_id, cosine in cosines(query, stored).items():
                 scores[(index, int(record_id))] = calibrate(cosine, settings)
     return scores
-
-
-def _cosines(query: list[float], stored: dict[str, list[float]]) -> dict[str, float]:
-    if not stored:
-        return {}
-    ids = list(stored)
-    matrix = np.asarray([stored[i] for i in ids], dtype=np.float64)
-    q = np.asarray(query, dtype=np.float64)
-    norms = np.linalg.norm(matrix, axis=1) * np.linalg.norm(q)
-    norms[norms == 0] = 1.0
-    return dict(zip(ids, (matrix @ q / norms).tolist(), strict=True))
 
 
 async def _word_coverage(
@@ -407,7 +503,8 @@ async def _hydrate(
     rows = await db.fetchall(
         f"""
         SELECT t.id AS id, {source.document_column} AS document_id, {source.text_column} AS content,
-               {source.index_column} AS chunk_index, {source.keyword_column} AS keyword_key
+               {source.index_column} AS chunk_index, {source.keyword_column} AS keyword_key,
+               {source.start_column} AS start_line, {source.end_column} AS end_line
         FROM {source.table} AS t {source.joins}
         WHERE t.id IN (SELECT value FROM json_each(?)) AND {where}
         """,
@@ -421,6 +518,8 @@ async def _hydrate(
             content=str(row["content"]),
             chunk_index=int(row["chunk_index"]),
             keyword_key=row["keyword_key"],
+            start_line=row["start_line"],
+            end_line=row["end_line"],
         )
         for row in rows
     ]
@@ -444,7 +543,13 @@ async def _keywords(db: Database, page: list[_Row]) -> dict[tuple[int, Any], lis
 # Explanations
 
 
-def _interpretation(settings: Settings, plan: _Plan, terms: list[ExactTerm], degraded: str | None) -> str:
+def _interpretation(
+    settings: Settings,
+    plan: _Plan,
+    terms: list[ExactTerm],
+    degraded: str | None,
+    lifted: dict[int, AssociationBoost],
+) -> str:
     boost = f"{settings.content_exact_boost:g}"
     parts: list[str] = []
     if plan.concepts:
@@ -467,10 +572,21 @@ def _interpretation(settings: Settings, plan: _Plan, terms: list[ExactTerm], deg
                 f"Exact terms only (grep-like): {described}. A chunk with all {len(terms)} scores 1.0, "
                 f"each missing term divides that by {boost}."
             )
+    if lifted:
+        strongest = sorted(lifted.values(), key=lambda b: (-b.weight, b.association_id))
+        named = "; ".join(
+            f"{b.query!r} -> {b.rel_path or b.file_path} (weight {b.weight:.2f})"
+            for b in strongest[:MAX_NAMED_ASSOCIATIONS]
+        )
+        more = len(strongest) - MAX_NAMED_ASSOCIATIONS
+        parts.append(
+            "Files the agent found after earlier weak searches like this one are lifted by "
+            f"learned associations: {named}" + (f"; and {more} more." if more > 0 else ".")
+        )
     if plan.project is not None:
         parts.append(f"Only project {plan.project}.")
     if plan.session is not None:
-        parts.append(f"Only session {plan.session}.")
+        parts.append(f"Only session {plan.session}; project files, which belong to no session, left out.")
     parts.append(f"Minimum score {plan.min_score:g}.")
     return " ".join(parts)
 
@@ -496,8 +612,11 @@ def _hints(
         top = results[0]
         avg = sum(r.relevance_score for r in results) / len(results)
         if total <= 3 or top.relevance_score >= STRONG_SCORE:
-            actions.append(f"Read the surrounding conversation: show(id='{top.chunk_id}')")
-            actions.append(f"Open the document {top.document_id} around line {top.chunk_index}")
+            if top.start_line is not None:
+                actions.append(f"Open the file {top.document_id} at lines {top.start_line}-{top.end_line}")
+            else:
+                actions.append(f"Read the surrounding conversation: show(id='{top.chunk_id}')")
+                actions.append(f"Open the document {top.document_id} around line {top.chunk_index}")
         if total > limit or avg < STRONG_SCORE:
             if not plan.terms:
                 actions.append("Add exact_terms (identifiers, file names, versions) to narrow results")

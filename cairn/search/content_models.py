@@ -73,13 +73,29 @@ def _clean(values: list[str], max_chars: int, name: str) -> list[str]:
 
 
 class ChunkResult(BaseModel):
-    chunk_id: str = Field(description="The chunk's id; for a message `m<id>`, usable with `show`.")
-    document_id: str = Field(description="The document the chunk belongs to (a transcript file path).")
+    chunk_id: str = Field(
+        description="The chunk's id: `c<id>` for a part of a project file, `m<id>` for a transcript "
+        "message; usable with `show`."
+    )
+    document_id: str = Field(
+        description="The document the chunk belongs to: the file's absolute path, or the transcript's path."
+    )
     content: str = Field(description="The chunk's full text.")
     relevance_score: float = Field(description="Match quality in [0, 1].")
-    chunk_index: int = Field(description="Position in the document (a message's line in its transcript).")
+    chunk_index: int = Field(
+        description="Position in the document: the chunk's number in its file (0-based), or a message's "
+        "line in its transcript."
+    )
     document_keywords: list[str] = Field(
-        default_factory=list, description="Up to 7 key entities of the document's session."
+        default_factory=list,
+        description="Up to 7 key phrases of the file, or key entities of the message's session.",
+    )
+    start_line: int | None = Field(default=None, description="A file chunk's first line (1-based).")
+    end_line: int | None = Field(default=None, description="A file chunk's last line.")
+    learned_from: str | None = Field(
+        default=None,
+        description="When a learned search association lifted this result: the earlier search's query "
+        "after which the agent found this file.",
     )
 
 

@@ -1,8 +1,8 @@
 """Where `search_content` finds its chunks: each `ContentSource` names a table, its FTS index and vectors.
 
-The ranking only ever speaks to this description, so a new kind of chunk (file chunks, once the files
-the agent touched are chunked) joins by adding a source here, without touching how results are scored.
-Until then transcript messages (`MESSAGES`) are the only source.
+The ranking only ever speaks to this description, so a kind of chunk joins by adding a source here,
+without touching how results are scored. Two sources: the project files the agent touched, chunked
+(`FILES`, ids `c<n>`), and transcript messages, one chunk each (`MESSAGES`, ids `m<n>`).
 """
 
 from __future__ import annotations
@@ -51,6 +51,8 @@ class ContentSource:
     vector_in: tuple[tuple[str, tuple[str, ...]], ...] = ()
     project_key: str = "project"
     session_key: str | None = "session_id"
+    start_column: str = "NULL"
+    end_column: str = "NULL"
 
     def usable(self, filters: Filters) -> bool:
         return filters.session is None or self.session_column is not None
@@ -104,4 +106,35 @@ MESSAGES = ContentSource(
     vector_in=(("kind", MESSAGE_KINDS),),
 )
 
-SOURCES: tuple[ContentSource, ...] = (MESSAGES,)
+# A file chunk's document is the file's absolute path (the project's path joined with the relative one):
+# results span projects, and an agent opens the file with it directly. Files belong to a project, not
+# a session, so a session-narrowed search leaves them out. `keyword_column` is the document id, which
+# the learned-association boosts key by as well.
+FILES = ContentSource(
+    name="files",
+    prefix="c",
+    table="file_chunks",
+    fts_table="file_chunks_fts",
+    vector_kind="chunks",
+    joins="JOIN file_documents AS d ON d.id = t.document_id JOIN projects AS p ON p.id = d.project_id",
+    eligible="trim(t.content) <> ''",
+    text_column="t.content",
+    document_column="p.path || '/' || d.rel_path",
+    index_column="t.chunk_index",
+    keyword_column="d.id",
+    project_column="d.project_id",
+    session_column=None,
+    keywords_sql="""
+        SELECT d.id AS key, k.value AS name
+        FROM file_documents AS d, json_each(d.keywords) AS k
+        WHERE d.id IN (SELECT value FROM json_each(?)) AND k.type = 'text'
+        ORDER BY d.id, k.key
+    """,
+    session_key=None,
+    start_column="t.start_line",
+    end_column="t.end_line",
+)
+
+# Order breaks ties between equal scores (grep-like searches give many 1.0s): a file chunk is the code or
+# text as it stands now, a message what was said about it at some point, so the file comes first.
+SOURCES: tuple[ContentSource, ...] = (FILES, MESSAGES)

@@ -10,8 +10,15 @@ The steps, for each kind the request covers:
 4. score (`cairn.search.ranking`), drop what falls under `min_score`, fold a raw message into the idea
    extracted from it when both are found, and page.
 
+Learned search associations (`cairn.learning.boost`) take part too: when an earlier search close to
+this one came back weak and the agent then found what it wanted in a file, the ideas linked to that
+file's entity get relevance x (1 + weight). Such an idea is a candidate even when neither ranking
+drew it: its vector rank is where its stored vector's similarity would have placed it. The lookup
+reuses the query's embedding and costs one SQL query when no association applies.
+
 A failing vector index degrades the search to keywords with a notice: SQLite, the truth, still answers.
-Returned ideas have their usage counted (reinforcement on recall) unless the caller says otherwise.
+Returned ideas have their usage counted (reinforcement on recall), and the associations that lifted
+them a hit, unless the caller says otherwise.
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from cairn.config import Settings
+from cairn.learning.boost import AssociationBoost, associations_for, boosted_ideas
+from cairn.learning.boost import reinforce as reinforce_associations
 from cairn.search.errors import BadContinuationError
 from cairn.search.filters import Filters
 from cairn.search.hydrate import Item, load
@@ -46,7 +55,7 @@ from cairn.search.paging import MAX_SEEN, decode_token, encode_token
 from cairn.search.projects import resolve_projects
 from cairn.search.query import FtsQuery, build
 from cairn.search.ranking import Signals, fusion, score
-from cairn.search.semantic import vector_matches
+from cairn.search.semantic import calibrate, cosines, vector_matches
 from cairn.store.db import Database
 from cairn.store.store import iso_utc
 
@@ -65,6 +74,7 @@ class _Ranked:
     signals: Signals
     final: float
     parts: ScoreParts
+    lift: AssociationBoost | None = None
 
     @property
     def score(self) -> float:
@@ -122,7 +132,11 @@ async def search(
                     signals[(kind, hit.row_id)] = Signals(keyword_rank=rank, keyword=hit.strength)
         use_vectors = vector_used
 
-    ranked = await _rank(db, kinds, signals, filters, settings, base, use_keywords, use_vectors)
+    lifts: dict[int, AssociationBoost] = {}
+    if "idea" in kinds:
+        vector = (await embedding)[0] if use_vectors and embedding is not None else None
+        lifts = await _idea_lifts(db, vectors, settings, base, filters, vector, signals)
+    ranked = await _rank(db, kinds, signals, filters, settings, base, use_keywords, use_vectors, lifts)
     return await _page(
         db,
         base,
@@ -239,6 +253,42 @@ async def _add_vector_signals(
     return True
 
 
+async def _idea_lifts(
+    db: Database,
+    vectors: VectorIndex | None,
+    settings: Settings,
+    request: SearchRequest,
+    filters: Filters,
+    vector: list[float] | None,
+    signals: dict[tuple[Kind, int], Signals],
+) -> dict[int, AssociationBoost]:
+    """Ideas linked to files learned associations point at (idea id -> strongest), added to the
+    candidates with their vector signal when no ranking drew them.
+
+    Without the query's embedding (keyword mode, a decisive keyword match, no vectors) only the same
+    query applies and only ideas already drawn are lifted: no idea's similarity is known to rank it by.
+    """
+    boosts = await associations_for(
+        db, vectors, settings, text=request.query, embedding=vector, project_ids=filters.project_ids
+    )
+    lifts = await boosted_ideas(db, boosts)
+    missing = [idea for idea in lifts if ("idea", idea) not in signals]
+    if not missing or vector is None or vectors is None:
+        return lifts
+    try:
+        stored = await asyncio.to_thread(vectors.get_embeddings, "ideas", [str(i) for i in missing])
+    except Exception:
+        log.warning("could not read the vectors of %d lifted ideas", len(missing), exc_info=True)
+        return lifts
+    strengths = [s.vector for (kind, _), s in signals.items() if kind == "idea" and s.vector is not None]
+    for record_id, cosine in cosines(vector, stored).items():
+        if cosine > settings.search_vector_floor:
+            strength = calibrate(cosine, settings)
+            rank = 1 + sum(1 for other in strengths if other > strength)
+            signals[("idea", int(record_id))] = Signals(vector_rank=rank, vector=strength)
+    return lifts
+
+
 async def _rank(
     db: Database,
     kinds: tuple[Kind, ...],
@@ -248,8 +298,10 @@ async def _rank(
     request: SearchRequest,
     keyword_used: bool,
     vector_used: bool,
+    lifts: dict[int, AssociationBoost],
 ) -> list[_Ranked]:
-    """Every candidate that passes the filters and `min_score`, best first."""
+    """Every candidate that passes the filters and `min_score`, best first; an idea a learned
+    association lifts gets relevance x (1 + its weight) before `min_score` applies."""
     now = datetime.now(UTC)
     minimum = settings.search_min_score if request.min_score is None else request.min_score
     ranked: list[_Ranked] = []
@@ -261,8 +313,12 @@ async def _rank(
                 continue
             fused = fusion(entry, settings, keyword_used=keyword_used, vector_used=vector_used)
             final, parts = score(item, entry, fused, settings, now)
+            lift = lifts.get(row_id) if kind == "idea" else None
+            if lift is not None:
+                final *= 1 + lift.weight
+                parts.learned = round(lift.weight, 4)
             if min(1.0, final) >= minimum:
-                ranked.append(_Ranked(item, entry, final, parts))
+                ranked.append(_Ranked(item, entry, final, parts, lift))
     # A message an idea was extracted from says the same thing, less distilled: show the idea only.
     idea_sources = {r.item.source_key for r in ranked if r.item.kind == "idea" and r.item.source_key}
     ranked = [r for r in ranked if r.item.kind != "message" or r.item.source_key not in idea_sources]
@@ -302,6 +358,7 @@ async def _page(
     results = _results(query, page)
     if record_usage:
         await reinforce(db, [r.item.row_id for r in page if r.item.kind == "idea"])
+        await reinforce_associations(db, [r.lift.association_id for r in page if r.lift is not None])
     return SearchPage(
         query=request.query,
         mode=request.mode,
@@ -335,6 +392,7 @@ def _results(query: FtsQuery, page: list[_Ranked]) -> list[SearchResult]:
                 superseded_by=item.superseded_by,
                 related=item.related,
                 source=item.source,
+                learned_from=r.lift.query if r.lift is not None else None,
             )
         )
     return results

@@ -2,7 +2,7 @@
 
 They are what the CLI prints and the MCP tools return as JSON, so they live apart from the SQL that
 fills them. Every kind of item comes back as the same `ItemDetail` with the fields that do not apply
-left empty, so JSON consumers read one shape instead of switching on three.
+left empty, so JSON consumers read one shape instead of switching on four.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from cairn.search.models import Kind, SessionInfo, SourceLocation
+from cairn.search.models import ItemKind, Kind, SessionInfo, SourceLocation
 
 
 class IdeaBrief(BaseModel):
@@ -61,21 +61,42 @@ class SpanBrief(BaseModel):
     ideas: int = Field(default=0, description="How many ideas the span holds.")
 
 
+class AssociationRef(BaseModel):
+    """A learned search association pointing at a file: a query after which the agent found it."""
+
+    id: int
+    query: str
+    source: Literal["learned", "agent"] = Field(
+        description="`learned` from a weak search and the reads after it; `agent`: the indexing agent's."
+    )
+    times_learned: int = Field(description="How often this query led to this file.")
+    hits: int = Field(description="Times it lifted a search result a caller received.")
+    original_score: float | None = Field(default=None, description="The weak search's best score.")
+    grep_patterns: list[str] = Field(default_factory=list)
+    learned_at: str | None = None
+    last_used_at: str | None = None
+
+
 class ItemDetail(BaseModel):
-    """One idea, topic span or message in full. Fields that do not apply to the kind are None or empty."""
+    """One idea, topic span, message or file chunk in full. Fields that do not apply to the kind are None
+    or empty."""
 
     id: str
-    kind: Kind
+    kind: ItemKind
     intent: str | None = Field(default=None, description="Idea intent; a message's role; None for spans.")
-    title: str | None = Field(default=None, description="A span's name.")
-    content: str = Field(description="An idea's content, a span's summary (its name if none), a message.")
+    title: str | None = Field(default=None, description="A span's name; a file chunk's relative path.")
+    content: str = Field(
+        description="An idea's content, a span's summary (its name if none), a message, a file chunk's text."
+    )
     said_at: str | None = Field(default=None, description="When it was said in the conversation.")
     created_at: str | None = Field(default=None, description="When cairn stored it.")
     session: SessionInfo | None = Field(
         default=None, description="Its session; `topic` is the enclosing span (a span's parent)."
     )
     source: SourceLocation = Field(default_factory=SourceLocation)
-    end_line: int | None = Field(default=None, description="Last line of a span or a multi-line message.")
+    end_line: int | None = Field(
+        default=None, description="Last line of a span, a multi-line message or a file chunk."
+    )
     # Ideas
     importance: float | None = None
     confidence: float | None = None
@@ -95,6 +116,14 @@ class ItemDetail(BaseModel):
     idea_count: int | None = Field(default=None, description="Ideas a span holds (`ideas` may be capped).")
     children: list[SpanBrief] = Field(default_factory=list, description="A span's sub-spans.")
     depth: int | None = None
+    # File chunks: where the passage sits, what the file is about, which searches led to it
+    project: str | None = Field(default=None, description="A file chunk's project path.")
+    chunk_index: int | None = Field(default=None, description="A file chunk's number in its file (0-based).")
+    document_keywords: list[str] = Field(default_factory=list, description="A file's key phrases.")
+    indexed_at: str | None = Field(default=None, description="When cairn last indexed the chunk's file.")
+    associations: list[AssociationRef] = Field(
+        default_factory=list, description="Learned search associations pointing at the chunk's file."
+    )
 
 
 class SessionSummary(BaseModel):

@@ -1,22 +1,26 @@
-"""`show`: one item — idea, topic span or message — in full, plus the idea briefs every item lookup shares.
+"""`show`: one item — idea, topic span, message or file chunk — in full, plus the idea briefs lookups share.
 
 Search hands out short previews and ids; `show`, `timeline` and `open_items` are how a person or the
 coding agent follows an id up — `cairn show 123`, `cairn timeline s12`, the MCP
 `show`/`timeline`/`open_questions` tools. Nothing in them writes: looking at an item is not a use of it,
-so `usage_count` stays as search left it. `timeline` and `open_items` have their own modules and build
-their one-line ideas with `brief_of`/`briefs` from here, so an idea reads the same wherever it is listed.
+so `usage_count` (and a search association's `hits`) stays as search left it. A file chunk (`c78`, from
+`search_content`) shows where it sits in its file, the file's keywords and the learned search
+associations pointing at the file: why a search may have lifted it. `timeline` and `open_items` have
+their own modules and build their one-line ideas with `brief_of`/`briefs` from here, so an idea reads
+the same wherever it is listed.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
 from cairn.search.errors import ItemNotFoundError
 from cairn.search.filters import SPAN_FILE, SPAN_SAID_AT
-from cairn.search.item_models import EntityRef, IdeaBrief, ItemDetail, RelationLink, SpanBrief
-from cairn.search.models import Kind, SessionInfo, SourceLocation, item_id, parse_item_id, preview
+from cairn.search.item_models import AssociationRef, EntityRef, IdeaBrief, ItemDetail, RelationLink, SpanBrief
+from cairn.search.models import ItemKind, SessionInfo, SourceLocation, item_id, parse_item_id, preview
 from cairn.store.db import Database
 
 # A span lists at most this many of its ideas (in line order); `idea_count` says how many it holds.
@@ -29,6 +33,8 @@ MAX_MESSAGE_IDEAS = 50
 MAX_RELATIONS = 100
 # Ideas a superseding idea lists as the ones it replaced.
 MAX_SUPERSEDES = 50
+# Search associations a file chunk lists (most learned first); a file rarely has more than a few.
+MAX_ASSOCIATIONS = 50
 
 
 async def show(db: Database, item: str | int) -> ItemDetail:
@@ -38,12 +44,19 @@ async def show(db: Database, item: str | int) -> ItemDetail:
         return await _show_idea(db, row_id)
     if kind == "span":
         return await _show_span(db, row_id)
+    if kind == "chunk":
+        return await _show_chunk(db, row_id)
     return await _show_message(db, row_id)
 
 
-def not_found(kind: Kind, row_id: int) -> ItemNotFoundError:
+def not_found(kind: ItemKind, row_id: int) -> ItemNotFoundError:
     """The error for an id that names no stored item, telling the caller how to get a current one."""
-    label = {"idea": f"idea #{row_id}", "span": f"topic span s{row_id}", "message": f"message m{row_id}"}
+    label = {
+        "idea": f"idea #{row_id}",
+        "span": f"topic span s{row_id}",
+        "message": f"message m{row_id}",
+        "chunk": f"file chunk c{row_id} (its file may have changed and been indexed again)",
+    }
     return ItemNotFoundError(
         f"no {label[kind]} in the store (it may have been deleted, or the id mistyped); "
         "search again for a current id"
@@ -256,3 +269,67 @@ async def _show_message(db: Database, message: int) -> ItemDetail:
         end_line=row["end_line"] if row["end_line"] != line else None,
         ideas=ideas,
     )
+
+
+async def _show_chunk(db: Database, chunk: int) -> ItemDetail:
+    row = await db.fetchone(
+        """
+        SELECT c.id, c.chunk_index, c.start_line, c.end_line, c.content, d.id AS document_id, d.rel_path,
+               d.keywords, d.indexed_at, d.project_id, p.path AS project
+        FROM file_chunks c
+        JOIN file_documents d ON d.id = c.document_id
+        JOIN projects p ON p.id = d.project_id
+        WHERE c.id = ?
+        """,
+        (chunk,),
+    )
+    if row is None:
+        raise not_found("chunk", chunk)
+    path = f"{row['project']}/{row['rel_path']}"
+    # The same rule the search boosts use: the association's project and relative path, or (for rows
+    # written before associations had a project) the absolute path.
+    associations = await db.fetchall(
+        """
+        SELECT id, query, source, times_learned, hits, original_score, grep_patterns, learned_at, last_used_at
+        FROM search_associations
+        WHERE (project_id = ? AND rel_path = ?) OR file_path = ?
+        ORDER BY times_learned DESC, hits DESC, id LIMIT ?
+        """,
+        (row["project_id"], row["rel_path"], path, MAX_ASSOCIATIONS),
+    )
+    return ItemDetail(
+        id=item_id("chunk", chunk),
+        kind="chunk",
+        title=row["rel_path"],
+        content=row["content"],
+        created_at=row["indexed_at"],
+        source=SourceLocation(file=path, line=row["start_line"]),
+        end_line=row["end_line"],
+        project=row["project"],
+        chunk_index=row["chunk_index"],
+        document_keywords=_strings(row["keywords"]),
+        indexed_at=row["indexed_at"],
+        associations=[
+            AssociationRef(
+                id=a["id"],
+                query=a["query"],
+                source=a["source"],
+                times_learned=a["times_learned"],
+                hits=a["hits"],
+                original_score=a["original_score"],
+                grep_patterns=_strings(a["grep_patterns"]),
+                learned_at=a["learned_at"],
+                last_used_at=a["last_used_at"],
+            )
+            for a in associations
+        ],
+    )
+
+
+def _strings(stored: str | None) -> list[str]:
+    """A stored JSON array of strings; anything else (damaged by hand) reads as empty, not as a crash."""
+    try:
+        value = json.loads(stored or "[]")
+    except json.JSONDecodeError:
+        return []
+    return [str(v) for v in value] if isinstance(value, list) else []

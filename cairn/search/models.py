@@ -3,7 +3,8 @@
 These are the contracts every face shares — the CLI prints them, the daemon sends them over its socket,
 the MCP server hands them to the coding agent — so their field names are the JSON users see. Item ids
 are strings that name their kind: ideas are plain numbers (`"123"`, what hooks show as `#123`), topic
-spans `"s12"`, messages `"m456"`; `parse_item_id` also accepts `#123`, `i123` and `idea:123`.
+spans `"s12"`, messages `"m456"`, and the file chunks `search_content` returns `"c78"` (only `show`
+takes those); `parse_item_id` also accepts `#123`, `i123` and `idea:123`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from pydantic import BaseModel, Field, field_validator
 from cairn.store.vocab import Intent
 
 Kind = Literal["idea", "span", "message"]
+#: What an id can name: the kinds search ranks, and file chunks (found by `search_content`, shown by `show`).
+ItemKind = Literal["idea", "span", "message", "chunk"]
 KindFilter = Literal["ideas", "spans", "messages", "all"]
 Mode = Literal["hybrid", "semantic", "keyword"]
 MatchType = Literal["keyword", "semantic", "both"]
@@ -32,9 +35,11 @@ KIND_OF_FILTER: dict[str, tuple[Kind, ...]] = {
     "all": ("idea", "span", "message"),
 }
 
-_PREFIX: dict[Kind, str] = {"idea": "", "span": "s", "message": "m"}
+_PREFIX: dict[ItemKind, str] = {"idea": "", "span": "s", "message": "m", "chunk": "c"}
 _ID = re.compile(
-    r"^\s*(?:#|i|idea:?|(?P<span>s|span:?)|(?P<message>m|msg:?|message:?))?(?P<n>\d{1,18})\s*$", re.I
+    r"^\s*(?:#|i|idea:?|(?P<span>s|span:?)|(?P<message>m|msg:?|message:?)|(?P<chunk>c|chunk:?))?"
+    r"(?P<n>\d{1,18})\s*$",
+    re.I,
 )
 
 
@@ -42,12 +47,12 @@ class BadItemIdError(ValueError):
     """An item id that names no kind cairn knows."""
 
 
-def item_id(kind: Kind, row_id: int) -> str:
-    """The public id of a row: `123` (idea), `s12` (span), `m456` (message)."""
+def item_id(kind: ItemKind, row_id: int) -> str:
+    """The public id of a row: `123` (idea), `s12` (span), `m456` (message), `c78` (file chunk)."""
     return f"{_PREFIX[kind]}{row_id}"
 
 
-def parse_item_id(value: str | int) -> tuple[Kind, int]:
+def parse_item_id(value: str | int) -> tuple[ItemKind, int]:
     """`(kind, row id)` of a public id; raises `BadItemIdError` with the accepted forms."""
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 1:
@@ -57,9 +62,11 @@ def parse_item_id(value: str | int) -> tuple[Kind, int]:
     if match is None:
         raise BadItemIdError(
             f"{str(value)[:40]!r} is not an item id: use 123 or #123 for an idea, s12 for a topic span, "
-            "m456 for a message"
+            "m456 for a message, c78 for a file chunk"
         )
-    kind: Kind = "span" if match["span"] else "message" if match["message"] else "idea"
+    kind: ItemKind = (
+        "span" if match["span"] else "message" if match["message"] else "chunk" if match["chunk"] else "idea"
+    )
     return kind, int(match["n"])
 
 
@@ -108,6 +115,10 @@ class ScoreParts(BaseModel):
     importance: float | None = Field(default=None, description="The idea's importance (ideas only).")
     usage: int = Field(default=0, description="How often the item was returned before.")
     boost: float = Field(default=1.0, description="Intent/kind factor times the superseded penalty.")
+    learned: float | None = Field(
+        default=None,
+        description="Weight of the learned search association that lifted this idea (relevance x (1 + it)).",
+    )
 
 
 class SessionInfo(BaseModel):
@@ -148,6 +159,11 @@ class SearchResult(BaseModel):
     superseded_by: SupersededBy | None = None
     related: int = Field(default=0, description="Ideas related to this one (for spans: ideas in it).")
     source: SourceLocation = Field(default_factory=SourceLocation)
+    learned_from: str | None = Field(
+        default=None,
+        description="When a learned search association lifted this idea: the earlier weak search's query, "
+        "after which the agent found the file the idea is about.",
+    )
 
 
 class SearchPage(BaseModel):

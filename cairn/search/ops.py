@@ -36,8 +36,6 @@ MAX_PROBLEMS = 5
 # Bad values are echoed back when their repr is this short; longer ones are the caller's data, not news.
 MAX_ECHO_CHARS = 40
 
-LEARNING_NOT_BUILT = "learning from failed searches is not built yet"
-
 
 def _id_text(value: Any) -> Any:
     """Ids are text (`123`, `s12`), but a JSON number names an idea as well as its text does."""
@@ -139,13 +137,23 @@ async def search(store: Store, *, record_usage: bool = True, **fields: Any) -> A
     return page.model_dump(mode="json")
 
 
-async def search_content(store: Store, **fields: Any) -> Any:
-    """Passage retrieval by `semantic_concepts` and `exact_terms`; the fields are `ContentRequest`'s."""
+async def search_content(store: Store, *, record_usage: bool = True, **fields: Any) -> Any:
+    """Passage retrieval by `semantic_concepts` and `exact_terms`; the fields are `ContentRequest`'s.
+
+    `record_usage` counts a hit for each learned search association that lifted a returned passage
+    (it stays strong while it keeps helping); as for `search`, benchmarks and tests turn it off.
+    """
     from cairn.search.content import search_content as content_search
     from cairn.search.content_models import ContentRequest
 
     request = parse_args(ContentRequest, _given(**fields), "search_content request")
-    response = await content_search(store.db, store.vectors, store.settings, request)
+    response = await content_search(
+        store.db,
+        store.vectors,
+        store.settings,
+        request,
+        record_usage=_flag("record_usage", record_usage),
+    )
     return response.model_dump(mode="json")
 
 
@@ -214,5 +222,11 @@ async def open_questions(
 
 
 async def learner_stats(store: Store) -> Any:
-    """How search is learning from the agent's failed searches — a fixed answer until that is built."""
-    return {"enabled": False, "reason": LEARNING_NOT_BUILT}
+    """What the search feedback loop has done: `LearnerStats`, counted from the store.
+
+    Learning switched off (`learn_from_search`) still answers, with `enabled: false` and what was
+    learned before it was switched off: those associations keep taking part in ranking.
+    """
+    from cairn.learning.stats import learner_stats as count
+
+    return (await count(store.db, store.settings)).model_dump(mode="json")

@@ -18,6 +18,8 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from cairn.config import Settings
 from cairn.search.filters import TABLES, Filters
 from cairn.search.models import Kind
@@ -41,6 +43,19 @@ def calibrate(cosine: float, settings: Settings) -> float:
     if ceiling <= floor:
         return 1.0 if cosine > floor else 0.0
     return min(1.0, max(0.0, (cosine - floor) / (ceiling - floor)))
+
+
+def cosines(query: list[float], stored: dict[str, list[float]]) -> dict[str, float]:
+    """Cosine similarity of `query` to each stored vector (by id): how items a nearest-neighbour query
+    did not return are scored the same way as those it did."""
+    if not stored:
+        return {}
+    ids = list(stored)
+    matrix = np.asarray([stored[i] for i in ids], dtype=np.float64)
+    q = np.asarray(query, dtype=np.float64)
+    norms = np.linalg.norm(matrix, axis=1) * np.linalg.norm(q)
+    norms[norms == 0] = 1.0
+    return dict(zip(ids, (matrix @ q / norms).tolist(), strict=True))
 
 
 async def vector_matches(

@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any, Literal
 
+from cairn.search.errors import SearchError
 from cairn.search.filters import SPAN_SAID_AT, TABLES
 from cairn.search.item_models import ItemBrief, SessionSummary, Timeline
 from cairn.search.items import brief_of, briefs, not_found
@@ -102,6 +103,11 @@ async def _project_filter(db: Database, project: int) -> str:
 async def _anchor(db: Database, anchor: str | int) -> tuple[ItemBrief, str, int]:
     """The anchor's brief, its time, and its id among ideas said at that time (0: before all of them)."""
     kind, row_id = parse_item_id(anchor)
+    if kind == "chunk":
+        raise SearchError(
+            f"c{row_id} is a part of a project file, which has no place in the conversation's timeline; "
+            "`show` it, or give the id of an idea, topic span or message"
+        )
     if kind == "idea":
         row = await db.fetchone(
             "SELECT id, intent, content, coalesce(said_at, created_at) AS said_at, superseded_by, session_id "
