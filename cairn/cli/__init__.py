@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typer.models import CommandInfo
 
-from cairn.cli import admin, capture, daemon, eval, memory, search  # noqa: F401  (registers the commands)
+from cairn.cli import admin, capture, daemon, eval, learn, memory, search  # noqa: F401  (registers the commands)
 from cairn.cli.common import app
 
 __all__ = ["app"]
@@ -32,6 +32,7 @@ _HELP_ORDER = (
     "content",
     "show",
     "timeline",
+    "files",
     "eval",
     "config",
     "hook",

@@ -246,7 +246,28 @@ def render_stats(stats: Any) -> None:
     data["recall"] = recall_summary(
         data.pop("recall_injections", 0), data.pop("recall_hits", 0), data.pop("recall_hit_rate", None)
     )
+    data["file_index"] = files_summary(
+        data.pop("file_documents", 0), data.pop("file_chunks", 0), data.pop("file_requests_by_status", {})
+    )
+    data["learning"] = learning_summary(
+        data.pop("learning_sessions_by_status", {}), data.pop("search_associations", 0)
+    )
     console.print(key_value_table("cairn stats", data))
+
+
+def files_summary(documents: int, chunks: int, requests: dict[str, int]) -> str:
+    """One line for `cairn stats`: what the on-demand file index holds and how its requests went."""
+    line = f"{documents} files, {chunks} chunks"
+    return f"{line}; requests: {counts(requests)}" if requests else line
+
+
+def learning_summary(sessions: dict[str, int], associations: int) -> str:
+    """One line for `cairn stats`: weak searches learned from, and the associations there are."""
+    started = sum(n for status, n in sessions.items() if status not in ("pending", "dismissed"))
+    return (
+        f"{started} sessions started, {sessions.get('resolved', 0)} resolved, "
+        f"{sessions.get('timed_out', 0)} timed out; {associations} associations"
+    )
 
 
 def recall_summary(injections: int, hits: int, hit_rate: float | None) -> str:

@@ -26,7 +26,7 @@ from cairn.cli.common import (
 
 @app.command()
 def stats(as_json: JsonOpt = False) -> None:
-    """Show what the store holds: projects, sessions, messages, ideas, vectors, queue."""
+    """Show what the store holds: projects, sessions, messages, ideas, vectors, queue, files, learning."""
     data = run_async(request(load_settings(), "stats"))
     if as_json:
         print_json(data)

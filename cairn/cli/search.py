@@ -389,7 +389,8 @@ def content(
     session: SessionOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Search the raw transcript text in chunks, by concepts (meaning) and exact terms."""
+    """Search passages — transcript messages and the project files the agent touched — by concepts (meaning)
+    and exact terms; full text, best first."""
     concepts = [c for c in concept or () if c.strip()]
     terms = [t for t in term or () if t.strip()]
     if not concepts and not terms and not page_token:

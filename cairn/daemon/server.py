@@ -40,6 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from cairn.config import Settings
+from cairn.files import ops as file_ops
+from cairn.learning import ops as learning_ops
 from cairn.recall import ops as recall_ops
 from cairn.search import ops as search_ops
 from cairn.store.store import Store
@@ -118,7 +120,8 @@ Op = Callable[..., Awaitable[Any]]
 
 # `questions` and `todos` are `ideas` with fixed intents: the CLI sends them as `ideas`. The search
 # ops (`cairn.search.ops`) and `recall` (`cairn.recall.ops`) load the search machinery at their first
-# call, so listing them here is cheap.
+# call, so listing them here is cheap. `learn_associations`/`learn_forget` (`cairn.learning.ops`) and
+# `files` (`cairn.files.ops`) are plain SQL over the learning and file-index tables.
 OPS: dict[str, Op] = {
     "stats": _stats,
     "ideas": _ideas,
@@ -132,6 +135,9 @@ OPS: dict[str, Op] = {
     "timeline": search_ops.timeline,
     "open_questions": search_ops.open_questions,
     "learner_stats": search_ops.learner_stats,
+    "learn_associations": learning_ops.learn_associations,
+    "learn_forget": learning_ops.learn_forget,
+    "files": file_ops.files,
     "recall": recall_ops.recall_op,
 }
 

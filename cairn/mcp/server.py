@@ -251,8 +251,9 @@ def build_server(backend: Backend) -> MCPServer:
         project: Project = None,
         session: Session = None,
     ) -> str:
-        """Find passages of past sessions by concepts and exact terms; returns their full text with scores,
-        so no follow-up call is needed."""
+        """Find passages of past sessions and of the project files you touched (ids c<n>, with their file
+        path and lines) by concepts and exact terms; returns their full text with scores, so no follow-up
+        call is needed."""
         args = {
             "semantic_concepts": semantic_concepts,
             "exact_terms": exact_terms,
@@ -267,7 +268,15 @@ def build_server(backend: Backend) -> MCPServer:
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
     async def learner_stats() -> str:
-        """Whether and how cairn's search is learning from searches that found nothing useful."""
+        """How cairn learns from searches that found nothing useful. A cairn search whose best score is
+        under `threshold` starts a session; files read within `timeout_seconds` after it are learned, when
+        the turn ends, as an association (query → file) that lifts the file in later similar searches.
+        Figures: searches_seen (cairn search calls read), sessions_started (weak ones), sessions_resolved
+        (followed by reads: learned), sessions_timed_out (no reads), active_sessions (awaiting a result or
+        the turn's end), files_learned, associations_created (learned), associations_from_agent (proposed
+        by the indexer), association_repeats (learned again), association_hits (results lifted), errors
+        (unreadable search results, failed file indexing) and recent_errors. enabled: false means learning
+        is off; what was learned before still counts."""
         return _text(await backend.call("learner_stats", {}))
 
     return server

@@ -88,6 +88,17 @@ class StoreStats(BaseModel):
     recall_injections: int = Field(default=0, description="Ideas injected into coding-agent sessions.")
     recall_hits: int = Field(default=0, description="Injections the agent then expanded with `show`.")
     recall_hit_rate: float | None = Field(default=None, description="hits / injections; None before any.")
+    file_documents: int = Field(default=0, description="Project files in the on-demand file index.")
+    file_chunks: int = Field(default=0, description="Their chunks, searched by search_content.")
+    file_requests_by_status: dict[str, int] = Field(
+        default_factory=dict, description="Files the agent touched, by indexing status (skipped: refused)."
+    )
+    learning_sessions_by_status: dict[str, int] = Field(
+        default_factory=dict, description="Searches the feedback loop saw, by learning session status."
+    )
+    search_associations: int = Field(
+        default=0, description="Associations of a query with a file, learned or proposed by the indexer."
+    )
 
 
 def iso_utc(value: datetime) -> str:
@@ -422,7 +433,10 @@ class Store:
                 (SELECT count(*) FROM topic_spans) AS topic_spans,
                 (SELECT count(*) FROM entities) AS entities,
                 (SELECT count(*) FROM index_runs) AS index_runs,
-                (SELECT count(*) FROM vector_outbox) AS pending_vectors
+                (SELECT count(*) FROM vector_outbox) AS pending_vectors,
+                (SELECT count(*) FROM file_documents) AS file_documents,
+                (SELECT count(*) FROM file_chunks) AS file_chunks,
+                (SELECT count(*) FROM search_associations) AS search_associations
             """
         )
         assert counts is not None
@@ -438,6 +452,8 @@ class Store:
             messages_by_role=await self._grouped("messages", "role"),
             ideas_by_intent=await self._grouped("ideas", "intent"),
             queue_by_status=await self._grouped("work_queue", "status"),
+            file_requests_by_status=await self._grouped("file_requests", "status"),
+            learning_sessions_by_status=await self._grouped("learning_sessions", "status"),
             vectors=vectors,
             vectors_error=vectors_error,
             **{key: counts[key] for key in counts.keys()},  # noqa: SIM118 - sqlite3.Row

@@ -27,6 +27,7 @@ from cairn.store.vectors import VectorIndex
 from tests.conftest import REPO_ROOT, SHARED_TRANSCRIPTS
 from tests.daemon.helpers import Daemons, enqueue, query, wait_for
 from tests.test_cli import cairn
+from tests.test_cli_learn import EXPECTED_FIGURES, fill
 from tests.tools.memory import Memory, seed
 
 TOOLS = {"search", "search_content", "show", "timeline", "open_questions", "learner_stats"}
@@ -151,7 +152,21 @@ async def test_timeline_open_questions_search_content_and_learner_stats_answer(
         assert {"statistics", "continuation", "navigation_hints"} <= set(content)
 
         stats = await call(client, "learner_stats")
-        assert stats == {"enabled": False, "reason": "learning from failed searches is not built yet"}
+        assert stats["enabled"] is True
+        assert {key: stats[key] for key in EXPECTED_FIGURES} == dict.fromkeys(EXPECTED_FIGURES, 0)
+
+
+async def test_learner_stats_returns_the_stored_figures(
+    settings: Settings, embedding_function: EmbeddingFunction[Documents], memory: Memory
+) -> None:
+    async with await Store.open(settings, vectors=VectorIndex(settings, embedding_function)) as store:
+        await fill(store)
+    server = build_server(Backend(settings, embedding_function))
+    async with Client(server) as client:
+        stats = await call(client, "learner_stats")
+    assert {key: stats[key] for key in EXPECTED_FIGURES} == EXPECTED_FIGURES
+    assert (stats["enabled"], stats["threshold"], stats["timeout_seconds"]) == (True, 0.65, 60.0)
+    assert "search result missing" in stats["recent_errors"]
 
 
 async def test_bad_calls_are_tool_errors_and_the_server_keeps_answering(server: MCPServer) -> None:

@@ -11,9 +11,20 @@ from cairn.daemon.server import OPS, BadArgumentsError, run_op
 from cairn.search.errors import BadContinuationError, ItemNotFoundError, SearchError
 from cairn.search.models import BadItemIdError
 from cairn.store.store import Store
+from tests.test_cli_learn import EXPECTED_FIGURES, fill
 from tests.tools.memory import MAIN, Memory, seed
 
-SEARCH_OPS = ("search", "search_content", "show", "timeline", "open_questions", "learner_stats")
+SEARCH_OPS = (
+    "search",
+    "search_content",
+    "show",
+    "timeline",
+    "open_questions",
+    "learner_stats",
+    "learn_associations",
+    "learn_forget",
+    "files",
+)
 
 
 @pytest.fixture
@@ -159,8 +170,38 @@ async def test_search_content_refuses_a_request_without_a_signal(store: Store) -
         await run_op(store, "search_content", {"exact_terms": ["blobs"], "limit": 51})
 
 
-async def test_learner_stats_says_learning_is_not_built(store: Store) -> None:
+async def test_learner_stats_counts_what_the_loop_stored(store: Store) -> None:
     assert await run_op(store, "learner_stats") == {
-        "enabled": False,
-        "reason": "learning from failed searches is not built yet",
+        **dict.fromkeys(EXPECTED_FIGURES, 0),
+        "enabled": True,
+        "threshold": 0.65,
+        "timeout_seconds": 60.0,
+        "recent_errors": [],
     }
+    await fill(store)
+    stats = await run_op(store, "learner_stats")
+    assert {key: stats[key] for key in EXPECTED_FIGURES} == EXPECTED_FIGURES
+    assert len(stats["recent_errors"]) == 2
+
+    # Switched off, it still says what was learned: those associations keep ranking.
+    store.settings = store.settings.model_copy(update={"learn_from_search": False})
+    off = await run_op(store, "learner_stats")
+    assert off["enabled"] is False and off["associations_created"] == stats["associations_created"]
+
+
+async def test_learn_and_files_ops_refuse_bad_arguments_in_one_line(store: Store) -> None:
+    await fill(store)
+    for op, args, expected in (
+        ("learn_associations", {"source": "robot"}, "source: input should be 'learned' or 'agent'"),
+        ("learn_associations", {"limit": 0}, "limit: input should be greater than or equal to 1"),
+        ("learn_associations", {"project": "nowhere"}, "no project 'nowhere' is stored"),
+        ("learn_forget", {"ids": []}, "ids: list should have at least 1 item"),
+        ("learn_forget", {"ids": ["x"]}, "ids.0: input should be a valid integer"),
+        ("files", {"status": "lost"}, "status: input should be"),
+    ):
+        with pytest.raises(SearchError) as caught:
+            await run_op(store, op, args)
+        assert expected in str(caught.value) and "\n" not in str(caught.value), (op, str(caught.value))
+    with pytest.raises(BadArgumentsError):
+        await run_op(store, "files", {"colour": "red"})
+    assert await run_op(store, "learn_associations", {"project": None, "source": None, "limit": None})
