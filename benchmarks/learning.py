@@ -45,7 +45,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +60,7 @@ from cairn.transcripts.tool_events import tool_events
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))  # the transcript builder the loop's own tests use
-from tests.builders import START, Transcript  # noqa: E402
+from tests.builders import Transcript  # noqa: E402
 
 TARGET_RATIO = 1.10
 LEARNER_SECONDS = 0.5
@@ -180,10 +180,15 @@ def _ordinary(t: Transcript, project: Path, fillers: list[str], rng: random.Rand
         t.tool("TodoWrite", {"todos": [{"content": "check the flag", "status": "pending"}]}, "Todos updated")
 
 
+#: Sessions of the last weeks, one a day: associations decay with age (learn_half_life_days), so sessions
+#: from a fixed date long past would leave nothing to measure in the quality probe.
+START = datetime.now(UTC).replace(microsecond=0) - timedelta(days=30)
+
+
 def make_session(project: Path, fillers: list[str], index: int, rng: random.Random) -> Transcript:
     """A session of 4-8 turns: each a prompt, a few ordinary calls and often one cairn search."""
     session_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
-    t = Transcript(project, session_id=session_id, start=START + timedelta(days=index))
+    t = Transcript(project, session_id=session_id, start=START + timedelta(days=index % 30))
     for _ in range(rng.randint(4, 8)):
         t.user(rng.choice(PROMPTS))
         t.say("Looking into it.")

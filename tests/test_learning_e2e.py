@@ -121,6 +121,11 @@ def test_a_learned_search_ranks_the_file_it_found_first(cairn_home: Path, tmp_pa
     assert stats["sessions_started"] == 1 and stats["active_sessions"] == 0
     associations = cairn_json("learn", "associations")
     assert [(a["query"], a["source"]) for a in associations] == [("login button component", "learned")]
+    # What a person sees: the lifted file, its lines, and why it was lifted.
+    table = cairn("content", "--concept", "login button", env={"COLUMNS": "200"}).stdout
+    assert "LoginButton.tsx:1-12" in table and "found after the search 'login button component'" in table
+    panel = cairn("show", str(after[0]["chunk_id"]), env={"COLUMNS": "200"}).stdout
+    assert "learned from searches" in panel and "'login button component'" in panel
 
     # Reading the same transcript again — in place, then a copy elsewhere — learns nothing twice.
     cairn_json("index", str(session), "--model", "offline")

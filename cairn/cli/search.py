@@ -332,12 +332,17 @@ def _content_table(data: dict[str, Any], terms: list[str]) -> Table:
         text = Text(_excerpt(str(row.get("content") or ""), terms))
         text.highlight_words([t for t in terms if t.strip()], style="bold yellow", case_sensitive=False)
         document = str(row.get("document_id") or "")
-        text.append(f"\n{document.rsplit('/', 1)[-1]}:{row.get('chunk_index', '')}", style="dim")
-        # The keywords are the transcript's, the same on each of its chunks: shown at its first one.
+        if row.get("start_line") is not None:  # a project file: where the passage sits in it
+            text.append(f"\n{document}:{row['start_line']}-{row.get('end_line') or ''}", style="dim")
+        else:
+            text.append(f"\n{document.rsplit('/', 1)[-1]}:{row.get('chunk_index', '')}", style="dim")
+        # The keywords are the document's, the same on each of its chunks: shown at its first one.
         keywords = [] if document in seen else row.get("document_keywords") or []
         seen.add(document)
         if keywords:
             text.append(f" · {', '.join(map(str, keywords[:8]))}", style="dim")
+        if row.get("learned_from"):
+            text.append(f"\nlifted: found after the search {row['learned_from']!r}", style="green")
         table.add_row(f"{float(row.get('relevance_score') or 0):.2f}", str(row.get("chunk_id") or ""), text)
     return table
 
@@ -353,7 +358,7 @@ def render_content(data: dict[str, Any], terms: list[str]) -> None:
     files = stats.get("files_covered")
     if files:
         count = len(files) if isinstance(files, list) else files
-        line.append(f" · {count} transcript{'' if count == 1 else 's'}")
+        line.append(f" · {count} document{'' if count == 1 else 's'}")
     if results and stats.get("avg_relevance") is not None:
         line.append(f" · average relevance {float(stats['avg_relevance']):.2f}")
     console.print(line)
@@ -545,17 +550,38 @@ def show_panel(item: dict[str, Any]) -> Panel:
         for c in _as_list(item.get("children"))
     ]
     parts += _section("sub-topics", children)
+    keywords = [str(k) for k in _as_list(item.get("document_keywords"))]
+    if keywords:
+        parts += _section("file keywords", [Text("  " + ", ".join(keywords))])
+    parts += _section(
+        "learned from searches", [_association_line(a) for a in _as_list(item.get("associations"))]
+    )
     return Panel(Group(*parts), title=title, title_align="left", border_style="dim" if superseded else "cyan")
 
 
+def _association_line(association: dict[str, Any]) -> Text:
+    line = Text("  ").append(repr(str(association.get("query", ""))))
+    facts = [str(association.get("source") or "")]
+    if association.get("times_learned", 1) > 1:
+        facts.append(f"learned {association['times_learned']} times")
+    if hits := int(association.get("hits") or 0):
+        facts.append("helped once" if hits == 1 else f"helped {hits} times")
+    if association.get("original_score") is not None:
+        facts.append(f"search scored {float(association['original_score']):.2f}")
+    return line.append("  " + ", ".join(f for f in facts if f), style="dim")
+
+
 ItemIdArg = Annotated[
-    str, typer.Argument(help="An item id: 123 or #123 (idea), s12 (topic span), m456 (message).")
+    str,
+    typer.Argument(
+        help="An item id: 123 or #123 (idea), s12 (topic span), m456 (message), c78 (file chunk)."
+    ),
 ]
 
 
 @app.command()
 def show(item_id: ItemIdArg, as_json: JsonOpt = False) -> None:
-    """Show one idea, topic span or message in full, with what it links to."""
+    """Show one idea, topic span, message or file chunk in full, with what it links to."""
     item = _ask("show", {"id": item_id})
     if as_json:
         print_json(item)
