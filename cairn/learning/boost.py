@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from cairn.config import Settings
 from cairn.store.db import Database
+from cairn.store.usage import record_use
 
 if TYPE_CHECKING:
     from cairn.store.vectors import VectorIndex
@@ -272,16 +273,4 @@ def _strongest(
 async def reinforce(db: Database, association_ids: Iterable[int]) -> None:
     """Associations that lifted a result a caller received: one more hit, used now (their decay
     restarts). One write; a store that cannot be written still answers the search."""
-    ids = sorted(set(association_ids))
-    if not ids:
-        return
-    try:
-        async with db.write() as conn:
-            await conn.execute(
-                "UPDATE search_associations SET hits = hits + 1, "
-                "last_used_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
-                "WHERE id IN (SELECT value FROM json_each(?))",
-                (json.dumps(ids),),
-            )
-    except sqlite3.Error:
-        log.warning("could not record the use of %d search associations", len(ids), exc_info=True)
+    await record_use(db, "search_associations", association_ids)

@@ -24,9 +24,7 @@ them a hit, unless the caller says otherwise.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import sqlite3
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -58,6 +56,7 @@ from cairn.search.ranking import Signals, fusion, score
 from cairn.search.semantic import calibrate, cosines, vector_matches
 from cairn.store.db import Database
 from cairn.store.store import iso_utc
+from cairn.store.usage import record_use
 
 if TYPE_CHECKING:
     from cairn.store.vectors import VectorIndex
@@ -401,19 +400,7 @@ def _results(query: FtsQuery, page: list[_Ranked]) -> list[SearchResult]:
 async def reinforce(db: Database, idea_ids: Iterable[int]) -> None:
     """Reinforcement on recall: ideas returned to a caller (or injected into a session) count one more
     use. A store that cannot be written still answers."""
-    idea_ids = list(dict.fromkeys(idea_ids))
-    if not idea_ids:
-        return
-    try:
-        async with db.write() as conn:
-            await conn.execute(
-                "UPDATE ideas SET usage_count = usage_count + 1, "
-                "last_used_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
-                "WHERE id IN (SELECT value FROM json_each(?))",
-                (json.dumps(idea_ids),),
-            )
-    except sqlite3.Error:
-        log.warning("could not record the usage of %d returned ideas", len(idea_ids), exc_info=True)
+    await record_use(db, "ideas", idea_ids)
 
 
 def _empty(request: SearchRequest, notices: list[str], started: float) -> SearchPage:

@@ -3,24 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from cairn.config import Settings
 from cairn.learning.associations import AssociationOutcome, query_key, record_association
 from cairn.store.store import Store
 from tests.learning.loop_helpers import LOGIN_BUTTON, make_project, rows
-
-
-@pytest.fixture
-async def store(settings: Settings) -> AsyncIterator[Store]:
-    opened = await Store.open(settings)
-    yield opened
-    await opened.close()
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ outbox with the packaged MiniLM; the cosine figures the similarity defaults rest
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -32,7 +31,6 @@ from cairn.search.content_models import ContentRequest, ContentResponse
 from cairn.search.hybrid import search
 from cairn.search.models import SearchPage, SearchRequest
 from cairn.store.store import Store
-from cairn.store.vectors import VectorIndex
 from tests.search.test_content_files import WEBAPP, Corpus, add_document, build_files
 from tests.tools.memory import add_idea, insert
 
@@ -43,13 +41,6 @@ CTA_TEXT = 'export const Cta = () => <a className="cta-primary" href="/session/n
 
 def ago(days: float) -> str:
     return (NOW - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-@pytest.fixture
-async def store(settings: Settings, embedding_function: EmbeddingFunction[Documents]) -> AsyncIterator[Store]:
-    opened = await Store.open(settings, vectors=VectorIndex(settings, embedding_function))
-    yield opened
-    await opened.close()
 
 
 @pytest.fixture

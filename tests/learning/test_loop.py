@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -32,13 +31,6 @@ from tests.learning.loop_helpers import (
     rows,
     sessions,
 )
-
-
-@pytest.fixture
-async def store(settings: Settings) -> AsyncIterator[Store]:
-    opened = await Store.open(settings)
-    yield opened
-    await opened.close()
 
 
 @pytest.fixture
