@@ -8,7 +8,9 @@ never opens the embedded Chroma directory while another process owns it.
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -192,6 +194,27 @@ def check_model(settings: Settings) -> Check:
     )
 
 
+def check_git(settings: Settings) -> Check:
+    """The file index asks git which files it ignores; without git, files in repositories are refused."""
+    if not settings.files_index:
+        return Check("git", True, "not needed: the file index is off (files_index)")
+    git = shutil.which("git")
+    if git is None:
+        return Check(
+            "git",
+            False,
+            "git is not on PATH: files inside git repositories are not indexed (git_unavailable)",
+            "Install git, or set CAIRN_FILES_INDEX=false to stop indexing project files.",
+        )
+    try:
+        version = subprocess.run(
+            [git, "--version"], capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        return Check("git", False, f"{git}: {type(exc).__name__}: {exc}", "Repair or reinstall git.")
+    return Check("git", True, f"{version} (the file index's ignore rules)")
+
+
 CHECKS: tuple[Callable[[Settings], Check], ...] = (
     check_sqlite,
     check_store,
@@ -199,6 +222,7 @@ CHECKS: tuple[Callable[[Settings], Check], ...] = (
     check_embedding,
     check_tokenizer,
     check_model,
+    check_git,
 )
 
 

@@ -140,6 +140,7 @@ def test_doctor_reports_every_component_ok_offline(cairn_home: Path) -> None:
         "embedding",
         "tokenizer",
         "model",
+        "git",
     }
     model = next(c for c in report["checks"] if c["name"] == "model")
     assert model["detail"].startswith("offline")
@@ -207,3 +208,14 @@ def test_bad_setting_is_one_clear_line(cairn_home: Path, monkeypatch: pytest.Mon
 def test_inspect_missing_path_is_a_clear_error(cairn_home: Path) -> None:
     proc = cairn("inspect", "/nonexistent/x.jsonl", check=False)
     assert proc.returncode == 1 and "no such file" in proc.stderr
+
+
+def test_doctor_says_what_to_do_without_git(cairn_home: Path, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"  # a PATH with python but no git
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(sys.executable)
+    proc = cairn("doctor", "--json", check=False, env={"PATH": str(bin_dir)})
+    git = next(c for c in json.loads(proc.stdout)["checks"] if c["name"] == "git")
+    assert proc.returncode == 1 and git["ok"] is False and "CAIRN_FILES_INDEX=false" in git["fix"]
+    off = cairn("doctor", "--json", check=False, env={"PATH": str(bin_dir), "CAIRN_FILES_INDEX": "false"})
+    assert next(c for c in json.loads(off.stdout)["checks"] if c["name"] == "git")["ok"] is True
