@@ -37,8 +37,10 @@ and the messages themselves.
 
 Search it before re-deciding or re-investigating something that may have come up before: search(query) \
 returns compact results; call show(id) for one in full and timeline(id) for what was said around it. \
-open_questions lists what is still unanswered or undone. search_content finds passages by concepts and \
-exact identifiers and returns their full text. Pass your working directory as `project` to stay in the \
+open_questions lists what is still unanswered or undone. search_content finds passages — of past sessions \
+and of the project files read in them — by concepts and exact identifiers and returns their full text; when \
+a search finds nothing useful and you find the answer by other means, cairn learns from that for next \
+time. Pass your working directory as `project` to stay in the \
 current project. An idea marked superseded was replaced by a later one: prefer the replacement."""
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
