@@ -291,7 +291,7 @@ def test_stats_count_the_file_index_and_the_loop(filled: tuple[Path, dict[str, i
     assert data["messages"] == 0 and "recall_injections" in data, "the older keys stay"
     out = cairn("stats", env=WIDE).stdout
     assert "2 files, 3 chunks" in out
-    assert "4 sessions started, 2 resolved, 1 timed out; 3 associations" in out
+    assert "4 weak searches: 2 resolved, 1 timed out; 3 associations" in out
 
 
 def test_an_empty_store_says_how_things_get_there(cairn_home: Path) -> None:

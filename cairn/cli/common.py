@@ -257,16 +257,20 @@ def render_stats(stats: Any) -> None:
 
 def files_summary(documents: int, chunks: int, requests: dict[str, int]) -> str:
     """One line for `cairn stats`: what the on-demand file index holds and how its requests went."""
-    line = f"{documents} files, {chunks} chunks"
+    line = f"{plural(documents, 'file')}, {plural(chunks, 'chunk')}"
     return f"{line}; requests: {counts(requests)}" if requests else line
+
+
+def plural(n: int, noun: str, nouns: str | None = None) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {nouns or noun + 's'}"
 
 
 def learning_summary(sessions: dict[str, int], associations: int) -> str:
     """One line for `cairn stats`: weak searches learned from, and the associations there are."""
     started = sum(n for status, n in sessions.items() if status not in ("pending", "dismissed"))
     return (
-        f"{started} sessions started, {sessions.get('resolved', 0)} resolved, "
-        f"{sessions.get('timed_out', 0)} timed out; {associations} associations"
+        f"{plural(started, 'weak search', 'weak searches')}: {sessions.get('resolved', 0)} resolved, "
+        f"{sessions.get('timed_out', 0)} timed out; {plural(associations, 'association')}"
     )
 
 
