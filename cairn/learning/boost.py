@@ -213,10 +213,12 @@ async def boosted_ideas(db: Database, boosts: Sequence[AssociationBoost]) -> dic
     """Ideas linked to an entity naming a boosted file (idea id -> its strongest boost).
 
     The indexing agent names file entities "as written in the project", so an entity (or one of its
-    aliases) names the file when it equals the absolute path or the relative path, or ends with
-    "/" + the relative path (a path written from a parent directory or another checkout). A bare file
-    name does not count: `index.ts` or `README.md` would tie unrelated files together. Only ideas of
-    the association's project count: another project's `src/app.ts` is another file.
+    aliases) names the file when it equals the absolute path or the relative path, ends with "/" + the
+    relative path (a path written from a parent directory or another checkout), or is a trailing part
+    of the relative path with a directory in it (`auth/LoginButton.tsx`, the offline indexer's
+    two-component names). A bare file name does not count: `index.ts` or `README.md` would tie
+    unrelated files together. Only ideas of the association's project count: another project's
+    `src/app.ts` is another file.
     """
     if not boosts:
         return {}
@@ -236,11 +238,15 @@ async def boosted_ideas(db: Database, boosts: Sequence[AssociationBoost]) -> dic
               ON e.canonical_name = b.file_path OR e.canonical_name = b.rel_path
               OR (b.rel_path IS NOT NULL
                   AND substr(e.canonical_name, -length(b.rel_path) - 1) = '/' || b.rel_path)
+              OR (b.rel_path IS NOT NULL AND instr(e.canonical_name, '/') > 1
+                  AND substr('/' || b.rel_path, -length(e.canonical_name) - 1) = '/' || e.canonical_name)
             UNION
             SELECT a.entity_id, b.i, b.project_id
             FROM b JOIN entity_aliases AS a
               ON a.alias = b.file_path OR a.alias = b.rel_path
               OR (b.rel_path IS NOT NULL AND substr(a.alias, -length(b.rel_path) - 1) = '/' || b.rel_path)
+              OR (b.rel_path IS NOT NULL AND instr(a.alias, '/') > 1
+                  AND substr('/' || b.rel_path, -length(a.alias) - 1) = '/' || a.alias)
         )
         SELECT DISTINCT ie.idea_id AS idea, n.i AS i
         FROM named AS n CROSS JOIN idea_entities AS ie ON ie.entity_id = n.entity_id

@@ -332,6 +332,9 @@ async def add_ideas(store: Store, corpus: Corpus, fillers: int = 0) -> dict[str,
         ideas["basename"] = await add_idea(
             conn, "s-web", "context", "The call-to-action component is covered by a snapshot test", 12
         )
+        ideas["suffix"] = await add_idea(
+            conn, "s-web", "context", "The call-to-action markup lives next to the other UI pieces", 13
+        )
         for n in range(fillers):
             await add_idea(
                 conn, "s-web", "context", f"Login button component note {n}: sign-in styling", 20 + n
@@ -344,9 +347,18 @@ async def add_ideas(store: Store, corpus: Corpus, fillers: int = 0) -> dict[str,
             "INSERT INTO entity_aliases (entity_id, alias) VALUES (?, ?)", (by_alias, f"webapp/{CTA}")
         )
         bare = await insert(conn, "INSERT INTO entities (canonical_name, type) VALUES ('Cta.tsx', 'file')")
+        # The offline indexer's name for a file: its last two path components.
+        suffix = await insert(
+            conn, "INSERT INTO entities (canonical_name, type) VALUES ('ui/Cta.tsx', 'file')"
+        )
         await conn.executemany(
             "INSERT INTO idea_entities (idea_id, entity_id) VALUES (?, ?)",
-            [(ideas["cta"], by_path), (ideas["alias"], by_alias), (ideas["basename"], bare)],
+            [
+                (ideas["cta"], by_path),
+                (ideas["alias"], by_alias),
+                (ideas["basename"], bare),
+                (ideas["suffix"], suffix),
+            ],
         )
     await store.sync_vectors()
     return ideas
@@ -371,7 +383,7 @@ async def test_ideas_about_the_learned_file_are_lifted_in_search(store: Store, c
     page = await run_search(store, query, min_score=0, limit=50)
     after = {r.id: r for r in page.results}
     weight = store.settings.learn_boost
-    for name in ("cta", "alias"):
+    for name in ("cta", "alias", "suffix"):
         idea = str(ideas[name])
         assert after[idea].learned_from == query
         assert after[idea].scores.learned == pytest.approx(weight, abs=1e-3)
@@ -379,7 +391,7 @@ async def test_ideas_about_the_learned_file_are_lifted_in_search(store: Store, c
     # A bare file name could be any project's Cta.tsx: not lifted.
     basename = str(ideas["basename"])
     assert basename not in after or after[basename].learned_from is None
-    assert page.results[0].id in {str(ideas["cta"]), str(ideas["alias"])}
+    assert page.results[0].id in {str(ideas["cta"]), str(ideas["alias"]), str(ideas["suffix"])}
     # Without the association the same search is as it was.
     unlearned = store.settings.model_copy(update={"learn_boost": 0.0})
     plain = await run_search(store, query, unlearned, min_score=0, limit=50)
