@@ -78,13 +78,15 @@ async def _request_touched(
     settings: Settings,
     tool_names: Mapping[str, str],
 ) -> int:
+    # Only a session that named its working directory has a project whose files these are: without a
+    # cwd the store files the session under the transcripts' own folder, which is no project to index.
     touches = touched_files(events, per_result=settings.files_per_result, tool_names=tool_names)
     if not touches:
         return 0
     async with conn.execute(
         """
         SELECT s.project_id FROM transcript_files AS f JOIN sessions AS s ON s.id = f.session_id
-        WHERE f.id = ? AND s.project_id IS NOT NULL
+        WHERE f.id = ? AND s.project_id IS NOT NULL AND s.cwd IS NOT NULL
         """,
         (file_id,),
     ) as cursor:

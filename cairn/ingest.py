@@ -19,7 +19,7 @@ import aiosqlite
 
 from cairn.config import Settings
 from cairn.derive import Derived, derive, unmatched_outputs, wanted
-from cairn.files.index import drain_requests
+from cairn.files.index import DrainReport, drain_requests
 from cairn.store.store import Store
 from cairn.transcripts import NormaliseOptions, Normaliser, read_from
 from cairn.transcripts.tool_events import tool_events
@@ -98,7 +98,7 @@ async def sync_file(store: Store, path: Path, settings: Settings) -> FileSync:
             derived = await derive(conn, file_id, events, settings, names)
 
         stored = await store.ingest(path, result, messages, also=also if events else None)
-        drained = await drain_requests(store.db, settings)
+        drained = await drain_requests(store.db, settings) if settings.files_index else DrainReport()
     except OSError as exc:
         report.error = f"{type(exc).__name__}: {exc}"
         return report

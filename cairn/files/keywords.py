@@ -24,6 +24,8 @@ _DEFINED = re.compile(
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _WORD = re.compile(r"[A-Za-z_$][\w$]{3,}")
 
+#: Longest keyword kept: each one rides along with every search_content result from its file.
+MAX_KEYWORD_CHARS = 64
 #: What one definition adds to its name's count of occurrences.
 _DEFINITION_WEIGHT = 10
 #: Longest heading kept as a phrase; longer ones are sentences, not keywords.
@@ -66,6 +68,8 @@ def document_keywords(rel_path: str, text: str, limit: int = 7) -> list[str]:
     defined: set[str] = set()
 
     def add(phrase: str, score: int, position: int, *, definition: bool = False) -> None:
+        if len(phrase) > MAX_KEYWORD_CHARS:  # a minified blob or a data run is no key phrase
+            return
         key = phrase.lower()
         if definition:
             defined.add(key)

@@ -22,7 +22,15 @@ from typing import Literal
 from cairn.files.paths import ProjectPath, resolve_in_project
 
 RefusalReason = Literal[
-    "outside_project", "missing", "not_a_file", "secret", "too_large", "ignored", "git_unavailable", "binary"
+    "outside_project",
+    "not_a_project",
+    "missing",
+    "not_a_file",
+    "secret",
+    "too_large",
+    "ignored",
+    "git_unavailable",
+    "binary",
 ]
 
 #: Bytes looked at for a NUL, the classic "this is binary" sign (git and grep use the same test).
@@ -47,14 +55,20 @@ _SECRET_NAMES = (
     "*.jks",
     "*.keystore",
     "*.kdbx",
+    "*.env",
+    "*.tfstate",
+    "*.tfstate.*",
     "credentials*",
     "*secret*",
     ".netrc",
     ".npmrc",
     ".pypirc",
     ".htpasswd",
+    ".git-credentials",
+    "kubeconfig*",
 )
-_SECRET_DIRS = frozenset({".git", ".ssh", ".aws", ".gnupg"})
+#: Directories whose every file is a credential store or config that holds tokens.
+_SECRET_DIRS = frozenset({".git", ".ssh", ".aws", ".gnupg", ".kube", ".docker", ".azure", "secrets"})
 
 
 @dataclass(frozen=True)
@@ -94,6 +108,21 @@ def _secret_name(name: str) -> bool:
     return name in _SECRET_DIRS or any(fnmatch.fnmatchcase(name, pattern) for pattern in _SECRET_NAMES)
 
 
+def covers_home(project_dir: str | os.PathLike[str]) -> bool:
+    """Whether a session's directory is the home directory, or `/` or another directory above it.
+
+    A session started in `~` makes `~` its "project", and everything in it — `~/.kube/config`,
+    `~/.docker/config.json`, a dozen other credential stores no name list keeps up with — would be
+    inside it. Such a directory is no project, and nothing in it is indexed.
+    """
+    try:
+        home = Path.home().resolve()
+        root = Path(project_dir).resolve()
+    except (OSError, RuntimeError):
+        return True
+    return root == home or root in home.parents
+
+
 def admit(
     project_dir: str | os.PathLike[str],
     path: str,
@@ -107,6 +136,11 @@ def admit(
     Raises only OSError, for a file that exists but cannot be read (permissions, I/O): that is a
     failure worth retrying later, not a policy decision.
     """
+    if covers_home(project_dir):
+        return Refusal(
+            "not_a_project",
+            f"{project_dir} is the home directory or above it: too broad to index",
+        )
     located = resolve_in_project(project_dir, path, cwd=cwd)
     if located is None:
         return Refusal("outside_project", f"{path} is not inside {project_dir}")

@@ -37,8 +37,9 @@ _SEARCH_TOOLS: dict[str, TouchReason] = {"Grep": "grep", "Glob": "glob"}
 
 # Result lines that are not paths: headers, footers, notices.
 _NOT_A_PATH = re.compile(r"^(?:No files found|No matches found|Found \d+ (?:files?|matches?)\b|\[|\(|--$)")
-# Grep's content mode: `path:12:text` (with -n; context lines `path-12-text`) or `path:text`.
-_NUMBERED_LINE = re.compile(r"^(?P<path>[^:\n]+?)(?::\d+:|-\d+-)")
+# Grep's content mode: `path:12:text` (with -n) or `path:text`. Context lines (`path-12-text`) are left
+# out: a file name such as `2024-01-15-post.md` makes them ambiguous, and their file has match lines too.
+_NUMBERED_LINE = re.compile(r"^(?P<path>[^:\n]+?):\d+:")
 _PLAIN_LINE = re.compile(r"^(?P<path>[^:\s]*/[^:\s]*):")
 
 

@@ -29,6 +29,7 @@ from typing import Literal
 import aiosqlite
 
 from cairn.files.paths import ProjectPath, resolve_in_project
+from cairn.files.policy import covers_home
 from cairn.files.requests import request_files
 from cairn.learning.sessions import json_strings
 from cairn.store.store import iso_utc
@@ -151,11 +152,20 @@ def _existing_file(
     file_path: str | os.PathLike[str],
     cwd: str | os.PathLike[str] | None,
 ) -> ProjectPath | None:
-    """The file's real place in the project if it is a regular file there now; else None."""
-    located = resolve_in_project(project_dir, file_path, cwd=cwd)
-    if located is None or not Path(located.absolute).is_file():
+    """The file's real place in the project if it is a regular file there now; else None.
+
+    A path the file system will not even look at (too long, a directory without permission) is no
+    file either: the path comes from a transcript or a model, so it must not fail the whole read.
+    """
+    if covers_home(project_dir):  # a session in ~ or / has no project to learn files of
         return None
-    return located
+    located = resolve_in_project(project_dir, file_path, cwd=cwd)
+    if located is None:
+        return None
+    try:
+        return located if Path(located.absolute).is_file() else None
+    except OSError:
+        return None
 
 
 def _distinct(items: Iterable[str]) -> list[str]:

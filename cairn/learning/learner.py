@@ -52,7 +52,7 @@ ERROR_SNIPPET_CHARS = 120
 MISSING_RESULT = "search result missing"
 
 SessionKey = tuple[str, str]
-"""(transcript session id, tool_use id): what makes a search unique across files and replays."""
+"""(transcript session id, tool_use id) of a search; the store knows a search by the tool_use id alone."""
 
 
 @dataclass

@@ -4,9 +4,10 @@ A search, its result, the reads after it and the user message that ends the turn
 different reads of a growing file, so the sessions still open when a read ends are stored
 (`learning_sessions`, status pending/active) and loaded back by the next read of the same file.
 
-The same rows make the loop idempotent. A search is identified by (session id, tool_use id): once its
-row is settled — dismissed, resolved or timed out — it is never redone, whether the file is read again
-after a rewrite or a copy of it turns up at another path. The learner is told which searches the store
+The same rows make the loop idempotent. A search is identified by its tool_use id, unique to one API
+call: once its row is settled — dismissed, resolved or timed out — it is never redone, whether the file
+is read again after a rewrite, a copy of it turns up at another path, or a resumed session carries the
+call over under a new session id. The learner is told which searches the store
 already has (`known_keys`), and the upsert refuses to touch a settled row as a second line of defence.
 
 Everything here runs on the caller's connection, inside capture's transaction.
@@ -34,7 +35,7 @@ INSERT INTO learning_sessions (
     session_id, tool_use_id, file_id, project_id, tool_name, query, best_score, result_count, status,
     reads, greps, error, started_at, ended_at
 ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (session_id, tool_use_id) DO UPDATE SET
+ON CONFLICT (tool_use_id) DO UPDATE SET
     project_id = coalesce(excluded.project_id, project_id),
     best_score = excluded.best_score,
     result_count = excluded.result_count,
@@ -59,20 +60,19 @@ async def open_sessions(conn: aiosqlite.Connection, file_id: int) -> list[Search
 
 
 async def known_keys(conn: aiosqlite.Connection, keys: Collection[SessionKey]) -> set[SessionKey]:
-    """Which of `keys` the store already has a session for (in any file, in any state)."""
+    """Which of `keys` the store already has a session for (in any file, in any state, under any
+    session id: a resumed or forked session carries earlier tool calls over under a new one)."""
     if not keys:
         return set()
     async with conn.execute(
         """
-        SELECT session_id, tool_use_id FROM learning_sessions
-        WHERE (session_id, tool_use_id) IN (
-            SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)
-        )
+        SELECT tool_use_id FROM learning_sessions
+        WHERE tool_use_id IN (SELECT value FROM json_each(?))
         """,
-        (json.dumps([list(key) for key in keys]),),
+        (json.dumps(sorted({key[1] for key in keys})),),
     ) as cursor:
-        rows = await cursor.fetchall()
-    return {(str(row[0]), str(row[1])) for row in rows}
+        known = {str(row[0]) for row in await cursor.fetchall()}
+    return {key for key in keys if key[1] in known}
 
 
 async def save_sessions(

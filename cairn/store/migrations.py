@@ -646,8 +646,10 @@ _FILES_AND_LEARNING = Migration(
         )
         """,
         "CREATE INDEX file_requests_pending ON file_requests (requested_at) WHERE status = 'pending'",
-        # A weak search by the coding agent and what it did next, one row per search tool call.
-        # `started_at` is transcript time, so a backfill learns what live indexing would.
+        # A weak search by the coding agent and what it did next, one row per search tool call: its
+        # tool_use id is unique across sessions, so a resumed or forked session that carries the call
+        # over under a new session id does not learn it again. `started_at` is transcript time, so a
+        # backfill learns what live indexing would.
         """
         CREATE TABLE learning_sessions (
             id            INTEGER PRIMARY KEY,
@@ -667,7 +669,7 @@ _FILES_AND_LEARNING = Migration(
             started_at    TEXT NOT NULL,
             ended_at      TEXT,
             created_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
-            UNIQUE (session_id, tool_use_id)
+            UNIQUE (tool_use_id)
         )
         """,
         """

@@ -65,3 +65,9 @@ def test_empty_and_odd_input() -> None:
     assert document_keywords("src/LoginForm.vue", "") == ["LoginForm"]
     assert document_keywords("x.py", "def f(): pass", limit=0) == []
     assert document_keywords("ab.bin", "\x00\x01 ### ::: 123 456") == []
+
+
+def test_a_run_of_letters_without_end_is_no_keyword() -> None:
+    keywords = document_keywords("data/blob.py", "x" * 500_000 + "\ndef parse_blob():\n    pass\n")
+    assert keywords and all(len(k) <= 64 for k in keywords)
+    assert "parse_blob" in keywords

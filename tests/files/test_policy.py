@@ -84,6 +84,11 @@ def test_a_symlink_inside_the_project_is_indexed_under_its_real_path(project: Pa
         ".npmrc",
         ".pypirc",
         ".htpasswd",
+        "prod.env",
+        "terraform.tfstate",
+        "terraform.tfstate.backup",
+        ".git-credentials",
+        "kubeconfig.yaml",
     ],
 )
 def test_secret_looking_files_are_refused(project: Path, name: str) -> None:
@@ -94,7 +99,7 @@ def test_secret_looking_files_are_refused(project: Path, name: str) -> None:
 
 
 def test_files_under_secret_directories_are_refused(project: Path) -> None:
-    for directory in (".ssh", ".aws", ".gnupg", ".git"):
+    for directory in (".ssh", ".aws", ".gnupg", ".git", ".kube", ".docker", ".azure", "secrets"):
         (project / directory).mkdir()
         (project / directory / "config").write_text("[default]\n")
         assert _reason(admit(project, f"{directory}/config", max_bytes=LIMIT)) == "secret", directory
@@ -205,3 +210,18 @@ def test_without_git_a_repository_refuses_everything(project: Path) -> None:
 def test_without_git_a_plain_directory_is_still_indexed(project: Path) -> None:
     gitignore = GitIgnore(project, git=str(project / "no-such-git"))
     assert _reason(admit(project, "src/app.py", max_bytes=LIMIT, gitignore=gitignore)) == "admitted"
+
+
+def test_a_session_in_the_home_directory_or_above_indexes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home" / "dev"
+    (home / "code" / "app").mkdir(parents=True)
+    (home / "notes.md").write_text("# notes\n")
+    (home / "code" / "app" / "main.py").write_text("print(1)\n")
+    monkeypatch.setenv("HOME", str(home))
+    # `claude` started in ~ (or /): every credential store under it would count as a project file.
+    assert _reason(admit(home, "notes.md", max_bytes=LIMIT)) == "not_a_project"
+    assert _reason(admit(tmp_path / "home", "dev/notes.md", max_bytes=LIMIT)) == "not_a_project"
+    assert _reason(admit("/", str(home / "notes.md"), max_bytes=LIMIT)) == "not_a_project"
+    assert _reason(admit(home / "code" / "app", "main.py", max_bytes=LIMIT)) == "admitted"

@@ -82,7 +82,8 @@ def test_grep_files_with_matches_and_content_modes(tmp_path: Path) -> None:
     t.tool(
         "Grep",
         {"pattern": "login", "output_mode": "content", "-n": True},
-        "src/c.ts:12:  login();\nsrc/c.ts-13-  // context\nsrc/d.ts:4:const login = 1\n\n"
+        "src/c.ts:12:  login();\nsrc/c.ts-13-  // context\nsrc/d.ts:4:const login = 1\n"
+        "_posts/2024-01-15-login.md:3:login at last\n_posts/2024-01-15-login.md-4-more\n\n"
         "[Showing results with pagination = limit: 100, offset: 0]",
         structured={"mode": "content", "numFiles": 0, "filenames": [], "content": "...", "numLines": 3},
     )
@@ -97,6 +98,7 @@ def test_grep_files_with_matches_and_content_modes(tmp_path: Path) -> None:
         (f"{CWD}/src/b.ts", "grep"),
         (f"{CWD}/src/c.ts", "grep"),
         (f"{CWD}/src/d.ts", "grep"),
+        (f"{CWD}/_posts/2024-01-15-login.md", "grep"),  # a dated name is not cut at `-01-`
     ]
 
 

@@ -307,3 +307,65 @@ async def test_learned_associations_are_embedded_by_the_outbox(
         [hit] = store.vectors.query("associations", "login button", n=1, metadata=True)
         assert hit.id == str(association_id) and hit.metadata["rel_path"] == LOGIN_BUTTON
         assert hit.score > 0.8
+
+
+async def test_a_resumed_session_carrying_the_search_over_learns_nothing_again(
+    store: Store, settings: Settings, project: Path, tmp_path: Path
+) -> None:
+    original = login_button_scenario(project)
+    await capture(store, original.write(transcript_path(tmp_path)), settings)
+    # Claude Code's resume writes the earlier lines again under the new session's id.
+    resumed = json.loads(json.dumps(original.lines))
+    for line in resumed:
+        line["sessionId"] = "resumed-session"
+    copy = transcript_path(tmp_path, "resumed-session")
+    copy.write_text("".join(json.dumps(line) + "\n" for line in resumed), encoding="utf-8")
+    await capture(store, copy, settings)
+
+    stats = await learner_stats(store.db, settings)
+    assert (stats.searches_seen, stats.sessions_resolved, stats.associations_created) == (1, 1, 1)
+    assert stats.association_repeats == 0
+
+
+async def test_a_path_the_file_system_refuses_to_look_at_costs_only_that_read(
+    store: Store, settings: Settings, project: Path, tmp_path: Path
+) -> None:
+    t = Transcript(project).user("where is the login button?")
+    t.search("login button", [0.3])
+    t.tool("Read", {"file_path": str(project / ("a" * 300))}, "File name too long", is_error=True)
+    t.tool("Read", {"file_path": str(project / LOGIN_BUTTON)}, "export function LoginButton() {}")
+    t.user("thanks")
+
+    report = await capture(store, t.write(transcript_path(tmp_path)), settings)
+
+    assert report.derive_error is None
+    assert [row[:2] for row in await associations(store.db)] == [("login button", LOGIN_BUTTON)]
+
+
+async def test_a_transcript_without_a_working_directory_has_no_project_files(
+    store: Store, settings: Settings, project: Path, tmp_path: Path
+) -> None:
+    t = Transcript(project).user("where is the other session?")
+    t.search("other session", [0.2])
+    t.tool("Read", {"file_path": "other.jsonl"}, "...")  # relative, and no cwd to resolve it against
+    t.user("thanks")
+    for line in t.lines:
+        del line["cwd"]  # the store files such a session under the transcripts' own folder
+    path = t.write(transcript_path(tmp_path))
+    (path.parent / "other.jsonl").write_text('{"note": "another session, not a project file"}\n')
+
+    await capture(store, path, settings)
+
+    assert await rows(store.db, "SELECT count(*) FROM file_requests") == [(0,)]
+    assert await associations(store.db) == []
+
+
+async def test_with_the_file_index_off_no_project_file_is_read(
+    store: Store, cairn_home: Path, project: Path, tmp_path: Path
+) -> None:
+    settings = Settings.load(cairn_home, files_index=False)
+    await capture(store, login_button_scenario(project).write(transcript_path(tmp_path)), settings)
+
+    assert len(await associations(store.db)) == 1  # learning still learns the association
+    assert await rows(store.db, "SELECT count(*) FROM file_documents") == [(0,)]
+    assert await rows(store.db, "SELECT status FROM file_requests") == [("pending",)]  # waits for the index
