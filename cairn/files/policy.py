@@ -134,7 +134,8 @@ def admit(
     """Every check in order, cheapest first; the file is opened only once all the others pass.
 
     Raises only OSError, for a file that exists but cannot be read (permissions, I/O): that is a
-    failure worth retrying later, not a policy decision.
+    failure, not a policy decision — the drain records it as `failed`, and the next touch of the file
+    tries again.
     """
     if covers_home(project_dir):
         return Refusal(
