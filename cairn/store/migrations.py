@@ -533,6 +533,14 @@ _RECALL = Migration(
     ),
 )
 
+def _query_key(column: str) -> str:
+    """`cairn.learning.associations.query_key` in SQL: lower case, whitespace runs (up to 34) folded to one
+    space. (SQLite's lower() folds ASCII only; such keys are written by Python everywhere but here.)"""
+    spaced = f"replace(replace(replace({column}, char(9), ' '), char(10), ' '), char(13), ' ')"
+    folded = f"replace(replace(replace(replace({spaced}, '    ', ' '), '    ', ' '), '  ', ' '), '  ', ' ')"
+    return f"lower(trim({folded}))"
+
+
 _OUTBOX_KINDS = "'ideas', 'spans', 'entities', 'messages', 'chunks', 'associations'"
 
 _FILES_AND_LEARNING = Migration(
@@ -702,22 +710,24 @@ _FILES_AND_LEARNING = Migration(
             UNIQUE (query_key, file_path)
         )
         """,
-        """
-        INSERT OR IGNORE INTO search_associations_v8 (
+        # Rows whose queries differ only in case or spacing become one, their uses added up.
+        f"""
+        INSERT INTO search_associations_v8 (
             id, query, file_path, reason, grep_patterns, original_score, hits, created_at, last_used_at,
-            query_key, source, learned_at)
-        SELECT id, query, file_path, reason, grep_patterns, original_score, hits, created_at, last_used_at,
-               lower(trim(query)), 'agent', created_at
-        FROM search_associations
+            query_key, source, learned_at, times_learned)
+        SELECT min(id), query, file_path, reason, grep_patterns, min(original_score), sum(hits),
+               min(created_at), max(last_used_at), key, 'agent', max(created_at), count(*)
+        FROM (SELECT *, {_query_key("query")} AS key FROM search_associations)
+        GROUP BY key, file_path
         """,
         "DROP TABLE search_associations",
         "ALTER TABLE search_associations_v8 RENAME TO search_associations",
         "CREATE INDEX search_associations_file ON search_associations (project_id, rel_path)",
-        """
+        f"""
         CREATE TRIGGER search_associations_key AFTER INSERT ON search_associations
         WHEN NEW.query_key IS NULL
         BEGIN
-            UPDATE search_associations SET query_key = lower(trim(NEW.query)) WHERE id = NEW.id;
+            UPDATE search_associations SET query_key = {_query_key("NEW.query")} WHERE id = NEW.id;
         END
         """,
         f"""

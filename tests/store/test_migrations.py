@@ -460,3 +460,32 @@ async def test_constraints_reject_bad_enums(conn: aiosqlite.Connection) -> None:
     for statement in bad:
         with pytest.raises(sqlite3.IntegrityError):
             await conn.execute(statement)
+
+
+async def test_v8_merges_associations_that_differ_only_in_case_or_spacing(conn: aiosqlite.Connection) -> None:
+    await migrate(conn, target=7)
+    await conn.execute("BEGIN IMMEDIATE")
+    await conn.executemany(
+        "INSERT INTO search_associations (query, file_path, hits, created_at) VALUES (?, ?, ?, ?)",
+        [
+            ("Release process", "docs/release.md", 2, "2025-01-01T00:00:00.000Z"),
+            ("  release \t process ", "docs/release.md", 3, "2025-02-01T00:00:00.000Z"),
+            ("release process", "docs/other.md", 0, "2025-03-01T00:00:00.000Z"),
+        ],
+    )
+    await conn.execute("COMMIT")
+    await migrate(conn)
+    async with conn.execute(
+        "SELECT query_key, file_path, hits, times_learned, created_at FROM search_associations ORDER BY id"
+    ) as cur:
+        rows = [tuple(r) for r in await cur.fetchall()]
+    assert rows == [
+        ("release process", "docs/release.md", 5, 2, "2025-01-01T00:00:00.000Z"),
+        ("release process", "docs/other.md", 0, 1, "2025-03-01T00:00:00.000Z"),
+    ]
+    # An older writer's insert without a key gets the same key Python would give it.
+    await conn.execute(
+        "INSERT INTO search_associations (query, file_path) VALUES ('RELEASE  Process', 'x.md')"
+    )
+    async with conn.execute("SELECT query_key FROM search_associations WHERE file_path = 'x.md'") as cur:
+        assert (await cur.fetchone())[0] == "release process"
