@@ -190,31 +190,41 @@ def _break_scores(units: list[_Unit]) -> list[int]:
     decorators and leading comments belong to it, so its score moves up to the first of them.
     """
     scores = [0] * (len(units) + 1)
+    # run_start[i]: where the unbroken run of decorators and comments at units[i]'s indentation that
+    # ends at units[i] begins (never before units[1]); set only for such lines. Found in this one
+    # forward pass, so a definition finds its first decorator or comment without walking up to it: a
+    # file of nothing but `# comment` or `@dec` lines (each both a definition and a preamble) would
+    # otherwise cost a walk over every line above each line, quadratic in the file's length.
+    run_start = [0] * len(units)
     for i in range(1, len(units)):
         unit = units[i]
-        if unit.line == units[i - 1].line:  # inside a long line's pieces
-            continue
         text = unit.text
         stripped = text.lstrip()
-        nested = len(stripped) != len(text)
-        defines = bool(stripped) and _starts_definition(stripped)
+        indent = len(text) - len(stripped)
+        preamble = stripped.startswith(_PREAMBLE)
+        piece = unit.line == units[i - 1].line  # inside a long line's pieces
+        defines = not piece and bool(stripped) and _starts_definition(stripped)
+        joins = (preamble or defines) and i > 1 and _attached(units[i - 1].text, indent=indent)
+        if preamble:
+            run_start[i] = run_start[i - 1] if joins else i
+        if piece:
+            continue
+        nested = indent != 0
         after_blank = not units[i - 1].text.strip()
         score = 3 if defines and not nested else 2 if after_blank and stripped and not nested else 0
         if not score and (after_blank or defines):
             score = 1
-        if defines:
-            head = i
-            while head > 1 and _attached(units[head - 1].text, indent=len(text) - len(stripped)):
-                head -= 1
-            if head != i:
-                scores[head] = max(scores[head], score)
-                continue
+        if joins and defines:
+            head = run_start[i - 1]
+            scores[head] = max(scores[head], score)
+            continue
         scores[i] = max(scores[i], score)
     return scores
 
 
 def _attached(text: str, *, indent: int) -> bool:
-    """Whether a line directly above a definition is its decorator or comment (same indentation)."""
+    """Whether a line directly above a definition, or above one of its decorators or comments, is
+    another of them (a decorator or comment at the same indentation)."""
     stripped = text.lstrip()
     return len(text) - len(stripped) == indent and stripped.startswith(_PREAMBLE)
 

@@ -38,6 +38,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from cairn.config import Settings
+from cairn.learning.associations import query_key
 from cairn.store.db import Database
 from cairn.store.usage import record_use
 
@@ -63,11 +64,6 @@ class AssociationBoost:
     query: str
     closeness: float
     weight: float
-
-
-def query_key(text: str) -> str:
-    """The form repeats of a query share: lower case, runs of whitespace folded to one space."""
-    return " ".join(text.lower().split())
 
 
 def closeness(cosine: float, settings: Settings) -> float:
@@ -128,7 +124,7 @@ async def associations_for(
             close = await _nearest(vectors, settings, embedding, project_ids)
         except Exception as exc:
             log.warning("association lookup by meaning failed; only the same query applies: %s", exc)
-    keys = sorted({query_key(text), text.strip().lower()})
+    keys = [query_key(text)]
     rows = await db.fetchall(
         f"""
         SELECT id, project_id, file_path, rel_path, query, query_key, learned_at, last_used_at
@@ -219,34 +215,53 @@ async def boosted_ideas(db: Database, boosts: Sequence[AssociationBoost]) -> dic
     two-component names). A bare file name does not count: `index.ts` or `README.md` would tie
     unrelated files together. Only ideas of the association's project count: another project's
     `src/app.ts` is another file.
+
+    Every name but another checkout's is a tail of the absolute path, so those are looked up by name
+    (`_names_of`) in the name and alias indexes, for any entity. A name ending with "/" + the relative
+    path that the absolute path does not (`/other/checkout/src/app.ts`) cannot be looked up: it is
+    looked for among file entities and their aliases only, whose names are paths, so the cost of a
+    search does not follow the number of concepts, people and technologies in the store.
     """
     if not boosts:
         return {}
-    # Entities naming a boosted file first (a pass over the names per boost, no idea touched), then
-    # their ideas through the idea_entities index (CROSS JOIN keeps SQLite from scanning that table
-    # instead): the cost follows the entities, not the ideas.
+    # Entities naming a boosted file first (indexed lookups of its names, and one pass over the file
+    # entities for another checkout's path), then their ideas through the idea_entities index (CROSS
+    # JOIN keeps SQLite from scanning that table instead): the cost follows the entities, not the ideas.
+    # Entity names compare as written (the name index folds case, so it finds and `=` confirms); an
+    # alias equal to a path compares without case (the alias column's collation), a longer tail as written.
     rows = await db.fetchall(
         """
         WITH b AS MATERIALIZED (
-            SELECT key AS i, json_extract(value, '$[0]') AS file_path,
-                   json_extract(value, '$[1]') AS rel_path, json_extract(value, '$[2]') AS project_id
+            SELECT key AS i, json_extract(value, '$[0]') AS rel_path,
+                   json_extract(value, '$[1]') AS project_id
             FROM json_each(?)
         ),
+        name AS MATERIALIZED (
+            SELECT json_extract(value, '$[0]') AS i, json_extract(value, '$[1]') AS name,
+                   json_extract(value, '$[2]') AS whole, json_extract(value, '$[3]') AS project_id
+            FROM json_each(?)
+        ),
+        files AS MATERIALIZED (
+            SELECT id, canonical_name FROM entities WHERE type = 'file'
+        ),
         named AS MATERIALIZED (
-            SELECT e.id AS entity_id, b.i AS i, b.project_id AS project_id
-            FROM b JOIN entities AS e
-              ON e.canonical_name = b.file_path OR e.canonical_name = b.rel_path
-              OR (b.rel_path IS NOT NULL
-                  AND substr(e.canonical_name, -length(b.rel_path) - 1) = '/' || b.rel_path)
-              OR (b.rel_path IS NOT NULL AND instr(e.canonical_name, '/') > 1
-                  AND substr('/' || b.rel_path, -length(e.canonical_name) - 1) = '/' || e.canonical_name)
+            SELECT e.id AS entity_id, n.i AS i, n.project_id AS project_id
+            FROM name AS n CROSS JOIN entities AS e
+              ON e.canonical_name = n.name COLLATE NOCASE AND e.canonical_name = n.name COLLATE BINARY
+            UNION
+            SELECT a.entity_id, n.i, n.project_id
+            FROM name AS n CROSS JOIN entity_aliases AS a
+              ON a.alias = n.name AND (n.whole OR a.alias = n.name COLLATE BINARY)
+            UNION
+            SELECT f.id, b.i, b.project_id
+            FROM files AS f JOIN b
+              ON b.rel_path IS NOT NULL
+             AND substr(f.canonical_name, -length(b.rel_path) - 1) = '/' || b.rel_path
             UNION
             SELECT a.entity_id, b.i, b.project_id
-            FROM b JOIN entity_aliases AS a
-              ON a.alias = b.file_path OR a.alias = b.rel_path
-              OR (b.rel_path IS NOT NULL AND substr(a.alias, -length(b.rel_path) - 1) = '/' || b.rel_path)
-              OR (b.rel_path IS NOT NULL AND instr(a.alias, '/') > 1
-                  AND substr('/' || b.rel_path, -length(a.alias) - 1) = '/' || a.alias)
+            FROM files AS f CROSS JOIN entity_aliases AS a ON a.entity_id = f.id
+            JOIN b
+              ON b.rel_path IS NOT NULL AND substr(a.alias, -length(b.rel_path) - 1) = '/' || b.rel_path
         )
         SELECT DISTINCT ie.idea_id AS idea, n.i AS i
         FROM named AS n CROSS JOIN idea_entities AS ie ON ie.entity_id = n.entity_id
@@ -254,9 +269,42 @@ async def boosted_ideas(db: Database, boosts: Sequence[AssociationBoost]) -> dic
            OR (SELECT s.project_id FROM ideas AS i JOIN sessions AS s ON s.id = i.session_id
                WHERE i.id = ie.idea_id) = n.project_id
         """,
-        (json.dumps([[b.file_path, b.rel_path, b.project_id] for b in boosts]),),
+        (
+            json.dumps([[b.rel_path, b.project_id] for b in boosts]),
+            json.dumps(
+                [
+                    [i, name, whole, b.project_id]
+                    for i, b in enumerate(boosts)
+                    for name, whole in _names_of(b.file_path, b.rel_path).items()
+                ]
+            ),
+        ),
     )
     return _strongest(rows, "idea", boosts)
+
+
+def _names_of(file_path: str, rel_path: str | None) -> dict[str, bool]:
+    """The names that name a file and are tails of its absolute path, each with whether it is the whole
+    absolute or relative path (True) or a longer or shorter tail (False).
+
+    These are the absolute and the relative path; every tail of the absolute path that ends with "/" +
+    the relative path (`webapp/src/app.ts`, written from a parent directory); and every tail of the
+    relative path after a "/" that has a directory in it and does not start with one (`src/app.ts`,
+    `ui/Cta.tsx`, not `Cta.tsx`).
+    """
+    names = {file_path: True}
+    if rel_path is None:
+        return names
+    names[rel_path] = True
+    if file_path.endswith("/" + rel_path):
+        for start in range(len(file_path) - len(rel_path)):
+            names.setdefault(file_path[start:], False)
+    slashed = "/" + rel_path
+    for start, char in enumerate(slashed):
+        tail = slashed[start + 1 :]
+        if char == "/" and "/" in tail and not tail.startswith("/"):
+            names.setdefault(tail, False)
+    return names
 
 
 def _strongest(

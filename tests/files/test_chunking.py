@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
+from cairn.files import chunking
 from cairn.files.chunking import Chunk, chunk_text
 from cairn.tokens import count_tokens
 
@@ -88,6 +89,57 @@ def test_a_decorator_and_comment_stay_with_their_definition() -> None:
     text = "\n".join(block.format(n=n) for n in range(40))
     for chunk in chunk_text(text, max_tokens=300, overlap=0.0)[1:]:
         assert chunk.content.lstrip("\n").startswith("# helper for"), chunk.content[:60]
+
+
+def test_a_comment_run_at_another_indentation_is_not_part_of_the_definition() -> None:
+    body = "    x = 'some body text for the function'\n" * 12
+    block = (
+        "def f_{n}():\n"
+        + body
+        + "    # trailing note of f_{n}\n# about g_{n}\n@cached\ndef g_{n}():\n"
+        + body
+    )
+    text = "\n".join(block.format(n=n) for n in range(30))
+    for chunk in chunk_text(text, max_tokens=300, overlap=0.0)[1:]:
+        assert chunk.content.lstrip("\n").startswith(("def f_", "# about g_")), chunk.content[:60]
+
+
+@pytest.mark.parametrize("line", ["# x\n", "@dec\n", "    # x\n"])
+def test_a_long_run_of_preamble_lines_is_one_run_without_a_boundary(line: str) -> None:
+    """Each `# x` or `@dec` line is both a definition and the preamble of the next one: the whole file
+    is one preamble run with its score on line 1, so chunks are cut at the limit, lines of equal size."""
+    lines = 20_000
+    text = line * lines
+    per_chunk = 900 // count_tokens(line)
+    expected = [
+        (n, first + 1, min(first + per_chunk, lines)) for n, first in enumerate(range(0, lines, per_chunk))
+    ]
+    chunks = chunk_text(text, max_tokens=900, overlap=0.0)
+    assert [(c.index, c.start_line, c.end_line) for c in chunks] == expected
+    assert "".join(c.content for c in chunks) == text
+
+
+@pytest.mark.parametrize("line", ["# x\n", "@dec\n", "    @dec\n"])
+def test_finding_where_a_preamble_run_starts_looks_at_each_line_once(
+    line: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Walking up over the run above every definition would look at each line of a run once per line
+    below it in the run: quadratic, seconds for a few hundred KB of comments."""
+    lines = 3_000
+    looked = 0
+    attached = chunking._attached
+
+    def counting(text: str, *, indent: int) -> bool:
+        nonlocal looked
+        looked += 1
+        assert looked <= lines, "a line above a definition is looked at more than once"
+        return attached(text, indent=indent)
+
+    monkeypatch.setattr(chunking, "_attached", counting)
+    text = line * lines + "def f():\n    return 1\n"
+    chunks = chunk_text(text, max_tokens=900, overlap=0.0)
+    assert looked >= lines - 1
+    assert "".join(c.content for c in chunks) == text
 
 
 def test_without_any_boundary_the_chunk_is_cut_at_the_limit() -> None:

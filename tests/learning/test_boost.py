@@ -9,8 +9,9 @@ outbox with the packaged MiniLM; the cosine figures the similarity defaults rest
 from __future__ import annotations
 
 import json
+import sqlite3
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -18,8 +19,10 @@ from chromadb.api.types import Documents, EmbeddingFunction
 
 from cairn.config import Settings
 from cairn.learning.boost import (
+    AssociationBoost,
     associations_for,
     boosted_documents,
+    boosted_ideas,
     closeness,
     decay,
     query_key,
@@ -30,6 +33,7 @@ from cairn.search.content import search_content
 from cairn.search.content_models import ContentRequest, ContentResponse
 from cairn.search.hybrid import search
 from cairn.search.models import SearchPage, SearchRequest
+from cairn.store.db import Database
 from cairn.store.store import Store
 from tests.search.test_content_files import WEBAPP, Corpus, add_document, build_files
 from tests.tools.memory import add_idea, insert
@@ -426,3 +430,122 @@ async def test_keyword_mode_lifts_only_what_keywords_drew(store: Store, corpus: 
     assert by_id[str(ideas["cta"])].learned_from == "call-to-action"
     assert by_id[str(ideas["basename"])].learned_from is None
     assert json.loads(page.model_dump_json())["results"][0]["learned_from"] == "call-to-action"
+
+
+# boosted_ideas: which names name the file, and what finding them reads
+
+
+async def a_project_and_a_session(store: Store) -> int:
+    async with store.db.write() as conn:
+        project = await insert(conn, "INSERT INTO projects (path, name) VALUES (?, 'webapp')", (WEBAPP,))
+        await conn.execute("INSERT INTO sessions (id, project_id) VALUES ('s-web', ?)", (project,))
+    return project
+
+
+def boost_for(project: int, rel_path: str, association: int = 1) -> AssociationBoost:
+    return AssociationBoost(association, project, f"{WEBAPP}/{rel_path}", rel_path, "q", 1.0, 0.3)
+
+
+async def test_the_names_of_a_file_and_which_entities_they_count_for(store: Store) -> None:
+    """The absolute, relative, parent-directory and two-component paths name the file whatever the
+    entity's type (an alias equal to a path in another case too); another checkout's path only on a
+    file entity or an alias of one; a bare file name never."""
+    project = await a_project_and_a_session(store)
+    names = {
+        "absolute": (f"{WEBAPP}/{CTA}", "concept"),
+        "relative": (CTA, "file"),
+        "parent directory": (f"webapp/{CTA}", "concept"),
+        "two components": ("ui/Cta.tsx", "technology"),
+        "other checkout": (f"/home/someone/webapp/{CTA}", "file"),
+        "other checkout, not a file": (f"/home/someone/webapp/{CTA}", "concept"),
+        "bare name": ("Cta.tsx", "file"),
+        "another file": ("src/ui/Cta.tsx.bak", "file"),
+    }
+    aliases = {
+        "alias of a concept, absolute in another case": ("CTA link", f"{WEBAPP.upper()}/{CTA.upper()}"),
+        "alias of a file, other checkout": ("Call to action", f"checkout-2/{CTA}"),
+        "alias of a concept, other checkout": ("CTA button", f"checkout-3/{CTA}"),
+    }
+    ideas: dict[str, int] = {}
+    async with store.db.write() as conn:
+        for n, (label, (name, kind)) in enumerate(names.items()):
+            entity = await insert(
+                conn, "INSERT INTO entities (canonical_name, type) VALUES (?, ?)", (name, kind)
+            )
+            ideas[label] = await add_idea(conn, "s-web", "context", f"About {label}", n)
+            await conn.execute("INSERT INTO idea_entities VALUES (?, ?)", (ideas[label], entity))
+        for n, (label, (name, alias)) in enumerate(aliases.items(), start=len(names)):
+            kind = "file" if "of a file" in label else "concept"
+            entity = await insert(
+                conn, "INSERT INTO entities (canonical_name, type) VALUES (?, ?)", (name, kind)
+            )
+            await conn.execute("INSERT INTO entity_aliases (entity_id, alias) VALUES (?, ?)", (entity, alias))
+            ideas[label] = await add_idea(conn, "s-web", "context", f"About {label}", n)
+            await conn.execute("INSERT INTO idea_entities VALUES (?, ?)", (ideas[label], entity))
+    lifted = await boosted_ideas(store.db, [boost_for(project, CTA)])
+    assert {label for label, idea in ideas.items() if idea in lifted} == {
+        "absolute",
+        "relative",
+        "parent directory",
+        "two components",
+        "other checkout",
+        "alias of a concept, absolute in another case",
+        "alias of a file, other checkout",
+    }
+
+
+class CountingReader:
+    """Stands in for the store's reader: runs the queries on its own connection and counts the SQLite
+    virtual machine instructions they take (tens per row a query looks at)."""
+
+    def __init__(self, path: str) -> None:
+        self.conn = sqlite3.connect(path)
+        self.conn.row_factory = sqlite3.Row
+        self.steps = 0
+        self.conn.set_progress_handler(self._step, 10)
+
+    def _step(self) -> int:
+        self.steps += 10
+        return 0
+
+    async def fetchall(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        return self.conn.execute(sql, params).fetchall()
+
+
+async def test_finding_a_file_s_entities_does_not_read_every_other_entity_per_association(
+    store: Store,
+) -> None:
+    """Names compared to every entity and alias per association made each search with associations
+    read the whole entity table and alias table again and again; only one pass over the entities (for
+    the file entities among them) may remain."""
+    project = await a_project_and_a_session(store)
+    async with store.db.write() as conn:
+        entity = await insert(conn, "INSERT INTO entities (canonical_name, type) VALUES (?, 'file')", (CTA,))
+        idea = await add_idea(conn, "s-web", "context", "The call-to-action link", 1)
+        await conn.execute("INSERT INTO idea_entities VALUES (?, ?)", (idea, entity))
+    boosts = [boost_for(project, CTA)] + [boost_for(project, f"src/other_{n}.ts", n + 2) for n in range(9)]
+    reader = CountingReader(str(store.db.path))
+    try:
+
+        async def steps() -> int:
+            before = reader.steps
+            assert set(await boosted_ideas(cast(Database, reader), boosts)) == {idea}
+            return reader.steps - before
+
+        few = await steps()
+        others = 2_000
+        async with store.db.write() as conn:
+            await conn.executemany(
+                "INSERT INTO entities (id, canonical_name, type) VALUES (?, ?, 'concept')",
+                [(10_000 + n, f"concept {n}") for n in range(others)],
+            )
+            await conn.executemany(
+                "INSERT INTO entity_aliases (entity_id, alias) VALUES (?, ?)",
+                [(10_000 + n, f"another name of concept {n}") for n in range(others)],
+            )
+        many = await steps()
+    finally:
+        reader.conn.close()
+    # One pass reads an entity in a handful of instructions; ten associations comparing four
+    # conditions against every entity and alias took hundreds.
+    assert (many - few) / others < 30, (few, many)
