@@ -8,7 +8,6 @@ to see to trust the corpus `search_content` draws on.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -16,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from cairn.learning.ops import project_ids
 from cairn.search.ops import parse_args
 from cairn.store.db import Database
+from cairn.store.json_columns import json_strings
 
 if TYPE_CHECKING:
     from cairn.store.store import Store
@@ -37,14 +37,6 @@ def _in(column: str, ids: list[int] | None) -> tuple[str, list[int]]:
     if ids is None:
         return "1 = 1", []
     return f"{column} IN ({','.join('?' * len(ids))})", ids
-
-
-def _keywords(value: Any) -> list[str]:
-    try:
-        parsed = json.loads(value) if isinstance(value, str) else value
-    except json.JSONDecodeError:
-        return []
-    return [str(k) for k in parsed] if isinstance(parsed, list) else []
 
 
 async def file_index(
@@ -102,7 +94,7 @@ async def file_index(
         "chunks_total": int(totals["chunks"]) if totals else 0,
         "requests_by_status": {str(row["k"]): int(row["n"]) for row in by_status},
         "skipped_by_reason": {str(row["k"]): int(row["n"]) for row in by_reason},
-        "documents": [{**dict(row), "keywords": _keywords(row["keywords"])} for row in documents],
+        "documents": [{**dict(row), "keywords": json_strings(row["keywords"])} for row in documents],
         "requests": [dict(row) for row in requests],
     }
 

@@ -31,7 +31,7 @@ import aiosqlite
 from cairn.files.paths import ProjectPath, resolve_in_project
 from cairn.files.policy import covers_home
 from cairn.files.requests import request_files
-from cairn.learning.sessions import json_strings
+from cairn.store.json_columns import json_strings
 from cairn.store.store import iso_utc
 from cairn.transcripts.redact import redact
 

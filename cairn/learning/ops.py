@@ -11,7 +11,6 @@ follows at the next vector sync like every other change (SQLite is the truth, Ch
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,6 +19,7 @@ from cairn.search.errors import SearchError
 from cairn.search.ops import parse_args
 from cairn.search.projects import resolve_projects
 from cairn.store.db import Database
+from cairn.store.json_columns import json_strings
 
 if TYPE_CHECKING:
     from cairn.store.store import Store
@@ -52,14 +52,6 @@ async def project_ids(db: Database, project: str | None) -> list[int] | None:
     return [pid for pid, _ in found]
 
 
-def _json_list(value: Any) -> list[Any]:
-    try:
-        parsed = json.loads(value) if isinstance(value, str) else value
-    except json.JSONDecodeError:
-        return []
-    return parsed if isinstance(parsed, list) else []
-
-
 async def list_associations(
     db: Database, *, project_ids: list[int] | None = None, source: str | None = None, limit: int = 50
 ) -> list[dict[str, Any]]:
@@ -84,7 +76,7 @@ async def list_associations(
         """,
         (*params, limit),
     )
-    return [{**dict(row), "grep_patterns": _json_list(row["grep_patterns"])} for row in rows]
+    return [{**dict(row), "grep_patterns": json_strings(row["grep_patterns"])} for row in rows]
 
 
 async def forget_associations(db: Database, ids: list[int]) -> dict[str, list[int]]:

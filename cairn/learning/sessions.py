@@ -22,6 +22,7 @@ from datetime import datetime
 import aiosqlite
 
 from cairn.learning.learner import SearchSession, SessionKey
+from cairn.store.json_columns import json_strings
 from cairn.store.store import iso_utc
 from cairn.transcripts.redact import redact
 
@@ -141,12 +142,3 @@ def _parse(value: str | None) -> datetime | None:
         return datetime.fromisoformat(value)
     except ValueError:
         return None
-
-
-def json_strings(value: str | None) -> list[str]:
-    """A stored JSON list of strings; anything else in it (or unreadable JSON) is dropped."""
-    try:
-        items = json.loads(value or "[]")
-    except ValueError:
-        return []
-    return [item for item in items if isinstance(item, str)] if isinstance(items, list) else []

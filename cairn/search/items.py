@@ -12,7 +12,6 @@ the same wherever it is listed.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
@@ -22,6 +21,7 @@ from cairn.search.filters import SPAN_FILE, SPAN_SAID_AT
 from cairn.search.item_models import AssociationRef, EntityRef, IdeaBrief, ItemDetail, RelationLink, SpanBrief
 from cairn.search.models import ItemKind, SessionInfo, SourceLocation, item_id, parse_item_id, preview
 from cairn.store.db import Database
+from cairn.store.json_columns import json_strings
 
 # A span lists at most this many of its ideas (in line order); `idea_count` says how many it holds.
 MAX_SPAN_IDEAS = 50
@@ -307,7 +307,7 @@ async def _show_chunk(db: Database, chunk: int) -> ItemDetail:
         end_line=row["end_line"],
         project=row["project"],
         chunk_index=row["chunk_index"],
-        document_keywords=_strings(row["keywords"]),
+        document_keywords=json_strings(row["keywords"]),
         indexed_at=row["indexed_at"],
         associations=[
             AssociationRef(
@@ -317,19 +317,10 @@ async def _show_chunk(db: Database, chunk: int) -> ItemDetail:
                 times_learned=a["times_learned"],
                 hits=a["hits"],
                 original_score=a["original_score"],
-                grep_patterns=_strings(a["grep_patterns"]),
+                grep_patterns=json_strings(a["grep_patterns"]),
                 learned_at=a["learned_at"],
                 last_used_at=a["last_used_at"],
             )
             for a in associations
         ],
     )
-
-
-def _strings(stored: str | None) -> list[str]:
-    """A stored JSON array of strings; anything else (damaged by hand) reads as empty, not as a crash."""
-    try:
-        value = json.loads(stored or "[]")
-    except json.JSONDecodeError:
-        return []
-    return [str(v) for v in value] if isinstance(value, list) else []

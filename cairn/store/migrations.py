@@ -533,6 +533,7 @@ _RECALL = Migration(
     ),
 )
 
+
 def _query_key(column: str) -> str:
     """`cairn.learning.associations.query_key` in SQL: lower case, whitespace runs (up to 34) folded to one
     space. (SQLite's lower() folds ASCII only; such keys are written by Python everywhere but here.)"""
