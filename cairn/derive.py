@@ -26,10 +26,9 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Derived:
-    """What one read's tool calls added: files queued for indexing, learning done, or why not."""
+    """What one read's tool calls added: files queued for indexing, or why something failed."""
 
     files_requested: int = 0
-    learned: bool = False
     error: str | None = None
 
 
@@ -64,10 +63,9 @@ async def derive(
             report.error = f"file requests: {type(exc).__name__}: {exc}"
         await conn.execute("RELEASE derive_files")
     if settings.learn_from_search:
-        learned = await learn(conn, file_id, events, settings)  # contains its own failures the same way
-        report.learned = learned.failure is None
-        if learned.failure is not None:
-            report.error = f"learning: {learned.failure}"
+        failure = await learn(conn, file_id, events, settings)  # contains its own failures the same way
+        if failure is not None:
+            report.error = f"learning: {failure}"
     return report
 
 

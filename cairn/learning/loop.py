@@ -16,35 +16,18 @@ from __future__ import annotations
 
 import json
 import logging
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import aiosqlite
 
 from cairn.config import Settings
-from cairn.learning.associations import AssociationOutcome, record_association
+from cairn.learning.associations import record_association
 from cairn.learning.learner import LearnerConfig, SearchLearner, SearchSession, SessionKey
 from cairn.learning.sessions import known_keys, open_sessions, save_sessions
 from cairn.transcripts.tool_events import ToolEvent, ToolUse
 
 log = logging.getLogger("cairn.learning")
-
-
-@dataclass
-class LearnReport:
-    """What one `learn` call did (the store's tables keep the lasting figures, see `learner_stats`)."""
-
-    searches: int = 0
-    dismissed: int = 0
-    resolved: int = 0
-    timed_out: int = 0
-    still_open: int = 0
-    associations_created: int = 0
-    associations_merged: int = 0
-    associations_rejected: int = 0
-    errors: int = 0
-    failure: str | None = None
 
 
 @dataclass(frozen=True)
@@ -55,25 +38,29 @@ class _Project:
 
 async def learn(
     conn: aiosqlite.Connection, file_id: int, events: Sequence[ToolEvent], settings: Settings
-) -> LearnReport:
-    """Advance the learning sessions of transcript file `file_id` by `events`, in the caller's transaction."""
+) -> str | None:
+    """Advance the learning sessions of transcript file `file_id` by `events`, in the caller's transaction.
+
+    Returns why learning failed (and was rolled back), or None. The lasting figures are the stored rows
+    (`cairn.learning.stats`), not a report of one read.
+    """
     if not settings.learn_from_search:
-        return LearnReport()
+        return None
     config = LearnerConfig.from_settings(settings)
     searches = [e for e in events if isinstance(e, ToolUse) and e.name in config.tools]
     resumed = await open_sessions(conn, file_id)
     if not searches and not resumed:
-        return LearnReport()
+        return None
     await conn.execute("SAVEPOINT learn")
     try:
-        report = await _learn(conn, file_id, events, config, searches, resumed)
+        await _learn(conn, file_id, events, config, searches, resumed)
     except Exception as exc:  # capture must go on: see the module docstring
         await conn.execute("ROLLBACK TO learn")
         await conn.execute("RELEASE learn")
         log.exception("learning from transcript file %s failed; its messages are still captured", file_id)
-        return LearnReport(failure=f"{type(exc).__name__}: {exc}")
+        return f"{type(exc).__name__}: {exc}"
     await conn.execute("RELEASE learn")
-    return report
+    return None
 
 
 async def _learn(
@@ -83,7 +70,7 @@ async def _learn(
     config: LearnerConfig,
     searches: list[ToolUse],
     resumed: list[SearchSession],
-) -> LearnReport:
+) -> None:
     default_session = await _file_session(conn, file_id)
     keys: set[SessionKey] = {(e.session_id or default_session or "", e.id) for e in searches}
     seen = await known_keys(conn, keys - {s.key for s in resumed})
@@ -97,27 +84,16 @@ async def _learn(
         file_id=file_id,
         projects={sid: p.id for sid, p in projects.items() if p is not None},
     )
-    report = _report(changed, resumed)
     for session in learner.resolved:
-        project = projects.get(session.session_id)
-        for outcome in await _associate(conn, session, project):
-            if outcome == "created":
-                report.associations_created += 1
-            elif outcome == "merged":
-                report.associations_merged += 1
-            else:
-                report.associations_rejected += 1
-    report.still_open = len(learner.open_sessions)
-    return report
+        await _associate(conn, session, projects.get(session.session_id))
 
 
-async def _associate(
-    conn: aiosqlite.Connection, session: SearchSession, project: _Project | None
-) -> list[AssociationOutcome]:
-    """One association per file the resolved session read; all rejected when its project is unknown."""
+async def _associate(conn: aiosqlite.Connection, session: SearchSession, project: _Project | None) -> None:
+    """One association per file the resolved session read (each rejected alone if it cannot be one);
+    none when the session's project is unknown."""
     if project is None:
-        return ["rejected"] * len(session.reads)
-    return [
+        return
+    for path in session.reads:
         await record_association(
             conn,
             project_id=project.id,
@@ -129,21 +105,6 @@ async def _associate(
             original_score=session.best_score,
             learned_at=session.ended_at or session.started_at,
         )
-        for path in session.reads
-    ]
-
-
-def _report(changed: Iterable[SearchSession], resumed: Iterable[SearchSession]) -> LearnReport:
-    was_open = {s.key for s in resumed}
-    changed = list(changed)
-    statuses = Counter(s.status for s in changed)
-    return LearnReport(
-        searches=sum(1 for s in changed if s.key not in was_open),
-        dismissed=statuses["dismissed"],
-        resolved=statuses["resolved"],
-        timed_out=statuses["timed_out"],
-        errors=sum(1 for s in changed if s.error is not None),
-    )
 
 
 async def _file_session(conn: aiosqlite.Connection, file_id: int) -> str | None:
