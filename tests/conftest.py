@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +12,8 @@ from pydantic_ai.models import override_allow_model_requests
 
 from cairn.config import Settings
 from cairn.store.embeddings import MiniLMInt8Embedding
+from cairn.store.store import Store
+from cairn.store.vectors import VectorIndex
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_TRANSCRIPTS = REPO_ROOT.parent / "shared" / "fixtures" / "transcripts"
@@ -61,3 +63,12 @@ def cairn_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
 @pytest.fixture
 def settings(cairn_home: Path) -> Settings:
     return Settings.load(cairn_home)
+
+
+@pytest.fixture
+async def store(settings: Settings, embedding_function: EmbeddingFunction[Documents]) -> AsyncIterator[Store]:
+    """A fresh real store (SQLite + embedded Chroma) with the shared embedding model; modules that need a
+    store opened another way define their own `store`."""
+    opened = await Store.open(settings, vectors=VectorIndex(settings, embedding_function))
+    yield opened
+    await opened.close()

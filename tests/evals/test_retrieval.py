@@ -4,17 +4,13 @@ which targets, and the metric numbers for rankings whose order keyword search ma
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import pytest
-from chromadb.api.types import Documents, EmbeddingFunction
 
-from cairn.config import Settings
 from cairn.evals.retrieval import Extent, covered_targets, evaluate_retrieval, targets_of
 from cairn.search.models import SearchResult, SessionInfo, SourceLocation
 from cairn.store.store import Store, message_hash
-from cairn.store.vectors import VectorIndex
 from tests.tools.memory import add_idea, add_span, insert
 
 FILE_A = "/t/case-a.jsonl"
@@ -41,13 +37,6 @@ class Data:
 class World:
     ideas: dict[str, int] = field(default_factory=dict)
     idea_map: dict[int, tuple[str, str]] = field(default_factory=dict)
-
-
-@pytest.fixture
-async def store(settings: Settings, embedding_function: EmbeddingFunction[Documents]) -> AsyncIterator[Store]:
-    opened = await Store.open(settings, vectors=VectorIndex(settings, embedding_function))
-    yield opened
-    await opened.close()
 
 
 @pytest.fixture

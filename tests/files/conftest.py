@@ -1,23 +1,12 @@
-"""Fixtures for the file index tests: a real store (SQLite + embedded Chroma) and a project on disk."""
+"""Fixtures for the file index tests: a project on disk and its row (the store is tests/conftest.py's)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from chromadb.api.types import Documents, EmbeddingFunction
 
-from cairn.config import Settings
 from cairn.store.store import Store
-from cairn.store.vectors import VectorIndex
-
-
-@pytest.fixture
-async def store(settings: Settings, embedding_function: EmbeddingFunction[Documents]) -> AsyncIterator[Store]:
-    opened = await Store.open(settings, vectors=VectorIndex(settings, embedding_function))
-    yield opened
-    await opened.close()
 
 
 @pytest.fixture

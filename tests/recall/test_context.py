@@ -6,14 +6,11 @@ session and context reset), the ledger (usage, hits, stats), the off switch, hos
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from chromadb.api.types import Documents, EmbeddingFunction
 
-from cairn.config import Settings
 from cairn.daemon.server import OPS, BadArgumentsError, run_op
 from cairn.recall import injections
 from cairn.recall.context import (
@@ -27,7 +24,6 @@ from cairn.recall.context import (
     session_context,
 )
 from cairn.store.store import Store
-from cairn.store.vectors import VectorIndex
 from tests.tools.memory import add_idea, add_span, insert
 
 NOW = datetime.now(UTC)
@@ -101,13 +97,6 @@ async def build(store: Store) -> World:
         await idea("webq", "w1", "question", "Should the landing page use server-side rendering?", 1.4)
     await store.sync_vectors()
     return w
-
-
-@pytest.fixture
-async def store(settings: Settings, embedding_function: EmbeddingFunction[Documents]) -> AsyncIterator[Store]:
-    opened = await Store.open(settings, vectors=VectorIndex(settings, embedding_function))
-    yield opened
-    await opened.close()
 
 
 @pytest.fixture
