@@ -48,8 +48,8 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 ItemId = Annotated[
     str,
     Field(
-        description="An item id as search results give it: 123 for an idea, s12 for a topic span, m456 for "
-        "a message.",
+        description="An item id as results give it: 123 for an idea, s12 for a topic span, m456 for a "
+        "message, c78 for a file chunk from search_content (show only).",
         min_length=1,
         max_length=64,
     ),
@@ -191,8 +191,9 @@ def build_server(backend: Backend) -> MCPServer:
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
     async def show(id: ItemId) -> str:
-        """One idea, topic span or message in full: content, when and where it was said, what superseded or
-        answered it, its relations and entities (a span: its ideas; a message: the ideas taken from it)."""
+        """One idea, topic span, message or file chunk in full: content, when and where it was said, what
+        superseded or answered it, its relations and entities (a span: its ideas; a message: the ideas taken
+        from it; a file chunk: its file, lines, keywords and the searches that learned to find it)."""
         # An id the agent expands may be one recall injected: that injection was worth its tokens.
         return _text(_pruned(await backend.call("show", {"id": id, "record_hit": True})))
 

@@ -158,7 +158,7 @@ async def search_content(store: Store, *, record_usage: bool = True, **fields: A
 
 
 async def show(store: Store, *, id: str | int, record_hit: bool = False) -> Any:
-    """One idea (`123`), topic span (`s12`) or message (`m456`) in full.
+    """One idea (`123`), topic span (`s12`), message (`m456`) or file chunk (`c78`) in full.
 
     `record_hit`: the coding agent is expanding an id, so if recall injected that idea, the injection
     counts as a hit (`cairn stats`). The MCP server sets it; a person's `cairn show` does not, since
