@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from chromadb.api.types import Documents, EmbeddingFunction
 
+from cairn import derive
 from cairn.config import Settings
 from cairn.learning import loop
 from cairn.learning.loop import learn
@@ -270,6 +271,27 @@ async def test_a_failure_inside_the_loop_rolls_back_learning_only(
     assert report.messages_added > 0
     assert await sessions(store.db) == []  # rolled back to the savepoint, with nothing half-written
     assert await store.db.scalar("SELECT count(*) FROM messages") == report.messages_added
+    assert report.derive_error == "learning: RuntimeError: disk on fire"
+
+
+async def test_a_failure_queueing_touched_files_costs_neither_capture_nor_learning(
+    store: Store, settings: Settings, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*_args: object, **_kwargs: object) -> list[object]:
+        raise RuntimeError("unparseable tool result")
+
+    monkeypatch.setattr(derive, "touched_files", broken)
+    path = login_button_scenario(project).write(transcript_path(tmp_path))
+
+    report = await capture(store, path, settings)
+
+    assert (
+        report.messages_added > 0
+        and report.derive_error == "file requests: RuntimeError: unparseable tool result"
+    )
+    assert [row[:2] for row in await associations(store.db)] == [("login button component", LOGIN_BUTTON)]
+    # Only the learned file was requested (and indexed); the failed part left nothing half-written.
+    assert await rows(store.db, "SELECT reason, status FROM file_requests") == [("learned", "indexed")]
 
 
 async def test_events_without_searches_cost_one_lookup(
