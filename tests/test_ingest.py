@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 from cairn.config import Settings
@@ -94,3 +96,40 @@ async def test_a_replaced_transcript_is_indexed_again_from_its_first_line(
         second = await index_pending(store, settings, model="offline")
         assert second.ok == 1 and await plan_batches(store.db) == []
         assert await store.db.scalar("SELECT count(*) FROM ideas") >= old_ideas
+
+
+async def test_a_finished_transcript_without_a_last_newline_is_captured_whole_and_once(
+    tmp_path: Path,
+) -> None:
+    """Real sessions copied out of another tool end without a newline: the last entry is not lost,
+    and when such a file grows, nothing is stored twice (the same rows as one read of the result)."""
+    source = SHARED_TRANSCRIPTS / "entireio-cli" / "5dd7775c-3161-4ad5-bf25-eb59a6ffa8e6.jsonl"
+    data = source.read_bytes()
+    assert not data.endswith(b"\n")
+    last = json.loads(data.rsplit(b"\n", 1)[1])
+    more = json.dumps(
+        {
+            "type": "user",
+            "sessionId": last["sessionId"],
+            "cwd": last.get("cwd"),
+            "timestamp": "2026-02-01T10:00:00Z",
+            "message": {"role": "user", "content": "one more question after the copy"},
+        }
+    ).encode()
+    settings = Settings.load(tmp_path / "a")
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(data)
+    os.utime(path, (time.time() - 60, time.time() - 60))
+    async with await Store.open(settings) as store:
+        await sync_paths(store, [path], settings, vectors=False)
+        last_line = data.count(b"\n") + 1
+        assert await store.db.scalar("SELECT max(end_line) FROM messages") == last_line
+        with path.open("ab") as fh:
+            fh.write(b"\n" + more + b"\n")
+        report = await sync_paths(store, [path], settings, vectors=False)
+        assert not report.errors and not report.files[0].restarted
+        assert report.files[0].messages_added == 1
+        rows = await store.db.fetchall("SELECT line, end_line, text FROM messages ORDER BY line, id")
+    grown = [(r["line"], r["end_line"], r["text"]) for r in rows]
+    assert grown[-1] == (last_line + 1, last_line + 1, "one more question after the copy")
+    assert grown == await _stored(Settings.load(tmp_path / "b"), [path.read_bytes()], tmp_path / "b.jsonl")

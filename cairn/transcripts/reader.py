@@ -3,9 +3,15 @@
 The daemon remembers a byte offset (and line number and inode) per transcript and calls
 :func:`read_from` whenever the file changes. Three properties make that safe:
 
-* Only *complete* lines are consumed. A trailing line without its newline is being written right
-  now; it is left unread (``partial_bytes``) and the returned offset stops before it, so the next
-  call picks it up whole.
+* Only *complete* lines are consumed. A trailing line without its newline is usually being written
+  right now; it is left unread (``partial_bytes``) and the returned offset stops before it, so the
+  next call picks it up whole. The exception is a *finished* file whose last entry simply has no
+  newline (files copied out of other tools' storage end like that): when the unterminated tail
+  parses as one complete JSON object and the file has not been modified for ``settle_seconds``, it
+  is consumed as the last line, and the returned offset is the end of the file. Should the file
+  grow later, reading resumes inside that physical line: a newline there is the late terminator and
+  is skipped, anything else is the rest of the line, so nothing is read twice and line numbers stay
+  physical.
 * A bad line never stops reading: malformed lines are counted and skipped, and a line longer than
   ``max_line_bytes`` is skipped while scanning to its newline, so memory holds at most one chunk plus
   ``max_line_bytes`` whatever the file contains.
@@ -18,7 +24,9 @@ work is one slice, one pydantic-core call and one small object.
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +41,7 @@ __all__ = [
     "CHUNK_SIZE",
     "MALFORMED_LINES_KEPT",
     "MAX_LINE_BYTES",
+    "SETTLE_SECONDS",
     "EntryStream",
     "ReadEntry",
     "ReadResult",
@@ -44,6 +53,7 @@ __all__ = [
 CHUNK_SIZE = 1 << 20
 MAX_LINE_BYTES = 32 * 1024 * 1024
 MALFORMED_LINES_KEPT = 100
+SETTLE_SECONDS = 5.0
 _REASON_MAX_CHARS = 200
 
 
@@ -55,8 +65,9 @@ class TranscriptNotFound(FileNotFoundError):
 class ReadEntry:
     """One parsed line and where it sits in the file.
 
-    ``byte_start``/``byte_end`` are the half-open range of the line *including* its newline, so the
-    ranges of consecutive lines tile the file and ``byte_end`` is the offset to resume after it.
+    ``byte_start``/``byte_end`` are the half-open range of the line *including* its newline (a
+    finished file's unterminated last line has none), so the ranges of consecutive lines tile the
+    file and ``byte_end`` is the offset to resume after it.
     """
 
     entry: Entry
@@ -102,6 +113,7 @@ class EntryStream(Iterator[ReadEntry]):
         inode: int | None = None,
         max_line_bytes: int = MAX_LINE_BYTES,
         chunk_size: int = CHUNK_SIZE,
+        settle_seconds: float = SETTLE_SECONDS,
     ) -> None:
         if offset < 0:
             raise ValueError(f"offset must be >= 0, got {offset}")
@@ -116,14 +128,19 @@ class EntryStream(Iterator[ReadEntry]):
             stat = os.fstat(self._file.fileno())
             self.inode = stat.st_ino
             self.size = stat.st_size
-            self.restarted = _must_restart(self._file, offset, stat.st_size, inode, stat.st_ino)
+            self.settled = time.time() - stat.st_mtime >= settle_seconds
+            mid_line = _after_unterminated_entry(self._file, offset, max_line_bytes)
+            self.restarted = _must_restart(self._file, offset, stat.st_size, inode, stat.st_ino, mid_line)
             if self.restarted:
-                offset, line = 0, 0
+                offset, line, mid_line = 0, 0, False
             if line is None:
-                line = _count_newlines(self._file, offset, chunk_size)
+                line = _count_newlines(self._file, offset, chunk_size) + mid_line
         except BaseException:
             self._file.close()
             raise
+        # Resuming inside a physical line whose entry was already consumed: the scan starts one line
+        # back, so that line's (late) newline closes it again without counting a new line.
+        self._mid_line = mid_line
         self.start_offset = offset
         self.offset = offset
         self.line = line
@@ -162,7 +179,8 @@ class EntryStream(Iterator[ReadEntry]):
         chunk_size = self._chunk_size
         max_len = self._max_line_bytes
         parse = parse_entry
-        line_no = self.line
+        mid_line = self._mid_line
+        line_no = self.line - mid_line
         base = line_start = self.offset  # absolute offsets of chunk[0] and of the current line
         pending: list[bytes] = []  # pieces of a line that spans chunks
         pending_len = 0
@@ -173,6 +191,7 @@ class EntryStream(Iterator[ReadEntry]):
                 i = 0
                 while (nl := chunk.find(b"\n", i)) >= 0:
                     line_no += 1
+                    mid_line = False
                     end = base + nl + 1
                     if skipping:
                         skipping = False
@@ -208,8 +227,23 @@ class EntryStream(Iterator[ReadEntry]):
                         pending.append(chunk[i:] if i else chunk)
                         pending_len += rest
                 base += len(chunk)
+            tail = b"".join(pending) if pending and not skipping else b""
+            if self.settled and _is_json_object(tail):
+                # A finished file's last entry without its newline (see the module docstring).
+                line_no += 1
+                mid_line = True
+                try:
+                    entry = parse(tail)
+                except ValidationError as exc:
+                    self._malformed(line_no, exc)
+                else:
+                    self.offset = base
+                    self.line = line_no
+                    yield ReadEntry(entry, line_no, line_start, base)
+                line_start = base
+                line_no -= 1
             self.offset = line_start
-            self.line = line_no
+            self.line = line_no + mid_line
             self.partial_bytes = base - line_start
             self.size = max(self.size, base)
         finally:
@@ -224,10 +258,17 @@ def iter_entries(
     inode: int | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
     chunk_size: int = CHUNK_SIZE,
+    settle_seconds: float = SETTLE_SECONDS,
 ) -> EntryStream:
     """Stream the entries after ``offset`` without holding them all; see :class:`EntryStream`."""
     return EntryStream(
-        path, offset, line=line, inode=inode, max_line_bytes=max_line_bytes, chunk_size=chunk_size
+        path,
+        offset,
+        line=line,
+        inode=inode,
+        max_line_bytes=max_line_bytes,
+        chunk_size=chunk_size,
+        settle_seconds=settle_seconds,
     )
 
 
@@ -239,15 +280,24 @@ def read_from(
     inode: int | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
     chunk_size: int = CHUNK_SIZE,
+    settle_seconds: float = SETTLE_SECONDS,
 ) -> ReadResult:
     """Read every complete entry after ``offset``.
 
     ``line`` is the number of lines before ``offset`` (as returned by the previous call); when None it
-    is counted. Pass the previous ``inode`` so a replaced file is detected. The result's ``offset``,
+    is counted. An unterminated last line is consumed only when it is one complete JSON object and
+    the file was last modified ``settle_seconds`` ago or more (see the module docstring). Pass the
+    previous ``inode`` so a replaced file is detected. The result's ``offset``,
     ``line`` and ``inode`` are what the next call should pass back.
     """
     with EntryStream(
-        path, offset, line=line, inode=inode, max_line_bytes=max_line_bytes, chunk_size=chunk_size
+        path,
+        offset,
+        line=line,
+        inode=inode,
+        max_line_bytes=max_line_bytes,
+        chunk_size=chunk_size,
+        settle_seconds=settle_seconds,
     ) as stream:
         entries = list(stream)
     return ReadResult(
@@ -266,11 +316,14 @@ def read_from(
     )
 
 
-def _must_restart(file: BinaryIO, offset: int, size: int, inode: int | None, current_inode: int) -> bool:
-    """True when ``offset`` no longer points at a line start of the file the caller read before.
+def _must_restart(
+    file: BinaryIO, offset: int, size: int, inode: int | None, current_inode: int, mid_line: bool
+) -> bool:
+    """True when ``offset`` no longer points where the caller's previous read of this file stopped.
 
     Besides a new inode (the file was replaced) and an offset past the end (it was truncated), a
-    byte before ``offset`` that is not a newline means the file was rewritten in place.
+    byte before ``offset`` that is not a newline means the file was rewritten in place, unless the
+    previous read stopped after a finished file's unterminated last entry (``mid_line``).
     """
     if inode is not None and inode != current_inode:
         return True
@@ -279,7 +332,35 @@ def _must_restart(file: BinaryIO, offset: int, size: int, inode: int | None, cur
     if offset == 0:
         return False
     file.seek(offset - 1)
-    return file.read(1) != b"\n"
+    return file.read(1) != b"\n" and not mid_line
+
+
+def _after_unterminated_entry(file: BinaryIO, offset: int, max_line_bytes: int) -> bool:
+    """True when ``offset`` ends a line without its newline that holds one complete JSON object.
+
+    Only the settle rule of :class:`EntryStream` leaves such an offset behind, so resuming there means
+    resuming inside the physical line whose entry was consumed. Anything else (an offset inside a
+    line of a file rewritten in place) is not a complete object and makes the caller restart.
+    """
+    if offset == 0:
+        return False
+    file.seek(offset - 1)
+    if file.read(1) != b"}":
+        return False
+    start = max(0, offset - max_line_bytes - 1)
+    file.seek(start)
+    before = file.read(offset - start)
+    line_start = before.rfind(b"\n") + 1
+    if line_start == 0 and start > 0:
+        return False
+    return _is_json_object(before[line_start:])
+
+
+def _is_json_object(raw: bytes) -> bool:
+    try:
+        return isinstance(json.loads(raw), dict)
+    except ValueError:
+        return False
 
 
 def _count_newlines(file: BinaryIO, offset: int, chunk_size: int) -> int:

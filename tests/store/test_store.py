@@ -17,6 +17,7 @@ from cairn.store.lock import StoreLockedError
 from cairn.store.store import FileCursor, Store, idea_hash, iso_utc, message_hash
 from tests.store.ingesting import LARGE, MAIN, MEDIUM, SIDECHAIN, SMALL, ingest, project_copy, read
 from tests.store.procs import run
+from tests.transcripts.plain import plain_lines
 
 
 @pytest.fixture
@@ -285,7 +286,10 @@ async def test_stats_describe_the_store(store: Store, shared_files: list[Path]) 
     total = await store.db.scalar("SELECT count(*) FROM messages")
     assert stats.messages == total == sum(stats.messages_by_role.values())
     assert set(stats.messages_by_role) <= {"user", "assistant", "system", "summary"}
-    assert stats.sessions == 4 and stats.transcript_files == len(shared_files)
+    sessions = {
+        obj["sessionId"] for path in shared_files for _, obj in plain_lines(path) if obj.get("sessionId")
+    }
+    assert stats.sessions == len(sessions) and stats.transcript_files == len(shared_files)
     assert stats.projects >= 1
     assert stats.ideas == 1 and stats.ideas_by_intent == {"decision": 1}
     assert stats.queue_by_status == {"pending": 1}

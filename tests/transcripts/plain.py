@@ -17,6 +17,12 @@ def plain_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return rows
 
 
+def physical_lines(path: Path) -> int:
+    """Lines as an editor counts them: a last line without its newline is a line too."""
+    data = path.read_bytes()
+    return data.count(b"\n") + (bool(data) and not data.endswith(b"\n"))
+
+
 def plain_tool_use_counts(path: Path) -> Counter[str]:
     """tool_use blocks per tool name, counted over every line's ``message.content``."""
     counts: Counter[str] = Counter()

@@ -12,7 +12,7 @@ import pytest
 from cairn.transcripts import InspectReport, TranscriptNotFound, inspect_files
 from tests.conftest import SHARED_TRANSCRIPTS, shared_transcripts
 
-from .plain import plain_lines, plain_tool_use_counts, plain_type_counts
+from .plain import physical_lines, plain_lines, plain_tool_use_counts, plain_type_counts
 
 
 @pytest.mark.parametrize("path", shared_transcripts(), ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -22,7 +22,7 @@ def test_counts_match_an_independent_json_pass(path: Path) -> None:
     assert report.tool_calls_by_name == dict(plain_tool_use_counts(path))
     assert report.entries_by_type == dict(plain_type_counts(path))
     assert report.entries == len(rows)
-    assert report.lines == path.read_bytes().count(b"\n")
+    assert report.lines == physical_lines(path)
     assert report.bytes == path.stat().st_size
     assert (report.malformed_lines, report.oversized_lines, report.partial_bytes) == (0, 0, 0)
     stamps = [
@@ -46,7 +46,8 @@ def test_totals_over_all_shared_files(shared_files: list[Path]) -> None:
     assert main.cwd == "/workspace"
     assert main.entries == 53 + 2
     assert sessions["5c0375b4-57a5-4f26-b12d-d022ee4e51b7"].git_branch == "main"
-    assert report.total.messages_by_role["summary"] == 1
+    summaries = sum(plain_type_counts(path)["summary"] for path in shared_files)
+    assert report.total.messages_by_role["summary"] == summaries > 0
     assert report.total.noise_messages == sum(f.noise_messages for f in report.files) > 0
 
 

@@ -13,7 +13,7 @@ from cairn.transcripts import ReadResult, TranscriptNotFound, UnknownEntry, User
 from cairn.transcripts.reader import MALFORMED_LINES_KEPT
 from tests.conftest import shared_transcripts
 
-from .plain import plain_lines
+from .plain import physical_lines, plain_lines
 
 
 def _line(text: str, **extra: object) -> bytes:
@@ -39,11 +39,11 @@ def test_shared_fixtures_read_cleanly(path: Path) -> None:
     assert (result.oversized, result.partial_bytes, result.restarted) == (0, 0, False)
     assert [read.line for read in result.entries] == [number for number, _ in expected]
     assert result.offset == result.size == path.stat().st_size
-    assert result.line == path.read_bytes().count(b"\n")
+    assert result.line == physical_lines(path)
     data = path.read_bytes()
     for read, (_, obj) in zip(result.entries, expected, strict=True):
         assert json.loads(data[read.byte_start : read.byte_end]) == obj
-        assert data[read.byte_end - 1 : read.byte_end] == b"\n"
+        assert data[read.byte_end - 1 : read.byte_end] == b"\n" or read.byte_end == len(data)
         assert getattr(read.entry, "uuid", None) == obj.get("uuid")
 
 
@@ -241,3 +241,88 @@ def test_crlf_line_endings(tmp_path: Path) -> None:
     result = read_from(path)
     assert _texts(result) == ["a", "b"]
     assert result.malformed == 0 and result.line == 3
+
+
+def _age(path: Path, seconds: float = 60) -> None:
+    """Make ``path`` look finished: last modified ``seconds`` ago."""
+    then = path.stat().st_mtime - seconds
+    os.utime(path, (then, then))
+
+
+def test_unterminated_last_entry_of_a_finished_file_is_read_once(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(_line("one") + _line("two").rstrip(b"\n"))
+    _age(path)
+    result = read_from(path)
+    assert _texts(result) == ["one", "two"]
+    assert [read.line for read in result.entries] == [1, 2]
+    assert (result.offset, result.line, result.partial_bytes) == (path.stat().st_size, 2, 0)
+    again = read_from(path, result.offset, line=result.line, inode=result.inode)
+    assert (again.entries, again.restarted, again.offset, again.line) == ([], False, result.offset, 2)
+
+
+def test_unterminated_last_entry_of_a_file_being_written_is_left(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(_line("one") + _line("two").rstrip(b"\n"))
+    result = read_from(path)
+    assert _texts(result) == ["one"]
+    assert result.partial_bytes == len(_line("two")) - 1
+    assert result.line == 1
+
+
+def test_half_written_tail_of_a_finished_file_is_never_consumed(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(_line("one") + _line("two")[:-5])
+    _age(path)
+    result = read_from(path)
+    assert _texts(result) == ["one"]
+    assert (result.offset, result.line, result.malformed) == (len(_line("one")), 1, 0)
+
+
+@pytest.mark.parametrize(
+    ("joint", "lines"), [(b"\n", [3, 4]), (b"", [2, 3])], ids=["late-newline", "no-newline"]
+)
+def test_a_file_that_grows_after_its_unterminated_entry_was_read(
+    tmp_path: Path, joint: bytes, lines: list[int]
+) -> None:
+    """The writer may add the missing newline first or write straight on; nothing is read twice."""
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(_line("one") + _line("two").rstrip(b"\n"))
+    _age(path)
+    first = read_from(path)
+    with path.open("ab") as fh:
+        fh.write(joint + _line("three") + _line("four"))
+    second = read_from(path, first.offset, line=first.line, inode=first.inode)
+    assert not second.restarted
+    assert _texts(second) == ["three", "four"]
+    assert [read.line for read in second.entries] == lines  # physical lines, as an editor shows them
+    data = path.read_bytes()
+    physical = data.split(b"\n")
+    for read in second.entries:
+        assert data[read.byte_start : read.byte_end].rstrip(b"\n") in physical[read.line - 1]
+    assert second.line == path.read_bytes().count(b"\n") == read_from(path).line
+    assert second.offset == path.stat().st_size
+    third = read_from(path, second.offset, line=second.line, inode=second.inode)
+    assert third.entries == [] and not third.restarted
+
+
+def test_a_file_rewritten_after_its_unterminated_entry_was_read_is_read_again(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(_line("one") + _line("two").rstrip(b"\n"))
+    _age(path)
+    first = read_from(path)
+    path.write_bytes(_line("a much longer first line than before") + _line("b"))
+    again = read_from(path, first.offset, line=first.line, inode=first.inode)
+    assert again.restarted
+    assert _texts(again) == ["a much longer first line than before", "b"]
+
+
+def test_unterminated_json_that_is_no_entry_is_counted_once(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(_line("one") + b'{"type": "user", "message": 5}')
+    _age(path)
+    result = read_from(path)
+    assert _texts(result) == ["one"]
+    assert (result.malformed, result.line, result.offset) == (1, 2, path.stat().st_size)
+    again = read_from(path, result.offset, line=result.line, inode=result.inode)
+    assert (again.malformed, again.entries, again.restarted) == (0, [], False)
