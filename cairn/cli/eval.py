@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich import box
 from rich.table import Table
 
 from cairn.cli.common import (
@@ -87,7 +88,12 @@ def _store_home(keep: Path | None) -> Iterator[Path]:
 
 def _progress_callback(progress: Progress) -> Any:
     tasks: dict[str, Any] = {}
-    names = {"capture": "capturing transcripts", "index": "indexing batches"}
+    names = {
+        "capture": "capturing transcripts",
+        "index": "indexing batches",
+        "embed": "embedding",
+        "questions": "searching questions",
+    }
 
     def on_progress(step: str, done: int, total: int | None) -> None:
         if step not in tasks:
@@ -343,6 +349,297 @@ def compare(
     for path in (markdown, chart):
         if path is not None:
             err.print(f"wrote {path}")
+
+
+# Public benchmarks: `cairn eval qa` and `cairn eval locomo` (cairn.evals.benchmark).
+
+BenchModeOpt = Annotated[
+    list[str] | None,
+    typer.Option("--mode", help="keyword, semantic or hybrid; repeat for several. Default: all three."),
+]
+BenchKindOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--kind",
+        help="What to search: ideas, spans, messages or all; repeat for several. "
+        "Default: messages, ideas, all.",
+    ),
+]
+BenchModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        help="Indexing model for the backfill: 'offline' (the default: an eval never spends money unless "
+        "asked) or a model string such as anthropic:claude-haiku-4-5.",
+    ),
+]
+MinScoreOpt = Annotated[
+    float,
+    typer.Option(
+        "--min-score",
+        min=0.0,
+        max=1.0,
+        help="Drop results scoring below this. "
+        "Default 0: measure the ranking, not the user-facing threshold.",
+    ),
+]
+BenchKeepOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--keep-store",
+        help="Build the store in this (new or empty) directory and keep it, to look at misses with "
+        "CAIRN_HOME=DIR cairn search ...",
+    ),
+]
+MISSES_SHOWN = 20
+# Where `cairn eval locomo` writes the converted transcripts, next to the store it builds from them.
+LOCOMO_TRANSCRIPTS = "sessions"
+
+
+def _refuse(message: str) -> typer.Exit:
+    """Bad input: one line on stderr (never wrapped, so it stays one line in a log) and exit code 2."""
+    from rich.markup import escape
+
+    err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
+    return typer.Exit(2)
+
+
+def _choices(
+    values: list[str] | None, allowed: tuple[str, ...], default: tuple[str, ...], option: str
+) -> list[str]:
+    chosen = list(dict.fromkeys(values)) if values else list(default)
+    if unknown := [v for v in chosen if v not in allowed]:
+        raise _refuse(f"unknown {option} {', '.join(unknown)}: use {', '.join(allowed)}")
+    return chosen
+
+
+@contextmanager
+def _bench_home(keep: Path | None) -> Iterator[Path]:
+    if keep is not None and keep.exists() and (not keep.is_dir() or any(keep.iterdir())):
+        raise _refuse(f"{keep}: --keep-store needs a new or empty directory")
+    with _store_home(keep) as home:
+        yield home
+
+
+def _run_benchmark(quiet: bool, **kwargs: Any) -> dict[str, Any]:
+    """Run a benchmark with a progress display, turning expected failures into one-line errors."""
+    from cairn.agent.models import ModelConfigError
+    from cairn.cli.common import run_async
+    from cairn.evals.benchmark import BenchmarkError, run_benchmark
+
+    try:
+        with progress_bar(disable=quiet) as progress:
+            return run_async(run_benchmark(progress=_progress_callback(progress), **kwargs))
+    except (ModelConfigError, BenchmarkError, ValueError) as exc:
+        raise fail(str(exc)) from exc
+
+
+def _figure(value: Any) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def render_benchmark(run: dict[str, Any]) -> None:
+    """The benchmark's figures per mode x kind next to the BM25 baseline, per category, and the misses."""
+    store, cost = run["store"], run["cost"]
+    console.print(
+        f"[bold]{run['dataset']}[/]: {run['questions']} questions over {run['files']} transcript files "
+        f"({store['messages']:,} messages, {store['ideas']:,} ideas, {store['spans']:,} spans; indexed by "
+        f"{run['model']}, {run['prompt_version']}); backfill {cost['backfill_seconds']:.0f} s, searches "
+        f"{cost['search_seconds']:.0f} s"
+    )
+    tolerance = run["tolerance"]
+    near = "at an evidence line" if tolerance == 0 else f"within {tolerance} lines of an evidence line"
+    table = Table(
+        title=f"recall_any / recall_all @k, MRR, latency in ms (top {run['k']}; a hit is a result {near})",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        collapse_padding=True,
+        pad_edge=False,
+    )
+    table.add_column("search", no_wrap=True)
+    columns = [f"{how}@{k}" for how in ("any", "all") for k in (1, 5, 10)]
+    for column in (*columns, "MRR", "p50", "p95"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for group, values in run["retrieval"].items():
+        latency = cost["latency_ms"][group]
+        table.add_row(
+            f"[dim]{group}[/]" if group == "bm25" else group,
+            *(_figure(values[f"recall_{c}"]) for c in columns),
+            _figure(values["mrr"]),
+            f"{latency['p50']:.1f}",
+            f"{latency['p95']:.1f}",
+        )
+    console.print(table)
+    categories = run["categories"]
+    per_category = Table(
+        title="recall_any@10 per category (questions)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        collapse_padding=True,
+        pad_edge=False,
+    )
+    per_category.add_column("search")
+    for category, count in categories.items():
+        per_category.add_column(f"{category} ({count})", justify="right")
+    for group, by_category in run["per_category"].items():
+        per_category.add_row(
+            group, *(_figure(by_category.get(c, {}).get("recall_any@10")) for c in categories)
+        )
+    console.print(per_category)
+    headline = "hybrid/all" if "hybrid/all" in run["misses"] else list(run["retrieval"])[-1]
+    misses = run["misses"][headline]
+    console.print(f"[yellow]{len(misses)} misses[/] in {headline} (no evidence in the top {run['k']}):")
+    for miss in misses[:MISSES_SHOWN]:
+        first = miss["first"]
+        instead = "nothing" if first is None else f"{first['id']} {first['at']} {first['preview']!r}"
+        console.print(
+            f"  {miss['id']} [{miss['category']}] {miss['question']}\n"
+            f"    evidence {', '.join(miss['evidence'])}; first: {instead}",
+            markup=False,
+            highlight=False,
+        )
+    if len(misses) > MISSES_SHOWN:
+        console.print(f"  ... {len(misses) - MISSES_SHOWN} more (--json lists every group's misses)")
+
+
+def _finish(run: dict[str, Any], out: Path | None, as_json: bool, keep: Path | None) -> None:
+    _save(run, out, as_json)
+    if as_json:
+        print_json(run)
+        return
+    render_benchmark(run)
+    if keep is not None:
+        console.print(f"store kept in {keep} (CAIRN_HOME={keep} cairn search ...)")
+
+
+@eval_app.command("qa")
+def qa(
+    qa_file: Annotated[
+        Path,
+        typer.Argument(
+            help="The questions: a JSON list of {id, session, question, answer, category, "
+            "evidence: [{file, line}]} (the format of coding-qa-dev/qa.json)."
+        ),
+    ],
+    transcripts: Annotated[
+        Path,
+        typer.Option(
+            "--transcripts",
+            help="The directory the questions' session and evidence files are relative to.",
+        ),
+    ],
+    tolerance: Annotated[
+        int,
+        typer.Option(
+            "--tolerance",
+            min=0,
+            max=50,
+            help="Lines a result may sit away from an evidence line and count as a hit.",
+        ),
+    ] = 3,
+    mode: BenchModeOpt = None,
+    kind: BenchKindOpt = None,
+    model: BenchModelOpt = None,
+    min_score: MinScoreOpt = 0.0,
+    as_json: JsonOpt = False,
+    out: OutOpt = None,
+    keep_store: BenchKeepOpt = None,
+) -> None:
+    """Backfill the transcripts a QA set names into a fresh store and score its questions per search mode and
+    kind (recall_any/recall_all@1/5/10, MRR, latency), next to BM25 over the same transcript lines."""
+    from cairn.evals.qa import load_qa
+    from cairn.evals.questions import DEFAULT_KINDS, DEFAULT_MODES, KINDS, BenchmarkError
+
+    modes = _choices(mode, DEFAULT_MODES, DEFAULT_MODES, "--mode")
+    kinds = _choices(kind, KINDS, DEFAULT_KINDS, "--kind")
+    try:
+        data = load_qa(qa_file, transcripts)
+    except BenchmarkError as exc:
+        raise _refuse(str(exc)) from exc
+    settings = load_settings()
+    with _bench_home(keep_store) as home:
+        run = _run_benchmark(
+            as_json,
+            benchmark="qa",
+            dataset=qa_file.name,
+            files=data.files,
+            questions=data.questions,
+            home=home,
+            model=model,
+            modes=modes,
+            kinds=kinds,
+            tolerance=tolerance,
+            min_score=min_score,
+            base_settings=settings,
+        )
+    _finish(run, out, as_json, keep_store)
+
+
+@eval_app.command("locomo")
+def locomo(
+    files: Annotated[
+        list[Path],
+        typer.Argument(help="LoCoMo conversation files (one conversation each, e.g. locomo-dev/26.json)."),
+    ],
+    mode: BenchModeOpt = None,
+    kind: BenchKindOpt = None,
+    model: BenchModelOpt = None,
+    min_score: MinScoreOpt = 0.0,
+    as_json: JsonOpt = False,
+    out: OutOpt = None,
+    keep_store: BenchKeepOpt = None,
+) -> None:
+    """Convert LoCoMo conversations to Claude Code transcripts, backfill them into a fresh store and score
+    categories 1-4 at the turn level (recall_any/recall_all@1/5/10, MRR), next to BM25 over the turns."""
+    from cairn.evals.locomo import conversation_names, convert, load_conversation
+    from cairn.evals.questions import DEFAULT_KINDS, DEFAULT_MODES, KINDS, BenchmarkError
+
+    modes = _choices(mode, DEFAULT_MODES, DEFAULT_MODES, "--mode")
+    kinds = _choices(kind, KINDS, DEFAULT_KINDS, "--kind")
+    try:
+        conversations = [load_conversation(path) for path in files]
+    except BenchmarkError as exc:
+        raise _refuse(str(exc)) from exc
+    settings = load_settings()
+    converted = [
+        convert(conversation, name)
+        for conversation, name in zip(conversations, conversation_names(files), strict=True)
+    ]
+    questions = [q for c in converted for q in c.questions]
+    if not questions:
+        names = ", ".join(f.name for f in files)
+        raise _refuse(f"{names}: no scorable question (categories 1-4 with evidence)")
+    with _bench_home(keep_store) as home:
+        for conversation_files in converted:
+            conversation_files.write(home / LOCOMO_TRANSCRIPTS)
+        run = _run_benchmark(
+            as_json,
+            benchmark="locomo",
+            dataset="locomo:" + ",".join(f.stem for f in files),
+            files={key: path for c in converted for key, path in c.files.items()},
+            questions=questions,
+            home=home,
+            model=model,
+            modes=modes,
+            kinds=kinds,
+            tolerance=0,
+            min_score=min_score,
+            base_settings=settings,
+            extra={
+                "conversations": {
+                    c.name: {
+                        "file": str(path),
+                        "sessions": len(c.entries),
+                        "turns": len(c.line_of),
+                        "questions": len(c.questions),
+                        "skipped": c.skipped,
+                    }
+                    for c, path in zip(converted, files, strict=True)
+                },
+                "unknown_evidence": [u for c in converted for u in c.unknown_evidence],
+            },
+        )
+    _finish(run, out, as_json, keep_store)
 
 
 app.add_typer(eval_app, name="eval")

@@ -3,7 +3,9 @@ report and a bar chart of per-field F1 across any number of runs.
 
 A run JSON (written by `cairn.evals.runs`) has `model`, `prompt_version`, `dataset`, `created_at`,
 `metrics` (`{field: {precision, recall, f1, ...}}`), `cost` (numbers) and optionally `retrieval`
-(`{mode: {"recall@1", ..., "mrr", "ndcg@10"}}`). Anything one run lacks shows as missing rather than 0, so
+(`{mode: {"recall@1", ..., "mrr", "ndcg@10"}}`). A benchmark run (`cairn.evals.benchmark`) has only
+`retrieval`, per group (`bm25`, `hybrid/all`, ...) with `recall_any@k`, `recall_all@k` and `mrr`, and its
+latencies under `cost.latency_ms`. Anything one run lacks shows as missing rather than 0, so
 a new field or mode reads as new instead of as a regression.
 """
 
@@ -17,6 +19,8 @@ from rich.table import Table
 
 EXTRACTION_METRICS = ("f1", "precision", "recall")
 RETRIEVAL_METRICS = ("recall@1", "recall@5", "recall@10", "mrr", "ndcg@10")
+# What the benchmark runs (`cairn eval qa`, `cairn eval locomo`) report per group instead of recall@k.
+BENCHMARK_METRICS = tuple(f"recall_{how}@{k}" for how in ("any", "all") for k in (1, 5, 10))
 RUN_FIELDS = ("model", "prompt_version", "dataset", "created_at")
 SECTIONS = ("extraction", "retrieval", "cost")
 # Extraction and retrieval scores improve upwards; every cost (dollars, tokens, seconds) improves downwards.
@@ -96,7 +100,7 @@ def compare_runs(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
     retrieval = [
         _row(mode, metric, ra.get(mode, {}).get(metric), rb.get(mode, {}).get(metric))
         for mode in _union(ra, rb)
-        for metric in RETRIEVAL_METRICS
+        for metric in _retrieval_metrics(ra.get(mode, {}), rb.get(mode, {}))
     ]
     ca, cb = _flat_numbers(a.get("cost") or {}), _flat_numbers(b.get("cost") or {})
     cost = [_row("", name, ca.get(name), cb.get(name)) for name in _union(ca, cb)]
@@ -107,6 +111,13 @@ def compare_runs(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
         "retrieval": retrieval,
         "cost": cost,
     }
+
+
+def _retrieval_metrics(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[str, ...]:
+    """The retrieval eval's metrics, or a benchmark run's when either group has them."""
+    if any(metric in a or metric in b for metric in BENCHMARK_METRICS):
+        return (*BENCHMARK_METRICS, "mrr")
+    return RETRIEVAL_METRICS
 
 
 def _describe(run: Mapping[str, Any]) -> dict[str, Any]:

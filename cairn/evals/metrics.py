@@ -137,3 +137,30 @@ def coverage_reciprocal_rank(covered: Sequence[Set[str]], targets: Set[str]) -> 
 def coverage_ndcg_at_k(covered: Sequence[Set[str]], targets: Set[str], k: int) -> float:
     """nDCG of the top `k` with each result's gain the number of targets it newly covers."""
     return ndcg_at_k(coverage_gains(covered[:k], targets), len(targets), k)
+
+
+def any_covered_at_k(covered: Sequence[Set[str]], targets: Set[str], k: int) -> float:
+    """1.0 when some result in the top `k` covers at least one target (recall_any@k), else 0.0.
+
+    With no targets there is nothing to find: 1.0, as `coverage_recall_at_k`.
+    """
+    _check_k(k)
+    if not targets:
+        return 1.0
+    return 1.0 if any(hits & targets for hits in covered[:k]) else 0.0
+
+
+def all_covered_at_k(covered: Sequence[Set[str]], targets: Set[str], k: int) -> float:
+    """1.0 when the top `k` together cover every target (recall_all@k), else 0.0."""
+    return 1.0 if coverage_recall_at_k(covered, targets, k) == 1.0 else 0.0
+
+
+def percentile(values: Iterable[float], p: float) -> float:
+    """The `p`th percentile by the nearest-rank method (an observed value, never interpolated); 0.0 for
+    no values. p50 of 1..4 is 2, p95 of 20 values is the 19th smallest."""
+    if not 0 < p <= 100:
+        raise ValueError(f"percentile must be in (0, 100], got {p}")
+    items = sorted(values)
+    if not items:
+        return 0.0
+    return items[max(0, math.ceil(p / 100 * len(items)) - 1)]

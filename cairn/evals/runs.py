@@ -37,14 +37,17 @@ def _stamp(created_at: str | None) -> str:
 
 
 def run_filename(run: Mapping[str, Any]) -> str:
-    """`<timestamp>-<model>-<prompt>.json`, e.g. `20261126T051147Z-offline-indexer-v1.json`."""
+    """`<timestamp>-<model>-<prompt>.json`, e.g. `20261126T051147Z-offline-indexer-v1.json`; a benchmark
+    run (`cairn eval qa`, `cairn eval locomo`) is named after its benchmark too: `...Z-qa-offline-...`."""
     model = _slug(str(run.get("model") or "unknown"))
     prompt = _slug(str(run.get("prompt_version") or "unknown"))
-    return f"{_stamp(run.get('created_at'))}-{model}-{prompt}.json"
+    benchmark = f"{_slug(str(run['benchmark']))}-" if run.get("benchmark") else ""
+    return f"{_stamp(run.get('created_at'))}-{benchmark}{model}-{prompt}.json"
 
 
 def save_run(run: Mapping[str, Any], out_dir: Path) -> Path:
-    """Write `run` (the JSON of an `IndexingRun`) into `out_dir`; never overwrites an earlier run."""
+    """Write `run` (the JSON of an `IndexingRun`, or a benchmark run from `cairn.evals.benchmark`) into
+    `out_dir`; never overwrites an earlier run."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / run_filename(run)
     counter = 2
@@ -56,13 +59,15 @@ def save_run(run: Mapping[str, Any], out_dir: Path) -> Path:
 
 
 def load_run(path: Path) -> dict[str, Any]:
-    """A saved run as a dict; raises `RunFileError` when the file is not one."""
+    """A saved run as a dict; raises `RunFileError` when the file is not one (a run has a model and
+    `metrics` — indexing — or `retrieval` — a benchmark run)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise RunFileError(f"{path}: cannot read: {exc}") from exc
     except json.JSONDecodeError as exc:
         raise RunFileError(f"{path}: not JSON: {exc}") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict) or "model" not in data:
+    scores = isinstance(data, dict) and any(isinstance(data.get(k), dict) for k in ("metrics", "retrieval"))
+    if not scores or "model" not in data:
         raise RunFileError(f"{path}: not an eval run (no model and metrics; write runs with --out)")
     return data

@@ -1,0 +1,107 @@
+"""Reading an evidence-line QA set: everything is checked before anything is backfilled, and each fault is
+one line naming the file and the item."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cairn.evals.benchmark import BenchmarkError, Evidence
+from cairn.evals.qa import load_qa
+
+LINE = json.dumps({"type": "user", "message": {"role": "user", "content": "hello"}})
+
+
+def item(**changes: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "id": "d07",
+        "session": "proj/x.jsonl",
+        "question": "why?",
+        "answer": "because",
+        "category": "decision",
+        "evidence": [{"file": "proj/x.jsonl", "line": 2}, {"file": "proj/y.jsonl", "line": 1}],
+    }
+    return {**base, **changes}
+
+
+@pytest.fixture
+def transcripts(tmp_path: Path) -> Path:
+    root = tmp_path / "transcripts"
+    (root / "proj").mkdir(parents=True)
+    (root / "proj" / "x.jsonl").write_text("\n".join([LINE] * 5) + "\n")
+    (root / "proj" / "y.jsonl").write_text(LINE)  # one line, no newline at the end: still a line
+    return root
+
+
+def write(tmp_path: Path, data: Any) -> Path:
+    path = tmp_path / "qa.json"
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return path
+
+
+def test_a_good_set_names_every_transcript_once(tmp_path: Path, transcripts: Path) -> None:
+    second = item(id="d08", category="exact", evidence=[{"file": "proj/x.jsonl", "line": 5}] * 2)
+    loaded = load_qa(write(tmp_path, [item(), second]), transcripts)
+    assert list(loaded.files) == ["proj/x.jsonl", "proj/y.jsonl"]
+    assert loaded.files["proj/y.jsonl"] == transcripts / "proj" / "y.jsonl"
+    first, other = loaded.questions
+    assert first.id == "d07" and first.category == "decision" and first.session == "proj/x.jsonl"
+    assert first.evidence == (Evidence("proj/x.jsonl", 2), Evidence("proj/y.jsonl", 1))
+    assert other.evidence == (Evidence("proj/x.jsonl", 5),)  # duplicates count once
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ("[{", "qa.json: not JSON: "),
+        ({"questions": []}, "qa.json: expected a non-empty JSON list of questions"),
+        ([], "qa.json: expected a non-empty JSON list of questions"),
+        (["d07"], "qa.json: item #1: expected an object, got str"),
+        (
+            [item(session="proj/gone.jsonl")],
+            "qa.json: item d07: transcript proj/gone.jsonl not found in ",
+        ),
+        (
+            [item(evidence=[{"file": "proj/x.jsonl", "line": 950}])],
+            "qa.json: item d07: evidence line 950 is past the end of proj/x.jsonl (5 lines)",
+        ),
+        (
+            [item(evidence=[{"file": "proj/y.jsonl", "line": 2}])],
+            "qa.json: item d07: evidence line 2 is past the end of proj/y.jsonl (1 lines)",
+        ),
+        (
+            [item(category="trivia")],
+            "qa.json: item d07: category 'trivia' is unknown (use decision, problem, howto, exact, todo)",
+        ),
+        ([item(evidence=[])], "qa.json: item d07: evidence: List should have at least 1 item"),
+        ([item(evidence=[{"file": "proj/x.jsonl", "line": 0}])], "qa.json: item d07: evidence.0.line: "),
+        ([{k: v for k, v in item().items() if k != "question"}], "qa.json: item d07: question is missing"),
+        ([{k: v for k, v in item().items() if k != "id"}], "qa.json: item #1: id is missing"),
+        ([item(), item()], "qa.json: item d07: the id is used twice"),
+        (
+            [item(session="/etc/passwd")],
+            "qa.json: item d07: session: '/etc/passwd' must be a path relative to the transcripts directory",
+        ),
+        (
+            [item(evidence=[{"file": "../x.jsonl", "line": 1}])],
+            "qa.json: item d07: evidence.0.file: '../x.jsonl' must be a path relative to the transcripts",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_file_and_the_item(
+    tmp_path: Path, transcripts: Path, data: Any, message: str
+) -> None:
+    with pytest.raises(BenchmarkError) as caught:
+        load_qa(write(tmp_path, data), transcripts)
+    assert str(caught.value).startswith(message)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_missing_file_or_directory(tmp_path: Path, transcripts: Path) -> None:
+    with pytest.raises(BenchmarkError, match=r"qa\.json: cannot read"):
+        load_qa(tmp_path / "qa.json", transcripts)
+    with pytest.raises(BenchmarkError, match="no such transcripts directory"):
+        load_qa(write(tmp_path, [item()]), tmp_path / "nowhere")
