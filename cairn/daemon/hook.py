@@ -21,6 +21,9 @@ import time
 
 EVENTS = frozenset({"UserPromptSubmit", "Stop", "SubagentStop", "PreCompact", "SessionEnd"})
 BUSY_TIMEOUT_S = 0.2
+# hook.sh and this file start the daemon one starter at a time, through this marker directory.
+STARTING_MARKER = "daemon.starting"
+STARTING_STALE_SECONDS = 60
 
 
 def cairn_home() -> str:
@@ -110,9 +113,12 @@ def spawn_daemon(home: str, *, source: str = "cairn-hook") -> None:
     import subprocess
 
     python = os.environ.get("CAIRN_PYTHON") or sys.executable
+    marker = os.path.join(home, STARTING_MARKER)
+    if not _claim(marker):
+        return  # another hook is starting the daemon right now (see hook.sh)
     try:
         subprocess.Popen(
-            [python, "-m", "cairn", "daemon", "start"],
+            ["/bin/sh", "-c", '"$0" -m cairn daemon start; rmdir "$1"', python, marker],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -121,7 +127,28 @@ def spawn_daemon(home: str, *, source: str = "cairn-hook") -> None:
             env={**os.environ, "CAIRN_HOME": home},
         )
     except OSError as exc:
+        os.rmdir(marker)
         log(home, f"could not start the daemon with {python}: {exc}", source=source)
+
+
+def _claim(marker: str) -> bool:
+    """Take the one-starter-at-a-time marker (a directory: mkdir is atomic); a marker older than
+    `STARTING_STALE_SECONDS` was left by a killed starter and is taken over."""
+    try:
+        os.mkdir(marker)
+        return True
+    except FileExistsError:
+        pass
+    except OSError:
+        return False
+    try:
+        if time.time() - os.stat(marker).st_mtime < STARTING_STALE_SECONDS:
+            return False
+        os.rmdir(marker)
+        os.mkdir(marker)
+    except OSError:
+        return False
+    return True
 
 
 def run(raw: bytes) -> None:

@@ -40,12 +40,24 @@ spawn_daemon() {
         log "no daemon is running and CAIRN_PYTHON is unset, so none was started; run 'cairn install' again"
         return 0
     fi
-    # Detached: a new session, no inherited stdio, so Claude Code never waits on the daemon.
+    # One starter at a time: a burst of hooks (Claude Code fires several per turn) must not start a
+    # herd of interpreters that starve the new daemon until every starter gives up on it. The marker
+    # is a directory (mkdir is atomic), removed when the start returns; one left behind by a killed
+    # starter is ignored after a minute.
+    marker=$home/daemon.starting
+    if ! mkdir "$marker" 2>/dev/null; then
+        [ -n "$(find "$marker" -maxdepth 0 -mmin -1 2>/dev/null)" ] && return 0
+        rmdir "$marker" 2>/dev/null
+        mkdir "$marker" 2>/dev/null || return 0
+    fi
+    # Detached: a new session, no inherited stdio, so Claude Code never waits on the daemon. The
+    # interpreter and the marker reach the inner shell as arguments, never as code.
+    start='"$0" -m cairn daemon start; rmdir "$1"'
     if command -v setsid >/dev/null 2>&1; then
-        CAIRN_HOME=$home setsid -f "$CAIRN_PYTHON" -m cairn daemon start </dev/null >/dev/null 2>&1 ||
+        CAIRN_HOME=$home setsid -f /bin/sh -c "$start" "$CAIRN_PYTHON" "$marker" </dev/null >/dev/null 2>&1 ||
             log "could not start the daemon with $CAIRN_PYTHON"
     else
-        CAIRN_HOME=$home nohup "$CAIRN_PYTHON" -m cairn daemon start </dev/null >/dev/null 2>&1 &
+        CAIRN_HOME=$home nohup /bin/sh -c "$start" "$CAIRN_PYTHON" "$marker" </dev/null >/dev/null 2>&1 &
     fi
 }
 

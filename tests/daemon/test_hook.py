@@ -7,6 +7,7 @@ fallback without a sqlite3 CLI), through the exact command `cairn install` would
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import os
 import sqlite3
@@ -280,3 +281,44 @@ def test_no_spawn_while_the_daemon_lives_or_when_disabled(
     _run_direct(store, kind, fake, CAIRN_HOOK_NO_SPAWN="1")
     assert not _wait_for(record, 0.5)
     assert rows(store) == [(str(MAIN), "s", "Stop", "pending")]
+
+
+@pytest.fixture
+def slow_python(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A stand-in interpreter that takes a while to start, as a cold Python with chromadb does; each
+    start appends a line to `starts`, and `release` lets it finish."""
+    starts, release = tmp_path / "starts", tmp_path / "release"
+    fake = tmp_path / "slow python"
+    fake.write_text(
+        f"#!/bin/sh\necho started >> '{starts}'\nwhile [ ! -e '{release}' ]; do sleep 0.05; done\n"
+    )
+    fake.chmod(0o755)
+    return fake, starts, release
+
+
+def test_a_burst_of_hooks_starts_one_daemon_and_a_stale_marker_is_taken_over(
+    store: Settings, kind: str, slow_python: tuple[Path, Path, Path]
+) -> None:
+    """Claude Code fires several hooks at once; a herd of starters would starve the daemon they start."""
+    fake, starts, release = slow_python
+    marker = store.home / "daemon.starting"
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: _run_direct(store, kind, fake), range(8)))
+    assert _wait_for(starts, 10.0), "the daemon was not started"
+    assert marker.is_dir()
+    _run_direct(store, kind, fake)
+    release.touch()
+    deadline = time.monotonic() + 10
+    while marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not marker.exists(), "the marker goes when the start returns"
+    assert starts.read_text().splitlines() == ["started"]
+
+    release.unlink()
+    starts.unlink()
+    marker.mkdir()
+    stale = time.time() - 120
+    os.utime(marker, (stale, stale))
+    _run_direct(store, kind, fake)
+    assert _wait_for(starts, 10.0), "a marker left by a killed starter must not block starts forever"
+    release.touch()
