@@ -287,11 +287,17 @@ async def backfill(
 
 @dataclass
 class Ranked:
-    """One question's ranking in one group: what each rank hit, the first result, the search time."""
+    """One question's ranking in one group: what each rank hit, the first result, the search time and
+    the kind of each result."""
 
     hits: list[set[str]]
     first: Located | None
     ms: float
+    kinds: list[str] = field(default_factory=list)
+
+    def first_hit_kind(self, question: Question) -> str | None:
+        rank = first_covering_rank(self.hits, _targets(question))
+        return None if rank is None or rank > len(self.kinds) else self.kinds[rank - 1]
 
 
 def _targets(question: Question) -> set[str]:
@@ -367,7 +373,8 @@ async def _search_one(
         )
         for result, extent in zip(results, await extents.of(results), strict=True)
     ]
-    return Ranked([item.hits(question, tolerance) for item in located], located[0] if located else None, ms)
+    hits = [item.hits(question, tolerance) for item in located]
+    return Ranked(hits, located[0] if located else None, ms, [item.kind for item in located])
 
 
 def _baseline(bm25: LineBM25, question: Question, tolerance: int) -> Ranked:
@@ -377,7 +384,8 @@ def _baseline(bm25: LineBM25, question: Question, tolerance: int) -> Ranked:
     located = [
         Located(d.file, d.line, d.line, f"{d.file}:{d.line}", "line", preview(d.text, PREVIEW)) for d in docs
     ]
-    return Ranked([item.hits(question, tolerance) for item in located], located[0] if located else None, ms)
+    hits = [item.hits(question, tolerance) for item in located]
+    return Ranked(hits, located[0] if located else None, ms, [item.kind for item in located])
 
 
 async def score_questions(
@@ -395,8 +403,8 @@ async def score_questions(
     """Rank every question with the baseline and each mode x kind and score the rankings.
 
     `key_of_path` maps a transcript path as the store records it (absolute, resolved) to its file key.
-    Returns `retrieval`, `latency_ms`, `per_category`, `per_session`, `misses` (each `{group: ...}`) and
-    `ranks` (`{question id: {group: rank of the first hit or None}}`).
+    Returns `retrieval`, `latency_ms`, `per_category`, `per_session`, `misses`, `first_hit_kinds` (each
+    `{group: ...}`) and `ranks` (`{question id: {group: rank of the first hit or None}}`).
     """
     groups = [BASELINE, *(group_name(m, k) for m in modes for k in kinds)]
     rankings: dict[str, list[tuple[Question, Ranked]]] = {g: [] for g in groups}
@@ -426,7 +434,19 @@ async def score_questions(
             q.id: {g: first_covering_rank(rankings[g][i][1].hits, _targets(q)) for g in groups}
             for i, q in enumerate(questions)
         },
+        "first_hit_kinds": {g: _first_hit_kinds(rows) for g, rows in rankings.items()},
     }
+
+
+def _first_hit_kinds(rankings: Sequence[tuple[Question, Ranked]]) -> dict[str, int]:
+    """How many questions' first hit was an idea, a span, a message (or a line, for the baseline): a span
+    covers many lines, so a group whose hits are mostly spans points at regions rather than answers."""
+    counts: dict[str, int] = {}
+    for question, ranked in rankings:
+        kind = ranked.first_hit_kind(question)
+        if kind is not None:
+            counts[kind] = counts.get(kind, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def source_revision() -> dict[str, Any] | None:
@@ -532,6 +552,7 @@ async def run_benchmark(
         "per_session": scored["per_session"],
         "misses": scored["misses"],
         "ranks": scored["ranks"],
+        "first_hit_kinds": scored["first_hit_kinds"],
         "store": {
             "messages": filled.messages,
             "ideas": filled.ideas,

@@ -136,6 +136,9 @@ def test_figures_recall_any_all_and_mrr() -> None:
         # d2: never found.
         (q2, Ranked([set()] * 10, None, 15.0)),
     ]
+    rankings[0][1].kinds.extend(["message", "span", "idea", "idea", "idea", "idea", "message"])
+    assert rankings[0][1].first_hit_kind(QUESTION) == "span"
+    assert rankings[1][1].first_hit_kind(q2) is None
     assert _figures(rankings) == {
         "questions": 2,
         "recall_any@1": 0.0,

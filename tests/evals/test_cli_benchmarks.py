@@ -65,6 +65,8 @@ def test_eval_qa_and_locomo_report_the_baseline_and_every_mode_and_kind(
     assert set(run["cost"]["latency_ms"]) == GROUPS
     assert run["store"]["messages"] > 0 and run["store"]["ideas"] > 0 and run["store"]["bm25_documents"] == 28
     assert set(run["ranks"]) == {"t1", "t2", "t3"}
+    assert set(run["first_hit_kinds"]["bm25"]) == {"line"}
+    assert set(run["first_hit_kinds"]["hybrid/messages"]) <= {"message"}
     assert all(m["evidence"][0].startswith(DEMO.name) for g in GROUPS for m in run["misses"][g])
     assert not Path(run["home"]).exists()
     assert not (cairn_home / "cairn.db").exists()  # the user's store is untouched
