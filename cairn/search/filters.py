@@ -20,7 +20,8 @@ MESSAGE_KINDS = ("text", "tool_result", "compact_summary")
 
 @dataclass(frozen=True)
 class KindTable:
-    """Where one kind of item lives: its table, FTS table, Chroma collection and bm25 call."""
+    """Where one kind of item lives: its table, FTS table, Chroma collection and bm25 call (also as
+    FTS5's `rank` function when it weighs columns), its FTS columns and the rows worth finding."""
 
     kind: Kind
     table: str
@@ -29,6 +30,8 @@ class KindTable:
     bm25: str
     said_at: str
     eligible: str = "1"
+    rank: str | None = None
+    columns: int = 1
 
 
 # A span records its file only when the indexer knew it; otherwise its lines are the session's main
@@ -47,7 +50,16 @@ SPAN_SAID_AT = f"""coalesce(
 TABLES: dict[Kind, KindTable] = {
     "idea": KindTable("idea", "ideas", "ideas_fts", "ideas", "bm25(ideas_fts)", "t.said_at"),
     # A topic's name says more than its summary: weigh a name match twice.
-    "span": KindTable("span", "topic_spans", "spans_fts", "spans", "bm25(spans_fts, 2.0, 1.0)", SPAN_SAID_AT),
+    "span": KindTable(
+        "span",
+        "topic_spans",
+        "spans_fts",
+        "spans",
+        "bm25(spans_fts, 2.0, 1.0)",
+        SPAN_SAID_AT,
+        rank="bm25(2.0, 1.0)",
+        columns=2,
+    ),
     "message": KindTable(
         "message",
         "messages",

@@ -12,10 +12,11 @@ one common word gets the same top rank as an exact phrase match. So each candida
 Candidates are ordered by tier, then bm25 — so phrase > NEAR > terms, as the seed asks — and the
 strength is what the "BM25 is decisive" shortcut and the final score's match part use.
 
-FTS5 finds the candidates; the tiers and the snippets are then worked out here, on the candidates'
-text, with a light stemmer that agrees with FTS5's porter stemmer on the usual inflections. Asking
-FTS5 instead (`MATCH ... AND rowid IN (...)`) evaluates the whole expression over the whole table for
-every tier — about 150 ms at 100K rows — while this costs well under a millisecond per candidate.
+FTS5 finds the candidates and marks where each matched (`highlight()`, in C, for the rows returned);
+the tier is read from those marks (`cairn.search.tiers`), so no Python runs over a candidate's words.
+Asking FTS5 for each tier instead (`MATCH ... AND rowid IN (...)`) evaluates the whole expression over
+the whole table every time. Snippets, needed only for the page shown, are cut here around the matches
+a compiled pattern finds.
 """
 
 from __future__ import annotations
@@ -26,17 +27,18 @@ from dataclasses import dataclass
 
 from cairn.search.filters import TABLES, Filters
 from cairn.search.models import Kind, preview
-from cairn.search.query import NEAR_DISTANCE, FtsQuery, words
+from cairn.search.query import FtsQuery
+from cairn.search.tiers import CLOSE, OPEN, SUFFIXES, Tiers, stem
 from cairn.store.db import Database
 
-PHRASE, NEAR, ALL_TERMS = 1.0, 0.85, 0.7
 SNIPPET_TOKENS = 24
 # Without filters that narrow the rows, FTS5's own top-N (over-fetched for the few rows the default
 # filters drop) is the candidate list; joining every match to its table first costs a lookup per match.
 FAST_OVERFETCH = 3
 
 _TOKEN = re.compile(r"\w+")
-_SUFFIXES = ("ing", "ed", "es", "s")
+# Stems at least this long match as prefixes (FTS5's `"term"*`); shorter ones only as whole words.
+MIN_PREFIX_STEM = 3
 
 _TEXT: dict[Kind, str] = {
     "idea": "t.content",
@@ -52,95 +54,94 @@ class KeywordHit:
     bm25: float
 
 
-def stem(word: str) -> str:
-    """A word's comparison form: lowercased, a plural or -ed/-ing ending dropped (as porter would)."""
-    lowered = word.lower()
-    for suffix in _SUFFIXES:
-        if lowered.endswith(suffix) and len(lowered) - len(suffix) >= 3:
-            return lowered[: -len(suffix)]
-    return lowered
-
-
 class Matcher:
-    """Where a query's words occur in a text: its tier strength and its best snippet."""
+    """Where a query's key terms occur in a text, for its snippet.
+
+    One compiled pattern finds them (a word that starts with a term's stem, as FTS5's `"term"*`
+    prefix query does; stems shorter than `MIN_PREFIX_STEM` only as whole words with a plural or
+    -ed/-ing ending), so Python looks only at the matches, not at every word of a long text.
+    """
 
     def __init__(self, query: FtsQuery) -> None:
         self.terms = [stem(term) for term in query.terms]
-        self.phrase = [stem(word) for word in words(query.phrase)] if query.phrase is not None else []
-        self.whole = len(query.terms) == 1 and query.phrase is None
+        self._terms = re.compile(
+            "|".join(f"(?<!\\w)({_term_pattern(term)})" for term in self.terms), re.IGNORECASE
+        )
 
-    def _term(self, token: str) -> int | None:
-        """The index of the first key term a token (already stemmed) matches; prefixes count as FTS5's
-        `"term"*` does, for terms long enough to be prefix-matched."""
-        for index, term in enumerate(self.terms):
-            if token == term or (len(term) >= 3 and token.startswith(term)):
-                return index
-        return None
-
-    def strength(self, text: str) -> float:
-        tokens = [stem(token) for token in _TOKEN.findall(text)]
-        if self.whole:
-            if self.terms[0] in tokens:
-                return PHRASE
-            return ALL_TERMS if any(self._term(token) is not None for token in tokens) else 0.0
-        if self.phrase and _contains(tokens, self.phrase):
-            return PHRASE
-        positions: list[tuple[int, int]] = []
-        for position, token in enumerate(tokens):
-            term = self._term(token)
-            if term is not None:
-                positions.append((position, term))
-        covered = len({term for _, term in positions})
-        if covered == len(self.terms) and _near(positions, len(self.terms)):
-            return NEAR
-        return ALL_TERMS * covered / len(self.terms)
+    def _matches(self, text: str) -> list[tuple[int, int, int]]:
+        """(start, end, term index) of every key-term occurrence, in order."""
+        return [(m.start(), m.end(), (m.lastindex or 1) - 1) for m in self._terms.finditer(text)]
 
     def snippet(self, text: str) -> str | None:
-        """The `SNIPPET_TOKENS`-token passage holding the most distinct key terms, matched words in
-        `**bold**` and the text's own asterisks escaped; None when no key term occurs."""
-        spans = [(m.start(), m.end(), self._term(stem(m.group()))) for m in _TOKEN.finditer(text)]
-        hits = [i for i, (_, _, term) in enumerate(spans) if term is not None]
-        if not hits:
+        """The `SNIPPET_TOKENS`-word passage holding the most distinct key terms, starting 3 words
+        before a match, matched words in `**bold**` and the text's own asterisks escaped; None when no
+        key term occurs. Only the words around the chosen match are tokenised."""
+        matches = self._matches(text)
+        if not matches:
             return None
+        positions = _positions(text, matches)
         best, best_key = 0, (-1, -1)
-        for hit in hits:
-            start = max(0, hit - 3)
-            window = [spans[i][2] for i in range(start, min(len(spans), start + SNIPPET_TOKENS))]
-            found = [term for term in window if term is not None]
+        for i, position in enumerate(positions):
+            lo = max(0, position - 3)
+            first = i
+            while first > 0 and positions[first - 1] >= lo:
+                first -= 1
+            last = i
+            while last < len(positions) and positions[last] < lo + SNIPPET_TOKENS:
+                last += 1
+            found = [term for _, _, term in matches[first:last]]
             key = (len(set(found)), len(found))
             if key > best_key:
-                best, best_key = start, key
-        end = min(len(spans), best + SNIPPET_TOKENS)
-        parts, cursor = [], spans[best][0]
-        for start_char, end_char, term in spans[best:end]:
-            parts.append(_escape(text[cursor:start_char]))
-            token = text[start_char:end_char]
-            parts.append(f"**{token}**" if term is not None else token)
-            cursor = end_char
+                best, best_key = i, key
+        start_char = _words_back(text, matches[best][0], 3)
+        tokens = []
+        for token in _TOKEN.finditer(text, start_char):
+            if len(tokens) == SNIPPET_TOKENS:
+                break
+            tokens.append(token)
+        more_after = len(tokens) == SNIPPET_TOKENS and _TOKEN.search(text, tokens[-1].end()) is not None
+        hit_starts = {start for start, _, _ in matches}
+        parts, cursor = [], start_char
+        for token in tokens:
+            parts.append(_escape(text[cursor : token.start()]))
+            parts.append(f"**{token.group()}**" if token.start() in hit_starts else token.group())
+            cursor = token.end()
         body = " ".join("".join(parts).split())
-        return ("…" if best > 0 else "") + body + ("…" if end < len(spans) else "")
+        before = _TOKEN.search(text, 0, start_char) is not None
+        return ("…" if before else "") + body + ("…" if more_after else "")
 
 
-def _contains(tokens: list[str], phrase: list[str]) -> bool:
-    width = len(phrase)
-    return any(tokens[i : i + width] == phrase for i in range(len(tokens) - width + 1))
+def _words_back(text: str, at: int, n: int) -> int:
+    """Where the word `n` words before offset `at` starts (looking back a bounded distance)."""
+    lo = max(0, at - 64 * n)
+    found = list(_TOKEN.finditer(text, lo, at))
+    if lo > 0 and found and found[0].start() == lo:
+        found = found[1:]  # the window may begin inside a word
+    if len(found) >= n:
+        return found[-n].start()
+    return found[0].start() if found else at
 
 
-def _near(positions: list[tuple[int, int]], n_terms: int) -> bool:
-    """Whether one window holds every term with at most NEAR_DISTANCE other tokens between them."""
-    counts: dict[int, int] = {}
-    left = 0
-    for position, term in positions:
-        counts[term] = counts.get(term, 0) + 1
-        while len(counts) == n_terms:  # shrink the window from the left while it holds every term
-            first, first_term = positions[left]
-            if position - first - (n_terms - 1) <= NEAR_DISTANCE:
-                return True
-            counts[first_term] -= 1
-            if not counts[first_term]:
-                del counts[first_term]
-            left += 1
-    return False
+def _term_pattern(term: str) -> str:
+    if len(term) >= MIN_PREFIX_STEM:
+        return re.escape(term) + r"\w*"
+    return _word_pattern(term) + r"(?!\w)"
+
+
+def _word_pattern(word: str) -> str:
+    return re.escape(word) + "(?:" + "|".join(SUFFIXES) + ")?"
+
+
+def _positions(text: str, matches: list[tuple[int, int, int]]) -> list[int]:
+    """The word position of each match: words are counted only in the gaps between matches."""
+    positions: list[int] = []
+    count, cursor = 0, 0
+    for start, end, _ in matches:
+        count += len(_TOKEN.findall(text, cursor, start)) if cursor < start else 0
+        positions.append(count)
+        count += 1
+        cursor = end
+    return positions
 
 
 def _escape(text: str) -> str:
@@ -158,32 +159,47 @@ async def keyword_hits(
     """The best `n` rows of `kind` matching `query` under `filters`, strongest first."""
     spec = TABLES[kind]
     where, params = filters.sql(kind)
+    marked = " || ' ' || ".join(
+        f"highlight({spec.fts}, {c}, '{OPEN}', '{CLOSE}')" for c in range(spec.columns)
+    )
     if filters.narrows:
-        sql = f"""
+        rows = await db.fetchall(
+            f"""
             SELECT f.rowid AS id, {spec.bm25} AS bm25
             FROM {spec.fts} AS f JOIN {spec.table} AS t ON t.id = f.rowid
             WHERE {spec.fts} MATCH ? AND {where}
             ORDER BY bm25 LIMIT ?
-        """
-        args: tuple[object, ...] = (query.combined, *params, n)
+            """,
+            (query.combined, *params, n),
+        )
+        # Marks only for the rows kept: a second MATCH restricted to them (highlight needs one).
+        marks = {
+            int(row["id"]): str(row["marked"] or "")
+            for row in await db.fetchall(
+                f"SELECT rowid AS id, {marked} AS marked FROM {spec.fts} "
+                f"WHERE {spec.fts} MATCH ? AND rowid IN (SELECT value FROM json_each(?))",
+                (query.combined, json.dumps([int(row["id"]) for row in rows])),
+            )
+        }
     else:
-        sql = f"""
-            SELECT c.id, c.bm25 FROM (
-                SELECT rowid AS id, {spec.bm25} AS bm25 FROM {spec.fts}
-                WHERE {spec.fts} MATCH ? ORDER BY bm25 LIMIT ?
+        # FTS5 sorts by `rank` itself and computes highlight() only for the rows it returns.
+        rank = f" AND rank MATCH '{spec.rank}'" if spec.rank else ""
+        rows = await db.fetchall(
+            f"""
+            SELECT c.id, c.bm25, c.marked FROM (
+                SELECT rowid AS id, rank AS bm25, {marked} AS marked FROM {spec.fts}
+                WHERE {spec.fts} MATCH ?{rank} ORDER BY rank LIMIT ?
             ) AS c JOIN {spec.table} AS t ON t.id = c.id
             WHERE {where} ORDER BY c.bm25 LIMIT ?
-        """
-        args = (query.combined, n * FAST_OVERFETCH, *params, n)
-    rows = await db.fetchall(sql, args)
-    if not rows:
-        return []
-    texts = await texts_of(db, kind, [int(row["id"]) for row in rows])
-    matcher = Matcher(query)
-    hits = []
-    for row in rows:
-        row_id = int(row["id"])
-        hits.append(KeywordHit(row_id, matcher.strength(texts.get(row_id, "")), float(row["bm25"])))
+            """,
+            (query.combined, n * FAST_OVERFETCH, *params, n),
+        )
+        marks = {int(row["id"]): str(row["marked"] or "") for row in rows}
+    tiers = Tiers(query)
+    hits = [
+        KeywordHit(int(row["id"]), tiers.strength(marks.get(int(row["id"]), "")), float(row["bm25"]))
+        for row in rows
+    ]
     hits.sort(key=lambda hit: (-hit.strength, hit.bm25, hit.row_id))
     return hits
 
