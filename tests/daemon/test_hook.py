@@ -286,11 +286,13 @@ def test_no_spawn_while_the_daemon_lives_or_when_disabled(
 @pytest.fixture
 def slow_python(tmp_path: Path) -> tuple[Path, Path, Path]:
     """A stand-in interpreter that takes a while to start, as a cold Python with chromadb does; each
-    start appends a line to `starts`, and `release` lets it finish."""
+    start appends a line to `starts`, and `release` lets it finish (it gives up after 30 s, so a
+    failing test leaves no process behind)."""
     starts, release = tmp_path / "starts", tmp_path / "release"
     fake = tmp_path / "slow python"
     fake.write_text(
-        f"#!/bin/sh\necho started >> '{starts}'\nwhile [ ! -e '{release}' ]; do sleep 0.05; done\n"
+        f"#!/bin/sh\necho started >> '{starts}'\n"
+        f"i=0; while [ ! -e '{release}' ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done\n"
     )
     fake.chmod(0o755)
     return fake, starts, release
