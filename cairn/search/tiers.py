@@ -45,14 +45,26 @@ class Tiers:
         self.terms = [stem(term) for term in query.terms]
         self.single = len(query.terms) == 1 and query.phrase is None
         self.phrase_tokens = len(_FTS_TOKEN.findall(query.phrase)) if query.phrase is not None else 0
+        self._terms_of: dict[str, int] = {}
 
     def _term(self, word: str) -> int:
-        stemmed = stem(word)
-        for index, term in enumerate(self.terms):
-            if stemmed == term or (len(term) >= 3 and stemmed.startswith(term)):
-                return index
-        shared = [_shared_prefix(stemmed, term) for term in self.terms]
-        return shared.index(max(shared))
+        """The key term a marked word belongs to (cached: the same words come back in every text)."""
+        found = self._terms_of.get(word)
+        if found is None:
+            stemmed = stem(word)
+            found = next(
+                (
+                    index
+                    for index, term in enumerate(self.terms)
+                    if stemmed == term or (len(term) >= 3 and stemmed.startswith(term))
+                ),
+                None,
+            )
+            if found is None:
+                shared = [_shared_prefix(stemmed, term) for term in self.terms]
+                found = shared.index(max(shared))
+            self._terms_of[word] = found
+        return found
 
     def strength(self, marked: str) -> float:
         """phrase 1.0, all terms near 0.85, all terms 0.7, else 0.7 x the share of terms matched."""
@@ -70,16 +82,17 @@ class Tiers:
             return PHRASE if any(stem(run) == term for run in runs) else ALL_TERMS
         if self.phrase_tokens > 1 and any(len(_FTS_TOKEN.findall(run)) >= self.phrase_tokens for run in runs):
             return PHRASE
+        terms = [self._term(run) for run in runs]
+        covered = len(set(terms))
+        if covered < len(self.terms):
+            return ALL_TERMS * covered / len(self.terms)
         positions: list[tuple[int, int]] = []
         position = 0
-        for run, gap in zip(runs, gaps, strict=True):
-            positions.append((position, self._term(run)))
+        for term, gap in zip(terms, gaps, strict=True):
+            positions.append((position, term))
             position += 1
             position += len(_FTS_TOKEN.findall(gap)) if len(gap) <= FAR_GAP_CHARS else NEAR_DISTANCE + 1
-        covered = len({term for _, term in positions})
-        if covered == len(self.terms) and near(positions, len(self.terms)):
-            return NEAR
-        return ALL_TERMS * covered / len(self.terms)
+        return NEAR if near(positions, len(self.terms)) else ALL_TERMS
 
 
 def _shared_prefix(a: str, b: str) -> int:
