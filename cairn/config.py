@@ -97,6 +97,23 @@ class Settings(BaseSettings):
     tool_input_max_chars: int = Field(default=300, ge=20)
     include_thinking: bool = Field(default=False, description="Show thinking blocks to the indexer.")
 
+    # Passages: long messages (tool results in full) cut into pieces search can find (README "Search")
+    passages: bool = Field(
+        default=True,
+        description="Cut messages longer than one passage into passages, searched by keywords (and "
+        "vectors, see passage_vectors); off, messages are stored as before passages existed.",
+    )
+    passage_tokens: int = Field(
+        default=200, ge=32, le=256, description="Target MiniLM word pieces per passage (the model reads 256)."
+    )
+    passage_vectors: Literal["none", "prose", "all"] = Field(
+        default="prose",
+        description="Which passages get a vector, besides their message's own one (which covers the first "
+        "passage): 'prose' (user and assistant text, compaction summaries), 'all' (tool output too: "
+        "costly), 'none' (keywords only). Takes effect for new passages; `cairn reindex-vectors` applies "
+        "it to all.",
+    )
+
     # Daemon (continuous indexing)
     batch_window_seconds: float = Field(
         default=2.5,

@@ -24,6 +24,8 @@ never handed to another row, so a stale id from a model or in Chroma can never h
 8. files and learning: chunks of the project files the coding agent touched (+ FTS, vectors), the
    requests to index them, the search-learning sessions, and search associations rebuilt to belong to
    a project, merge repeats of a query and have vectors (the outbox is rebuilt to allow the new kinds).
+9. passages: long messages cut into passages (`cairn.transcripts.passages`) with their character
+   ranges, full-text indexed and queued for vectors (the outbox is rebuilt again to allow them).
 """
 
 from __future__ import annotations
@@ -755,6 +757,100 @@ _FILES_AND_LEARNING = Migration(
     ),
 )
 
+_OUTBOX_KINDS_V9 = _OUTBOX_KINDS + ", 'passages'"
+
+_PASSAGES = Migration(
+    9,
+    "passages: long messages cut into passages + FTS and vectors",
+    (
+        # The outbox's kind CHECK again, by the same procedure as v8.
+        f"""
+        CREATE TABLE vector_outbox_v9 (
+            kind       TEXT NOT NULL CHECK (kind IN ({_OUTBOX_KINDS_V9})),
+            item_id    INTEGER NOT NULL,
+            op         TEXT NOT NULL CHECK (op IN ('upsert', 'delete')),
+            queued_at  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            revision   INTEGER NOT NULL DEFAULT 1,
+            PRIMARY KEY (kind, item_id)
+        ) WITHOUT ROWID
+        """,
+        """
+        INSERT INTO vector_outbox_v9 (kind, item_id, op, queued_at, revision)
+        SELECT kind, item_id, op, queued_at, revision FROM vector_outbox
+        """,
+        "DROP TABLE vector_outbox",
+        "PRAGMA legacy_alter_table = ON",
+        "ALTER TABLE vector_outbox_v9 RENAME TO vector_outbox",
+        "PRAGMA legacy_alter_table = OFF",
+        "CREATE INDEX vector_outbox_queued ON vector_outbox (queued_at)",
+        # A message longer than one passage, cut at natural boundaries: `text` is the message's whole
+        # text (a clipped tool result in full) from `char_start` to `char_end`. Written with the
+        # message, in capture's transaction; gone with it.
+        """
+        CREATE TABLE message_passages (
+            id          INTEGER PRIMARY KEY AUTOINCREMENT,
+            message_id  INTEGER NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+            seq         INTEGER NOT NULL CHECK (seq >= 0),
+            char_start  INTEGER NOT NULL CHECK (char_start >= 0),
+            char_end    INTEGER NOT NULL,
+            text        TEXT NOT NULL,
+            CHECK (char_end > char_start),
+            UNIQUE (message_id, seq)
+        )
+        """,
+        """
+        CREATE VIRTUAL TABLE message_passages_fts USING fts5 (
+            text, content = 'message_passages', content_rowid = 'id', tokenize = 'porter unicode61'
+        )
+        """,
+        """
+        CREATE TRIGGER message_passages_fts_insert AFTER INSERT ON message_passages BEGIN
+            INSERT INTO message_passages_fts (rowid, text) VALUES (NEW.id, NEW.text);
+        END
+        """,
+        """
+        CREATE TRIGGER message_passages_fts_delete AFTER DELETE ON message_passages BEGIN
+            INSERT INTO message_passages_fts (message_passages_fts, rowid, text)
+                VALUES ('delete', OLD.id, OLD.text);
+        END
+        """,
+        """
+        CREATE TRIGGER message_passages_fts_update AFTER UPDATE OF text ON message_passages BEGIN
+            INSERT INTO message_passages_fts (message_passages_fts, rowid, text)
+                VALUES ('delete', OLD.id, OLD.text);
+            INSERT INTO message_passages_fts (rowid, text) VALUES (NEW.id, NEW.text);
+        END
+        """,
+        f"""
+        CREATE TRIGGER message_passages_vec_insert AFTER INSERT ON message_passages BEGIN
+            {_enqueue("passages", "NEW.id", "upsert")}
+        END
+        """,
+        f"""
+        CREATE TRIGGER message_passages_vec_update AFTER UPDATE OF text, message_id, seq ON message_passages
+        BEGIN
+            {_enqueue("passages", "NEW.id", "upsert")}
+        END
+        """,
+        f"""
+        CREATE TRIGGER message_passages_vec_delete AFTER DELETE ON message_passages BEGIN
+            {_enqueue("passages", "OLD.id", "delete")}
+        END
+        """,
+        # A passage's vector carries its message's metadata (and whether it gets one depends on it).
+        """
+        CREATE TRIGGER messages_passages_vec_update AFTER UPDATE OF role, kind, session_id, is_noise
+            ON messages
+        BEGIN
+            INSERT INTO vector_outbox (kind, item_id, op)
+            SELECT 'passages', id, 'upsert' FROM message_passages WHERE message_id = NEW.id
+            ON CONFLICT (kind, item_id) DO UPDATE SET
+                op = excluded.op, queued_at = excluded.queued_at, revision = revision + 1;
+        END
+        """,
+    ),
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     _CAPTURE,
     _MEMORY,
@@ -764,6 +860,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _SEARCH,
     _RECALL,
     _FILES_AND_LEARNING,
+    _PASSAGES,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

@@ -15,8 +15,9 @@ two changes in the same millisecond have the same time.)
 Whether an item gets a vector is decided here, when it is loaded, not by the queue: an item that no
 longer exists or is not eligible has its vector deleted. Noise messages (`is_noise`: hook chatter,
 interrupted-request markers, bare acknowledgements) and messages without text get none — they would
-crowd semantic search with near-identical vectors and are still reachable through FTS. The `op`
-column records what happened to the row, for people reading the table.
+crowd semantic search with near-identical vectors and are still reachable through FTS. Which
+message passages get one is a setting (`passage_vectors`, see `passage_source`). The `op` column
+records what happened to the row, for people reading the table.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -48,8 +49,8 @@ class VectorSource:
     """How one kind's items become vector documents.
 
     `select` yields `id`, `document` and metadata columns from table alias `t`; `eligible` is the SQL
-    condition (over `t`) an item must meet to have a vector; `flags` are metadata columns that SQLite
-    returns as 0/1 but Chroma should filter as booleans.
+    condition (over `t`, and over what `joins` adds) an item must meet to have a vector; `flags` are
+    metadata columns that SQLite returns as 0/1 but Chroma should filter as booleans.
     """
 
     kind: str
@@ -57,12 +58,45 @@ class VectorSource:
     select: str
     eligible: str = "1"
     flags: frozenset[str] = frozenset()
+    joins: str = ""
 
     def load_sql(self) -> str:
         return f"{self.select} WHERE t.id IN ({_ITEMS}) AND ({self.eligible})"
 
     def all_sql(self) -> str:
-        return f"SELECT t.id FROM {self.table} AS t WHERE {self.eligible}"
+        return f"SELECT t.id FROM {self.table} AS t {self.joins} WHERE {self.eligible}"
+
+
+PassageVectors = Literal["none", "prose", "all"]
+
+#: Which passages get a vector (`Settings.passage_vectors`). Never the first: its message's own vector
+#: already reads it (MiniLM reads a text's first 256 word pieces, a passage is about 200). Noise
+#: messages have none, as they have no vector of their own.
+PASSAGE_VECTORS: dict[str, str] = {
+    "none": "0",
+    "prose": "t.seq > 0 AND m.is_noise = 0 AND m.kind IN ('text', 'compact_summary')",
+    "all": "t.seq > 0 AND m.is_noise = 0",
+}
+
+
+def passage_source(policy: PassageVectors = "prose") -> VectorSource:
+    """How message passages become vectors: the passage's text, with its message's metadata (so the
+    same filters apply) and `message_id`; `policy` says which passages get one."""
+    return VectorSource(
+        "passages",
+        "message_passages",
+        """
+        SELECT t.id, t.text AS document, t.message_id, t.seq, m.session_id, m.role, m.kind, m.timestamp,
+               m.file_id, m.line, m.is_sidechain, s.project_id, p.path AS project
+        FROM message_passages AS t
+        JOIN messages AS m ON m.id = t.message_id
+        LEFT JOIN sessions AS s ON s.id = m.session_id
+        LEFT JOIN projects AS p ON p.id = s.project_id
+        """,
+        eligible=PASSAGE_VECTORS[policy],
+        flags=frozenset({"is_sidechain"}),
+        joins="JOIN messages AS m ON m.id = t.message_id",
+    )
 
 
 SOURCES: dict[str, VectorSource] = {
@@ -142,8 +176,14 @@ SOURCES: dict[str, VectorSource] = {
             LEFT JOIN projects AS p ON p.id = t.project_id
             """,
         ),
+        passage_source(),
     )
 }
+
+
+def sources_for(passage_vectors: PassageVectors) -> dict[str, VectorSource]:
+    """`SOURCES` with the passages' vectors chosen by the `passage_vectors` setting."""
+    return {**SOURCES, "passages": passage_source(passage_vectors)}
 
 
 async def enqueue(conn: aiosqlite.Connection, kind: str, item_ids: Iterable[int], op: Op = "upsert") -> None:
@@ -168,11 +208,17 @@ async def pending(db: Database) -> int:
 
 
 async def drain(
-    db: Database, vectors: VectorIndex, *, batch: int = 256, progress: Progress | None = None
+    db: Database,
+    vectors: VectorIndex,
+    *,
+    batch: int = 256,
+    progress: Progress | None = None,
+    sources: Mapping[str, VectorSource] = SOURCES,
 ) -> int:
     """Apply every queued change to Chroma; return how many outbox rows were applied.
 
     Runs until the queue is empty, `batch` rows at a time (one Chroma call per kind per batch).
+    `sources` says how each kind's items are loaded (`sources_for` the settings).
     """
     if batch < 1:
         raise ValueError(f"batch must be at least 1, got {batch}")
@@ -191,7 +237,7 @@ async def drain(
         for row in rows:
             by_kind.setdefault(row["kind"], []).append(row["item_id"])
         for kind, ids in by_kind.items():
-            await _apply(db, vectors, _source(kind), ids)
+            await _apply(db, vectors, _source(kind, sources), ids)
         await _acknowledge(db, rows)
         done += len(rows)
         if progress:
@@ -199,7 +245,13 @@ async def drain(
             progress(done, total)
 
 
-async def rebuild(db: Database, vectors: VectorIndex, progress: Progress | None = None) -> int:
+async def rebuild(
+    db: Database,
+    vectors: VectorIndex,
+    progress: Progress | None = None,
+    *,
+    sources: Mapping[str, VectorSource] = SOURCES,
+) -> int:
     """Recreate every Chroma collection from SQLite; return how many vectors were written.
 
     For `cairn reindex-vectors`: after a lost or corrupt Chroma directory, or a change of embedding
@@ -208,7 +260,7 @@ async def rebuild(db: Database, vectors: VectorIndex, progress: Progress | None 
     """
     await asyncio.to_thread(vectors.reset)
     async with db.write() as conn:
-        for source in SOURCES.values():
+        for source in sources.values():
             await conn.execute(
                 f"""
                 INSERT INTO vector_outbox (kind, item_id, op)
@@ -217,7 +269,7 @@ async def rebuild(db: Database, vectors: VectorIndex, progress: Progress | None 
                     op = excluded.op, queued_at = excluded.queued_at, revision = revision + 1
                 """
             )
-    return await drain(db, vectors, progress=progress)
+    return await drain(db, vectors, progress=progress, sources=sources)
 
 
 async def _apply(db: Database, vectors: VectorIndex, source: VectorSource, ids: Sequence[int]) -> None:
@@ -255,8 +307,8 @@ def _metadata(row: sqlite3.Row, flags: frozenset[str]) -> dict[str, Any]:
     return meta
 
 
-def _source(kind: str) -> VectorSource:
+def _source(kind: str, sources: Mapping[str, VectorSource] = SOURCES) -> VectorSource:
     try:
-        return SOURCES[kind]
+        return sources[kind]
     except KeyError:
         raise ValueError(f"unknown vector kind {kind!r}; expected one of {', '.join(SOURCES)}") from None

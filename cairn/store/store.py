@@ -7,7 +7,8 @@ daemon keeps one open and answers everyone else.
 `ingest` is the capture half of the exactly-once invariant: the messages read from a transcript and
 the file's new byte offset are written in one transaction, so a crash either keeps both or neither,
 and replaying a read that was already applied changes nothing (messages are unique by
-`(file, line, content hash)`).
+`(file, line, content hash)`). A message longer than one passage is stored with its passages
+(`cairn.transcripts.passages`) in that transaction too, and only when the message itself is new.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from cairn.recall.injections import stats as recall_stats
 from cairn.store import outbox
 from cairn.store.db import Database
 from cairn.store.lock import StoreLock
+from cairn.transcripts import passages as passage_split
 from cairn.transcripts.discover import is_subagent_file, session_id_for
 from cairn.transcripts.normalise import ToolCall
 
@@ -40,6 +42,9 @@ if TYPE_CHECKING:
     from cairn.transcripts.reader import ReadResult
 
 _NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
+
+#: Messages that get passages: those search finds (noise, commands and meta lines are never shown).
+PASSAGE_KINDS = ("text", "tool_result", "compact_summary")
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,7 @@ class IngestStats:
     messages_added: int
     messages_skipped_duplicate: int
     sessions_touched: int
+    passages_added: int = 0
 
 
 class StoreStats(BaseModel):
@@ -73,6 +79,9 @@ class StoreStats(BaseModel):
     transcript_files: int
     messages: int
     messages_by_role: dict[str, int]
+    message_passages: int = Field(
+        default=0, description="Passages of messages longer than one, searched with their message."
+    )
     first_message_at: str | None
     last_message_at: str | None
     ideas: int
@@ -228,6 +237,7 @@ class Store:
         when they are.
         """
         file_path = Path(_file_key(path))
+        cut = _passages(messages, self.settings) if self.settings.passages else {}
         async with self.db.write() as conn:
             file_session = await self._file_session(conn, file_path, messages)
             sessions = _group_sessions(messages, file_session)
@@ -236,7 +246,9 @@ class Store:
             file_id, cursor = await self._upsert_file(conn, file_path, file_session, messages)
             if result.restarted and cursor is not None:
                 await self._start_generation(conn, file_id)
+            newer_than = await _max_message_id(conn)
             added = await self._insert_messages(conn, file_id, messages, file_session)
+            passages = await _insert_passages(conn, file_id, messages, cut, newer_than) if added else 0
             await self._refresh_sessions(conn, list(sessions))
             if also is not None:
                 await also(conn, file_id)
@@ -245,6 +257,7 @@ class Store:
             messages_added=added,
             messages_skipped_duplicate=len(messages) - added,
             sessions_touched=len(sessions),
+            passages_added=passages,
         )
 
     async def _file_session(
@@ -409,11 +422,54 @@ class Store:
 
     async def sync_vectors(self, progress: outbox.Progress | None = None) -> int:
         """Write every pending vector change to Chroma; returns how many were applied."""
-        return await outbox.drain(self.db, self.vectors, progress=progress)
+        sources = outbox.sources_for(self.settings.passage_vectors)
+        return await outbox.drain(self.db, self.vectors, progress=progress, sources=sources)
 
     async def reindex_vectors(self, progress: outbox.Progress | None = None) -> int:
-        """Rebuild all Chroma collections from SQLite; returns how many vectors were written."""
-        return await outbox.rebuild(self.db, self.vectors, progress=progress)
+        """Rebuild all Chroma collections from SQLite; returns how many vectors were written.
+
+        Messages stored before passages existed (or while `passages` was off) get theirs first, cut
+        from their stored text, so the rebuilt passage vectors cover them too.
+        """
+        if self.settings.passages:
+            await self.add_missing_passages()
+        sources = outbox.sources_for(self.settings.passage_vectors)
+        return await outbox.rebuild(self.db, self.vectors, progress=progress, sources=sources)
+
+    async def add_missing_passages(self, batch: int = 500) -> int:
+        """Cut passages for stored messages that have none, from their stored text; returns how
+        many were added. A tool result stored clipped yields passages of its clipped text only."""
+        added, after = 0, 0
+        kinds = ", ".join(f"'{kind}'" for kind in PASSAGE_KINDS)
+        while True:
+            rows = await self.db.fetchall(
+                f"""
+                SELECT m.id, m.text FROM messages AS m
+                WHERE m.id > ? AND m.is_noise = 0 AND m.kind IN ({kinds}) AND length(m.text) > ?
+                  AND NOT EXISTS (SELECT 1 FROM message_passages AS p WHERE p.message_id = m.id)
+                ORDER BY m.id LIMIT ?
+                """,
+                (after, self.settings.passage_tokens, batch),
+            )
+            if not rows:
+                return added
+            after = rows[-1]["id"]
+            cut = [
+                (row["id"], passage)
+                for row in rows
+                for passage in passage_split.split(row["text"], self.settings.passage_tokens)
+            ]
+            async with self.db.write() as conn:
+                cursor = await conn.executemany(
+                    """
+                    INSERT INTO message_passages (message_id, seq, char_start, char_end, text)
+                    SELECT id, ?, ?, ?, ? FROM messages WHERE id = ?
+                    ON CONFLICT (message_id, seq) DO NOTHING
+                    """,
+                    [(p.seq, p.start, p.end, p.text, message_id) for message_id, p in cut],
+                )
+                added += max(0, cursor.rowcount)
+                await cursor.close()
 
     # Statistics
 
@@ -426,6 +482,7 @@ class Store:
                 (SELECT count(*) FROM sessions) AS sessions,
                 (SELECT count(*) FROM transcript_files) AS transcript_files,
                 (SELECT count(*) FROM messages) AS messages,
+                (SELECT count(*) FROM message_passages) AS message_passages,
                 (SELECT min(timestamp) FROM messages) AS first_message_at,
                 (SELECT max(timestamp) FROM messages) AS last_message_at,
                 (SELECT count(*) FROM ideas) AS ideas,
@@ -499,6 +556,53 @@ def _group_sessions(messages: Sequence[Message], file_session: str | None) -> di
         if message.git_branch:
             info.git_branch = message.git_branch
     return sessions
+
+
+def _passages(messages: Sequence[Message], settings: Settings) -> dict[int, list[passage_split.Passage]]:
+    """The passages of each message (by position) that is long enough to have any."""
+    cut: dict[int, list[passage_split.Passage]] = {}
+    for index, message in enumerate(messages):
+        if message.is_noise or message.kind not in PASSAGE_KINDS:
+            continue
+        if found := passage_split.split(message.searchable_text, settings.passage_tokens):
+            cut[index] = found
+    return cut
+
+
+async def _max_message_id(conn: aiosqlite.Connection) -> int:
+    async with conn.execute("SELECT coalesce(max(id), 0) FROM messages") as cur:
+        row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def _insert_passages(
+    conn: aiosqlite.Connection,
+    file_id: int,
+    messages: Sequence[Message],
+    cut: dict[int, list[passage_split.Passage]],
+    newer_than: int,
+) -> int:
+    """Store the passages of the messages this transaction inserted (ids above `newer_than`:
+    AUTOINCREMENT ids only grow), so a replayed message, already stored, gets none again."""
+    rows = []
+    for index, found in cut.items():
+        message = messages[index]
+        key = (file_id, message.line, message_hash(message.role, message.kind, message.text), newer_than)
+        rows.extend((p.seq, p.start, p.end, p.text, *key) for p in found)
+    if not rows:
+        return 0
+    cursor = await conn.executemany(
+        """
+        INSERT INTO message_passages (message_id, seq, char_start, char_end, text)
+        SELECT m.id, ?, ?, ?, ? FROM messages AS m
+        WHERE m.file_id = ? AND m.line = ? AND m.content_hash = ? AND m.id > ?
+        ON CONFLICT (message_id, seq) DO NOTHING
+        """,
+        rows,
+    )
+    added = cursor.rowcount
+    await cursor.close()
+    return added
 
 
 def _message_row(message: Message, file_id: int, file_session: str | None) -> tuple[Any, ...]:

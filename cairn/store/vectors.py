@@ -29,7 +29,7 @@ from chromadb.errors import NotFoundError
 from cairn.config import Settings
 from cairn.store.embeddings import make_embedding_function
 
-VECTOR_KINDS = ("ideas", "spans", "entities", "messages", "chunks", "associations")
+VECTOR_KINDS = ("ideas", "spans", "entities", "messages", "chunks", "associations", "passages")
 COLLECTION_PREFIX = "cairn_"
 SPACE = "cosine"
 

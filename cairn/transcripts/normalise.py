@@ -14,7 +14,11 @@ conversational turn:
   yield nothing; slash commands, ``isMeta`` lines and the local-command caveat are kept but marked
   ``is_noise``;
 * every piece of text is redacted (:mod:`cairn.transcripts.redact`) *before* it is clipped, so a
-  secret can never survive half-cut at a clipping boundary.
+  secret can never survive half-cut at a clipping boundary;
+* a message whose tool result was clipped also carries its ``full_text`` — the same rendering with the
+  whole (redacted) result — so search can split it into passages (:mod:`cairn.transcripts.passages`)
+  and find what the clipped display text elides. ``text`` stays the clipped one: it is what is shown
+  and what the indexing agent reads.
 
 Messages are emitted as soon as the entries that make them are seen: if an assistant message's lines
 straddle two reads, the second read yields a second message with the same ``message_id``. Holding the
@@ -115,6 +119,7 @@ class Message(BaseModel):
     role: MessageRole
     kind: MessageKind
     text: str
+    """The display text: tool results clipped to head + tail (shown, sent to the indexer, hashed)."""
     timestamp: datetime | None
     cwd: str | None
     git_branch: str | None
@@ -124,6 +129,13 @@ class Message(BaseModel):
     is_noise: bool
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_results: list[ToolResultRef] = Field(default_factory=list)
+    full_text: str | None = None
+    """`text` with every clipped tool result whole (redacted all the same); None when nothing was clipped."""
+
+    @property
+    def searchable_text(self) -> str:
+        """The whole text: what passages are cut from."""
+        return self.text if self.full_text is None else self.full_text
 
 
 @dataclass(slots=True)
@@ -136,6 +148,8 @@ class _Draft:
     kind: MessageKind
     message_id: str | None = None
     parts: list[str] = field(default_factory=list)
+    full_parts: dict[int, str] = field(default_factory=dict)
+    """The unclipped rendering of each part (by index in `parts`) that clipping shortened."""
     tool_calls: list[ToolCall] = field(default_factory=list)
     tool_results: list[ToolResultRef] = field(default_factory=list)
     is_compact_summary: bool = False
@@ -145,6 +159,10 @@ class _Draft:
         text = "\n".join(part for part in self.parts if part).strip()
         if not text:
             return None
+        full_text = None
+        if self.full_parts:
+            whole = (self.full_parts.get(index, part) for index, part in enumerate(self.parts))
+            full_text = "\n".join(part for part in whole if part).strip()
         entry = self.first.entry
         if not isinstance(entry, BaseEntry):  # drafts are only made from conversation entries
             return None
@@ -168,6 +186,7 @@ class _Draft:
             is_noise=self.is_noise,
             tool_calls=self.tool_calls,
             tool_results=self.tool_results,
+            full_text=full_text,
         )
 
 
@@ -275,7 +294,7 @@ class Normaliser:
             elif isinstance(block, ImageBlock):
                 draft.parts.append("[image]")
             elif isinstance(block, ToolResultBlock):
-                draft.parts.append(self._tool_result(draft, block))
+                self._add_tool_result(draft, block)
 
     def _user_draft(self, read: ReadEntry, entry: UserEntry) -> _Draft:
         draft = _Draft(first=read, last=read, role="user", kind="text")
@@ -286,7 +305,7 @@ class Normaliser:
             for block in content:
                 if isinstance(block, ToolResultBlock):
                     draft.kind = "tool_result"
-                    draft.parts.append(self._tool_result(draft, block))
+                    self._add_tool_result(draft, block)
                 else:
                     draft.parts.append(redact(_block_text(block)))
         if entry.is_compact_summary:
@@ -306,8 +325,16 @@ class Normaliser:
                 draft.parts = [command]
         return draft
 
-    def _tool_result(self, draft: _Draft, block: ToolResultBlock) -> str:
-        """Render one tool result (redacted, then clipped) and record the reference on ``draft``."""
+    def _add_tool_result(self, draft: _Draft, block: ToolResultBlock) -> None:
+        """Add one tool result's rendering to ``draft``, and its whole rendering when clipping cut it."""
+        shown, whole = self._tool_result(draft, block)
+        if whole is not None:
+            draft.full_parts[len(draft.parts)] = whole
+        draft.parts.append(shown)
+
+    def _tool_result(self, draft: _Draft, block: ToolResultBlock) -> tuple[str, str | None]:
+        """Render one tool result (redacted, then clipped) and record the reference on ``draft``;
+        also the whole (redacted, unclipped) rendering when clipping shortened it."""
         known = self._tools.get(block.tool_use_id)
         name = known[0] if known else None
         is_error = bool(block.is_error)
@@ -322,9 +349,12 @@ class Normaliser:
         else:
             text = "\n".join(filter(None, (_block_text(inner) for inner in body)))
         options = self.options
-        text = clip(redact(text), options.tool_result_head_chars, options.tool_result_tail_chars)
+        whole = redact(text)
+        text = clip(whole, options.tool_result_head_chars, options.tool_result_tail_chars)
         label = "tool_result" + (f" {name}" if name else "") + (" error" if is_error else "")
-        return f"[{label}] {text}" if text else f"[{label}]"
+        if not text:
+            return f"[{label}]", None
+        return f"[{label}] {text}", (f"[{label}] {whole}" if text != whole else None)
 
 
 def normalise(entries: Iterable[ReadEntry], options: NormaliseOptions | None = None) -> list[Message]:

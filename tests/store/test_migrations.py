@@ -254,6 +254,16 @@ ROWS: dict[int, list[tuple[str, dict[str, Any]]]] = {
             },
         ),
     ],
+    9: [
+        (
+            "message_passages",
+            {"message_id": 2, "seq": 0, "char_start": 0, "char_end": 20, "text": "Because the backfill"},
+        ),
+        (
+            "message_passages",
+            {"message_id": 2, "seq": 1, "char_start": 21, "char_end": 39, "text": "skipped sidechains"},
+        ),
+    ],
 }
 
 
@@ -335,7 +345,7 @@ async def test_upgrade_from_every_earlier_version_keeps_every_row(
         # Columns added by later steps come last: the old columns of every row are unchanged.
         width = len(rows[0])
         kept = after[table]
-        if table == "vector_outbox":
+        if table == "vector_outbox" and start < 8:
             # v8 queues the existing search associations for their first vectors.
             kept = [row for row in kept if row[0] != "associations"]
         assert [row[:width] for row in kept] == rows, f"{table} changed in the upgrade from v{start}"
@@ -353,7 +363,7 @@ async def test_upgrade_from_every_earlier_version_keeps_every_row(
     if start >= 2:
         async with conn.execute("SELECT rowid FROM ideas_fts WHERE ideas_fts MATCH 'sidechain'") as cur:
             assert [r[0] for r in await cur.fetchall()] == [2]
-    for fts in ("messages_fts", "ideas_fts", "spans_fts"):
+    for fts in ("messages_fts", "ideas_fts", "spans_fts", "file_chunks_fts", "message_passages_fts"):
         await conn.execute(f"INSERT INTO {fts} ({fts}) VALUES ('integrity-check')")
 
 
@@ -489,3 +499,38 @@ async def test_v8_merges_associations_that_differ_only_in_case_or_spacing(conn: 
     )
     async with conn.execute("SELECT query_key FROM search_associations WHERE file_path = 'x.md'") as cur:
         assert (await cur.fetchone())[0] == "release process"
+
+
+async def test_v9_passages_are_indexed_queued_and_go_with_their_message(conn: aiosqlite.Connection) -> None:
+    await migrate(conn, target=8)
+    await populate(conn, 1)
+    await conn.execute("DELETE FROM vector_outbox")
+    await migrate(conn)
+    await populate(conn, 9)
+    async with conn.execute(
+        "SELECT rowid FROM message_passages_fts WHERE message_passages_fts MATCH 'sidechain'"
+    ) as cur:
+        assert [r[0] for r in await cur.fetchall()] == [2]
+    async with conn.execute("SELECT kind, item_id, op FROM vector_outbox ORDER BY item_id") as cur:
+        assert [tuple(r) for r in await cur.fetchall()] == [
+            ("passages", 1, "upsert"),
+            ("passages", 2, "upsert"),
+        ]
+    # A passage's vector carries its message's metadata: a change to it re-queues the passages.
+    await conn.execute("DELETE FROM vector_outbox")
+    await conn.execute("UPDATE messages SET is_noise = 1 WHERE id = 2")
+    async with conn.execute("SELECT kind, item_id FROM vector_outbox WHERE kind = 'passages'") as cur:
+        assert [tuple(r) for r in await cur.fetchall()] == [("passages", 1), ("passages", 2)]
+    # Deleting the message deletes its passages, their full-text entries and (through the outbox) vectors.
+    await conn.execute("DELETE FROM messages WHERE id = 2")
+    async with conn.execute("SELECT count(*) FROM message_passages") as cur:
+        assert (await cur.fetchone())[0] == 0
+    async with conn.execute(
+        "SELECT count(*) FROM message_passages_fts WHERE message_passages_fts MATCH 'sidechain'"
+    ) as cur:
+        assert (await cur.fetchone())[0] == 0
+    async with conn.execute(
+        "SELECT item_id, op FROM vector_outbox WHERE kind = 'passages' ORDER BY 1"
+    ) as cur:
+        assert [tuple(r) for r in await cur.fetchall()] == [(1, "delete"), (2, "delete")]
+    await conn.execute("INSERT INTO message_passages_fts (message_passages_fts) VALUES ('integrity-check')")

@@ -113,7 +113,8 @@ async def test_sync_makes_chroma_match_sqlite(store: Store) -> None:
     assert pending == await store.db.scalar(
         "SELECT (SELECT count(*) FROM messages) + (SELECT count(*) FROM ideas) "
         "+ (SELECT count(*) FROM topic_spans) + (SELECT count(*) FROM entities) "
-        "+ (SELECT count(*) FROM file_chunks) + (SELECT count(*) FROM search_associations)"
+        "+ (SELECT count(*) FROM file_chunks) + (SELECT count(*) FROM search_associations) "
+        "+ (SELECT count(*) FROM message_passages)"
     )
     seen: list[tuple[int, int]] = []
 

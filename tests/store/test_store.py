@@ -293,7 +293,9 @@ async def test_stats_describe_the_store(store: Store, shared_files: list[Path]) 
     assert stats.projects >= 1
     assert stats.ideas == 1 and stats.ideas_by_intent == {"decision": 1}
     assert stats.queue_by_status == {"pending": 1}
-    assert stats.pending_vectors == total + 1
+    passages = await store.db.scalar("SELECT count(*) FROM message_passages")
+    assert stats.message_passages == passages > 0
+    assert stats.pending_vectors == total + passages + 1
     assert stats.vectors == {
         "ideas": 0,
         "spans": 0,
@@ -301,6 +303,7 @@ async def test_stats_describe_the_store(store: Store, shared_files: list[Path]) 
         "messages": 0,
         "chunks": 0,
         "associations": 0,
+        "passages": 0,
     }
     assert stats.schema_version >= 3 and stats.db_size_bytes > 0
     assert stats.first_message_at is not None and stats.last_message_at is not None

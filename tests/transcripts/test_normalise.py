@@ -199,6 +199,34 @@ def test_clipping_keeps_exact_head_and_tail(tmp_path: Path) -> None:
     assert result.text == f"[tool_result Bash] 0000\n0001\n…[{elided} chars elided]…\n0999"
 
 
+def test_a_clipped_tool_result_keeps_its_whole_redacted_text_beside_the_clipped_one(tmp_path: Path) -> None:
+    output = "".join(f"{i:04d}\n" for i in range(1000)) + f"token={ANTHROPIC_KEY}\n" + "end"
+    reads = _reads(
+        tmp_path,
+        _assistant("m1", _tool_use("t1", "Bash", command="seq"), _tool_use("t2", "Bash", command="true")),
+        _user(
+            [
+                {"type": "tool_result", "tool_use_id": "t1", "content": output},
+                {"type": "tool_result", "tool_use_id": "t2", "content": "done"},
+            ]
+        ),
+        _tool_result("t2", "short and whole"),
+    )
+    options = NormaliseOptions(tool_result_head_chars=10, tool_result_tail_chars=5)
+    call, clipped, short = normalise(reads, options)
+    assert call.full_text is None and short.full_text is None
+    assert short.searchable_text == short.text == "[tool_result Bash] short and whole"
+    assert ELISION.search(clipped.text) is not None
+    assert clipped.full_text is not None and clipped.searchable_text == clipped.full_text
+    assert (
+        clipped.full_text.startswith("[tool_result Bash] 0000\n0001\n") and "0567\n0568" in clipped.full_text
+    )
+    assert clipped.full_text.endswith("\n[tool_result Bash] done")  # the unclipped result as it was
+    assert clipped.text.endswith("\n[tool_result Bash] done")
+    # Redacted before anything is kept: the whole text holds no secret either.
+    assert ANTHROPIC_KEY not in clipped.full_text and "[REDACTED:" in clipped.full_text
+
+
 def test_tool_input_is_one_compact_capped_line(tmp_path: Path) -> None:
     content = "line one\nline two\n" * 100
     reads = _reads(
