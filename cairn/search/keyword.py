@@ -17,6 +17,12 @@ the tier is read from those marks (`cairn.search.tiers`), so no Python runs over
 Asking FTS5 for each tier instead (`MATCH ... AND rowid IN (...)`) evaluates the whole expression over
 the whole table every time. Snippets, needed only for the page shown, are cut here around the matches
 a compiled pattern finds.
+
+Messages are also found by their passages (`message_passages`: a long message's whole text, a clipped
+tool result in full, cut into pieces): one more FTS5 query over `message_passages_fts`, under the same
+filters through the passage's message, each passage hit counted for its message. A message keeps its
+best hit (tier strength, then bm25), whether its own text or one of its passages matched; the hit
+says which passage (`KeywordHit.passage_id`) so the passage can be shown (`passage_texts`).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from cairn.search.tiers import CLOSE, OPEN, SUFFIXES, Tiers, stem
 from cairn.store.db import Database
 
 SNIPPET_TOKENS = 24
+PASSAGES_FTS = "message_passages_fts"
 # Without filters that narrow the rows, FTS5's own top-N (over-fetched for the few rows the default
 # filters drop) is the candidate list; joining every match to its table first costs a lookup per match.
 FAST_OVERFETCH = 3
@@ -52,6 +59,12 @@ class KeywordHit:
     row_id: int
     strength: float
     bm25: float
+    passage_id: int | None = None
+    """For a message found through one of its passages: that passage (`message_passages.id`)."""
+
+    @property
+    def order(self) -> tuple[float, float, int]:
+        return (-self.strength, self.bm25, self.row_id)
 
 
 class Matcher:
@@ -200,8 +213,78 @@ async def keyword_hits(
         KeywordHit(int(row["id"]), tiers.strength(marks.get(int(row["id"]), "")), float(row["bm25"]))
         for row in rows
     ]
-    hits.sort(key=lambda hit: (-hit.strength, hit.bm25, hit.row_id))
+    if kind == "message":
+        hits = _best_per_message(hits + await _passage_hits(db, query, filters, n, tiers))[:n]
+    hits.sort(key=lambda hit: hit.order)
     return hits
+
+
+async def _passage_hits(
+    db: Database, query: FtsQuery, filters: Filters, n: int, tiers: Tiers
+) -> list[KeywordHit]:
+    """Messages whose passages match, one hit per matching passage (the best `n` x `FAST_OVERFETCH`
+    passages: a message can have several), in one statement."""
+    where, params = filters.sql("message")
+    marked = f"highlight({PASSAGES_FTS}, 0, '{OPEN}', '{CLOSE}')"
+    wide = n * FAST_OVERFETCH
+    if filters.narrows:
+        # The filters pick the passages (through their messages) before the top-N; marks only for those.
+        sql = f"""
+            WITH top AS (
+                SELECT f.rowid AS id, p.message_id, bm25({PASSAGES_FTS}) AS bm25
+                FROM {PASSAGES_FTS} AS f
+                JOIN message_passages AS p ON p.id = f.rowid
+                JOIN messages AS t ON t.id = p.message_id
+                WHERE {PASSAGES_FTS} MATCH ? AND {where}
+                ORDER BY bm25 LIMIT ?
+            )
+            SELECT top.id AS passage_id, top.message_id AS id, top.bm25, {marked} AS marked
+            FROM top JOIN {PASSAGES_FTS} ON {PASSAGES_FTS}.rowid = top.id
+            WHERE {PASSAGES_FTS} MATCH ?
+        """
+        args: tuple[object, ...] = (query.combined, *params, wide, query.combined)
+    else:
+        sql = f"""
+            SELECT c.id AS passage_id, p.message_id AS id, c.bm25, c.marked FROM (
+                SELECT rowid AS id, rank AS bm25, {marked} AS marked FROM {PASSAGES_FTS}
+                WHERE {PASSAGES_FTS} MATCH ? ORDER BY rank LIMIT ?
+            ) AS c
+            JOIN message_passages AS p ON p.id = c.id
+            JOIN messages AS t ON t.id = p.message_id
+            WHERE {where} ORDER BY c.bm25 LIMIT ?
+        """
+        args = (query.combined, wide, *params, wide)
+    return [
+        KeywordHit(
+            int(row["id"]),
+            tiers.strength(str(row["marked"] or "")),
+            float(row["bm25"]),
+            int(row["passage_id"]),
+        )
+        for row in await db.fetchall(sql, args)
+    ]
+
+
+def _best_per_message(hits: list[KeywordHit]) -> list[KeywordHit]:
+    """Each message's best hit (its own text or a passage): strongest tier, then best bm25."""
+    best: dict[int, KeywordHit] = {}
+    for hit in hits:
+        kept = best.get(hit.row_id)
+        if kept is None or hit.order < kept.order:
+            best[hit.row_id] = hit
+    return sorted(best.values(), key=lambda hit: hit.order)
+
+
+async def passage_texts(db: Database, ids: list[int]) -> dict[int, str]:
+    """The text of each message passage, by passage id (`KeywordHit.passage_id`,
+    `VectorMatch.passage_id`): the part of a long message that matched, to show as its snippet."""
+    if not ids:
+        return {}
+    rows = await db.fetchall(
+        "SELECT id, text FROM message_passages WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(ids),),
+    )
+    return {int(row["id"]): str(row["text"]) for row in rows}
 
 
 async def texts_of(db: Database, kind: Kind, ids: list[int]) -> dict[int, str]:

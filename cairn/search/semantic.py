@@ -10,6 +10,12 @@ hundreds of milliseconds when the filter allows most of them (the default "not s
 the query first runs unfiltered for `OVERFETCH` times the candidates and checks the metadata here; only
 when a narrow filter (one session, a small project) leaves too few does it ask Chroma to filter — and
 a narrow filter is exactly what Chroma checks fast.
+
+Messages are also found by their passages' vectors (the `passages` collection: the parts of long prose
+messages beyond the first ~200 word pieces, which the message's own vector never reads): one more
+query, each passage hit counted for its message, which keeps its best cosine and, when a passage gave
+it, that passage's id (`VectorMatch.passage_id`). The collection is a small share of the messages', so
+a session or project filter goes into that query directly.
 """
 
 from __future__ import annotations
@@ -31,11 +37,16 @@ if TYPE_CHECKING:
 OVERFETCH = 3
 
 
+PASSAGES = "passages"
+
+
 @dataclass(frozen=True)
 class VectorMatch:
     row_id: int
     cosine: float
     strength: float
+    passage_id: int | None = None
+    """For a message matched through one of its passages: that passage (`message_passages.id`)."""
 
 
 def calibrate(cosine: float, settings: Settings) -> float:
@@ -84,4 +95,37 @@ async def vector_matches(
     for hit in hits:
         if hit.id.isdigit() and hit.score > settings.search_vector_floor:
             matches.append(VectorMatch(int(hit.id), hit.score, calibrate(hit.score, settings)))
+    if kind == "message":
+        matches = _best_per_message(
+            matches + await _passage_matches(vectors, embedding, filters, n, settings)
+        )
+    return matches[:n]
+
+
+async def _passage_matches(
+    vectors: VectorIndex, embedding: list[float], filters: Filters, n: int, settings: Settings
+) -> list[VectorMatch]:
+    """Messages whose passages are close to the query, one match per passage, in one Chroma query."""
+    if filters.session is not None or filters.project_paths:
+        hits = await asyncio.to_thread(
+            vectors.query, PASSAGES, None, n, filters.where("message"), embedding=embedding, metadata=True
+        )
+    else:
+        hits = await asyncio.to_thread(vectors.query, PASSAGES, None, n, embedding=embedding, metadata=True)
+        hits = [hit for hit in hits if filters.accepts("message", hit.metadata)]
+    matches = []
+    for hit in hits:
+        message = hit.metadata.get("message_id")
+        if hit.id.isdigit() and isinstance(message, int) and hit.score > settings.search_vector_floor:
+            matches.append(VectorMatch(message, hit.score, calibrate(hit.score, settings), int(hit.id)))
     return matches
+
+
+def _best_per_message(matches: list[VectorMatch]) -> list[VectorMatch]:
+    """Each message's closest match (its own vector or a passage's), closest first."""
+    best: dict[int, VectorMatch] = {}
+    for match in matches:
+        kept = best.get(match.row_id)
+        if kept is None or match.cosine > kept.cosine:
+            best[match.row_id] = match
+    return sorted(best.values(), key=lambda match: (-match.cosine, match.row_id))
