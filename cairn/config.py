@@ -137,24 +137,30 @@ class Settings(BaseSettings):
     )
 
     # Search (README "Search ranking" gives each default and its reason)
-    search_rrf_k: int = Field(default=60, ge=1, description="Reciprocal rank fusion constant k.")
-    search_keyword_weight: float = Field(
-        default=2.0, ge=0, description="Weight of the keyword (original query) ranking in rank fusion."
+    search_keyword_share: float = Field(
+        default=0.8,
+        ge=0,
+        le=1,
+        description="Weight of the keyword part in relevance (the vector part gets the rest); above 0.5 an "
+        "item holding the query's words outranks a vector neighbour holding none of them.",
     )
-    search_vector_weight: float = Field(default=1.0, ge=0, description="Weight of the vector ranking.")
-    search_rank1_bonus: float = Field(default=0.05, ge=0, description="Fusion bonus for a rank-1 hit.")
-    search_top3_bonus: float = Field(default=0.02, ge=0, description="Fusion bonus for a rank-2/3 hit.")
+    search_bm25_share: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="How much bm25 (relative to the kind's best row) scales the keyword tier strength.",
+    )
+    search_vector_floor_rank: int = Field(
+        default=20,
+        ge=2,
+        le=1000,
+        description="The vector part spreads cosines between the query's best and this rank's cosine.",
+    )
     search_decisive_top: float = Field(
         default=0.85, ge=0, le=1, description="Skip vectors when the best keyword score reaches this..."
     )
     search_decisive_gap: float = Field(
         default=0.15, ge=0, le=1, description="...and leads the second by at least this much."
-    )
-    search_fusion_share: float = Field(
-        default=0.5,
-        ge=0,
-        le=1,
-        description="How much rank fusion scales the absolute match strength (0: not at all).",
     )
     search_vector_floor: float = Field(
         default=0.2, ge=-1, le=1, description="Cosine similarity at or below which a vector hit is noise."
@@ -173,16 +179,16 @@ class Settings(BaseSettings):
     )
     search_boosts: dict[str, float] = Field(
         default_factory=lambda: {
-            "decision": 1.1,
-            "conclusion": 1.1,
-            "solution": 1.05,
-            "problem": 1.0,
-            "question": 1.0,
-            "todo": 1.0,
-            "context": 0.9,
-            "span": 0.95,
-            "message": 0.8,
-            "tool_result": 0.7,
+            "decision": 0.75,
+            "conclusion": 0.75,
+            "solution": 0.75,
+            "problem": 0.7,
+            "question": 0.7,
+            "todo": 0.7,
+            "context": 0.65,
+            "span": 0.5,
+            "message": 1.0,
+            "tool_result": 0.9,
         },
         description="Score factor per idea intent, and for topic spans, messages and tool results.",
     )

@@ -362,11 +362,13 @@ async def _search_one(
     page = await search(store.db, store.vectors, store.settings, request, record_usage=False)
     ms = (time.perf_counter() - started) * 1000
     results = page.results[:TOP_K]
+    # A topic span is scored where it starts, as a result's "source line": the offline indexer leaves
+    # most spans open to the end of their file, so their range points at a region, not an answer.
     located = [
         Located(
             key_of_path.get(extent.file) if extent.file else None,
             extent.start,
-            extent.end,
+            extent.start if result.kind == "span" else extent.end,
             result.id,
             result.kind,
             preview(result.content, PREVIEW),

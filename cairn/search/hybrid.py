@@ -37,9 +37,9 @@ from cairn.config import Settings
 from cairn.learning.boost import AssociationBoost, associations_for, boosted_ideas
 from cairn.learning.boost import reinforce as reinforce_associations
 from cairn.search.errors import BadContinuationError
-from cairn.search.filters import Filters
+from cairn.search.filters import TABLES, Filters
 from cairn.search.hydrate import Item, load
-from cairn.search.keyword import keyword_hits, snippet_of
+from cairn.search.keyword import KeywordHit, keyword_hits, snippet_of
 from cairn.search.models import (
     KIND_OF_FILTER,
     Kind,
@@ -52,8 +52,8 @@ from cairn.search.models import (
 from cairn.search.paging import MAX_SEEN, decode_token, encode_token
 from cairn.search.projects import resolve_projects
 from cairn.search.query import FtsQuery, build
-from cairn.search.ranking import Signals, fusion, score
-from cairn.search.semantic import calibrate, cosines, vector_matches
+from cairn.search.ranking import Scale, Signals, relevance, score
+from cairn.search.semantic import cosines, vector_matches
 from cairn.store.db import Database
 from cairn.store.store import iso_utc
 from cairn.store.usage import record_use
@@ -109,8 +109,7 @@ async def search(
     if use_keywords or not use_vectors:
         for kind in kinds:
             hits = await keyword_hits(db, kind, query, filters, settings.search_candidates)
-            for rank, hit in zip(tied_ranks([(h.strength, h.bm25) for h in hits]), hits, strict=True):
-                signals[(kind, hit.row_id)] = Signals(keyword_rank=rank, keyword=hit.strength)
+            _add_keyword_signals(kind, hits, signals)
         use_keywords = True
 
     vector_skipped = False
@@ -127,14 +126,15 @@ async def search(
             use_keywords = True
             for kind in kinds:
                 hits = await keyword_hits(db, kind, query, filters, settings.search_candidates)
-                for rank, hit in zip(tied_ranks([(h.strength, h.bm25) for h in hits]), hits, strict=True):
-                    signals[(kind, hit.row_id)] = Signals(keyword_rank=rank, keyword=hit.strength)
+                _add_keyword_signals(kind, hits, signals)
         use_vectors = vector_used
 
     lifts: dict[int, AssociationBoost] = {}
+    vector = (await embedding)[0] if use_vectors and embedding is not None else None
     if "idea" in kinds:
-        vector = (await embedding)[0] if use_vectors and embedding is not None else None
         lifts = await _idea_lifts(db, vectors, settings, base, filters, vector, signals)
+    if vector is not None:
+        await _fill_cosines(vectors, vector, signals)
     ranked = await _rank(db, kinds, signals, filters, settings, base, use_keywords, use_vectors, lifts)
     return await _page(
         db,
@@ -214,6 +214,13 @@ def tied_ranks(keys: list[tuple[float, ...]]) -> list[int]:
     return ranks
 
 
+def _add_keyword_signals(
+    kind: Kind, hits: list[KeywordHit], signals: dict[tuple[Kind, int], Signals]
+) -> None:
+    for rank, hit in zip(tied_ranks([(h.strength, h.bm25) for h in hits]), hits, strict=True):
+        signals[(kind, hit.row_id)] = Signals(keyword_rank=rank, keyword=hit.strength, bm25=hit.bm25)
+
+
 def _decisive(signals: dict[tuple[Kind, int], Signals], settings: Settings) -> bool:
     strengths = sorted((s.keyword or 0.0 for s in signals.values()), reverse=True)
     if not strengths:
@@ -242,12 +249,12 @@ async def _add_vector_signals(
             ranks = tied_ranks([(round(m.cosine, 6),) for m in matches])
             for rank, match in zip(ranks, matches, strict=True):
                 entry = signals.setdefault((kind, match.row_id), Signals())
-                entry.vector_rank, entry.vector = rank, match.strength
+                entry.vector_rank, entry.cosine = rank, match.cosine
     except Exception as exc:
         log.warning("vector search failed; answering from keyword matches", exc_info=True)
         notices.append(f"semantic search failed ({type(exc).__name__}: {exc}); keyword matches only")
         for entry in signals.values():
-            entry.vector_rank = entry.vector = None
+            entry.vector_rank = entry.cosine = None
         return False
     return True
 
@@ -262,7 +269,7 @@ async def _idea_lifts(
     signals: dict[tuple[Kind, int], Signals],
 ) -> dict[int, AssociationBoost]:
     """Ideas linked to files learned associations point at (idea id -> strongest), added to the
-    candidates with their vector signal when no ranking drew them.
+    candidates when no ranking drew them: their cosine to the query then scores them like the rest.
 
     Without the query's embedding (keyword mode, a decisive keyword match, no vectors) only the same
     query applies and only ideas already drawn are lifted: no idea's similarity is known to rank it by.
@@ -271,21 +278,33 @@ async def _idea_lifts(
         db, vectors, settings, text=request.query, embedding=vector, project_ids=filters.project_ids
     )
     lifts = await boosted_ideas(db, boosts)
-    missing = [idea for idea in lifts if ("idea", idea) not in signals]
-    if not missing or vector is None or vectors is None:
-        return lifts
-    try:
-        stored = await asyncio.to_thread(vectors.get_embeddings, "ideas", [str(i) for i in missing])
-    except Exception:
-        log.warning("could not read the vectors of %d lifted ideas", len(missing), exc_info=True)
-        return lifts
-    strengths = [s.vector for (kind, _), s in signals.items() if kind == "idea" and s.vector is not None]
-    for record_id, cosine in cosines(vector, stored).items():
-        if cosine > settings.search_vector_floor:
-            strength = calibrate(cosine, settings)
-            rank = 1 + sum(1 for other in strengths if other > strength)
-            signals[("idea", int(record_id))] = Signals(vector_rank=rank, vector=strength)
+    if vector is not None:
+        for idea in lifts:
+            signals.setdefault(("idea", idea), Signals())
     return lifts
+
+
+async def _fill_cosines(
+    vectors: VectorIndex | None, vector: list[float], signals: dict[tuple[Kind, int], Signals]
+) -> None:
+    """Give every candidate the vector query did not draw its cosine, from its stored vector, so a
+    keyword match is weighed by its meaning too. A failure leaves them without (keywords still count)."""
+    if vectors is None:
+        return
+    missing: dict[Kind, list[int]] = {}
+    for (kind, row_id), entry in signals.items():
+        if entry.cosine is None:
+            missing.setdefault(kind, []).append(row_id)
+    for kind, ids in missing.items():
+        try:
+            stored = await asyncio.to_thread(
+                vectors.get_embeddings, TABLES[kind].vectors, [str(i) for i in ids]
+            )
+        except Exception:
+            log.warning("could not read the vectors of %d %s candidates", len(ids), kind, exc_info=True)
+            continue
+        for record_id, cosine in cosines(vector, stored).items():
+            signals[(kind, int(record_id))].cosine = cosine
 
 
 async def _rank(
@@ -300,29 +319,46 @@ async def _rank(
     lifts: dict[int, AssociationBoost],
 ) -> list[_Ranked]:
     """Every candidate that passes the filters and `min_score`, best first; an idea a learned
-    association lifts gets relevance x (1 + its weight) before `min_score` applies."""
+    association lifts gets relevance x (1 + its weight), and messages are folded into their ideas
+    (`_fold`), before `min_score` applies."""
     now = datetime.now(UTC)
     minimum = settings.search_min_score if request.min_score is None else request.min_score
     ranked: list[_Ranked] = []
     for kind in kinds:
         ids = [row_id for (k, row_id) in signals if k == kind]
+        scale = Scale.of([signals[(kind, row_id)] for row_id in ids], settings)
         for row_id, item in (await load(db, kind, ids, filters)).items():
             entry = signals[(kind, row_id)]
-            if entry.keyword_rank is None and entry.vector_rank is None:
+            parts_in = relevance(entry, scale, settings, keyword_used=keyword_used, vector_used=vector_used)
+            if parts_in[0] <= 0 and (kind != "idea" or row_id not in lifts):
                 continue
-            fused = fusion(entry, settings, keyword_used=keyword_used, vector_used=vector_used)
-            final, parts = score(item, entry, fused, settings, now)
+            final, parts = score(item, entry, parts_in, settings, now)
             lift = lifts.get(row_id) if kind == "idea" else None
             if lift is not None:
                 final *= 1 + lift.weight
                 parts.learned = round(lift.weight, 4)
-            if min(1.0, final) >= minimum:
-                ranked.append(_Ranked(item, entry, final, parts, lift))
-    # A message an idea was extracted from says the same thing, less distilled: show the idea only.
+            ranked.append(_Ranked(item, entry, final, parts, lift))
+    return [r for r in _fold(ranked) if r.score >= minimum]
+
+
+def _fold(ranked: list[_Ranked]) -> list[_Ranked]:
+    """Best first, a message an idea was extracted from folded into the idea: it says the same thing,
+    less distilled. The idea takes the better of the two places, so folding never buries what the
+    message alone would have shown."""
+    best: dict[str, float] = {}
+    for r in ranked:
+        if r.item.source_key and r.item.kind in ("idea", "message"):
+            best[r.item.source_key] = max(best.get(r.item.source_key, r.final), r.final)
     idea_sources = {r.item.source_key for r in ranked if r.item.kind == "idea" and r.item.source_key}
-    ranked = [r for r in ranked if r.item.kind != "message" or r.item.source_key not in idea_sources]
-    ranked.sort(key=lambda r: (-r.final, _KIND_ORDER[r.item.kind], r.item.row_id))
-    return ranked
+    kept = []
+    for r in ranked:
+        if r.item.kind == "message" and r.item.source_key in idea_sources:
+            continue
+        if r.item.kind == "idea" and r.item.source_key:
+            r.final = best[r.item.source_key]
+        kept.append(r)
+    kept.sort(key=lambda r: (-r.final, _KIND_ORDER[r.item.kind], r.item.row_id))
+    return kept
 
 
 async def _page(

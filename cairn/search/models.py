@@ -109,8 +109,12 @@ class ScoreParts(BaseModel):
     """What a score is made of, each in [0, 1] (None: that signal did not see the item)."""
 
     bm25: float | None = Field(default=None, description="Keyword match strength (phrase 1, near 0.85...).")
-    vector: float | None = Field(default=None, description="Semantic similarity, calibrated.")
-    fusion: float = Field(description="Weighted reciprocal rank fusion, 1 = first in every ranking.")
+    vector: float | None = Field(
+        default=None, description="Semantic similarity, calibrated against this query's other candidates."
+    )
+    fusion: float = Field(
+        description="Relevance: keyword_share x keyword part + the rest x vector part (README 'Search')."
+    )
     recency: float = Field(description="0.5 ** (age / half-life).")
     importance: float | None = Field(default=None, description="The idea's importance (ideas only).")
     usage: int = Field(default=0, description="How often the item was returned before.")
