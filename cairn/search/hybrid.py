@@ -39,7 +39,7 @@ from cairn.learning.boost import reinforce as reinforce_associations
 from cairn.search.errors import BadContinuationError
 from cairn.search.filters import TABLES, Filters
 from cairn.search.hydrate import Item, load
-from cairn.search.keyword import KeywordHit, keyword_hits, snippet_of
+from cairn.search.keyword import KeywordHit, keyword_hits, passage_texts, snippet_of
 from cairn.search.models import (
     KIND_OF_FILTER,
     Kind,
@@ -218,7 +218,9 @@ def _add_keyword_signals(
     kind: Kind, hits: list[KeywordHit], signals: dict[tuple[Kind, int], Signals]
 ) -> None:
     for rank, hit in zip(tied_ranks([(h.strength, h.bm25) for h in hits]), hits, strict=True):
-        signals[(kind, hit.row_id)] = Signals(keyword_rank=rank, keyword=hit.strength, bm25=hit.bm25)
+        signals[(kind, hit.row_id)] = Signals(
+            keyword_rank=rank, keyword=hit.strength, bm25=hit.bm25, passage_id=hit.passage_id
+        )
 
 
 def _decisive(signals: dict[tuple[Kind, int], Signals], settings: Settings) -> bool:
@@ -250,6 +252,7 @@ async def _add_vector_signals(
             for rank, match in zip(ranks, matches, strict=True):
                 entry = signals.setdefault((kind, match.row_id), Signals())
                 entry.vector_rank, entry.cosine = rank, match.cosine
+                entry.passage_id = entry.passage_id or match.passage_id  # words beat meaning for a snippet
     except Exception as exc:
         log.warning("vector search failed; answering from keyword matches", exc_info=True)
         notices.append(f"semantic search failed ({type(exc).__name__}: {exc}); keyword matches only")
@@ -390,7 +393,8 @@ async def _page(
             )
         else:
             notices.append(f"more than {MAX_SEEN} results paged through; narrow the search to see the rest")
-    results = _results(query, page)
+    passages = await passage_texts(db, [r.signals.passage_id for r in page if r.signals.passage_id])
+    results = _results(query, page, passages)
     if record_usage:
         await reinforce(db, [r.item.row_id for r in page if r.item.kind == "idea"])
         await reinforce_associations(db, [r.lift.association_id for r in page if r.lift is not None])
@@ -406,7 +410,8 @@ async def _page(
     )
 
 
-def _results(query: FtsQuery, page: list[_Ranked]) -> list[SearchResult]:
+def _results(query: FtsQuery, page: list[_Ranked], passages: dict[int, str]) -> list[SearchResult]:
+    """The page as results; a message found through a passage shows that passage as its snippet."""
     results = []
     for r in page:
         item = r.item
@@ -420,7 +425,7 @@ def _results(query: FtsQuery, page: list[_Ranked]) -> list[SearchResult]:
                 score=round(r.score, 4),
                 scores=r.parts,
                 match=r.signals.match_type,
-                snippet=snippet_of(query, item.content),
+                snippet=snippet_of(query, passages.get(r.signals.passage_id or 0, item.content)),
                 said_at=item.said_at,
                 session=item.session,
                 superseded=item.superseded_by is not None,

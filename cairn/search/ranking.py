@@ -48,6 +48,7 @@ class Signals:
     bm25: float | None = None
     vector_rank: int | None = None
     cosine: float | None = None
+    passage_id: int | None = None  # a long message found through one of its passages: which one
 
     @property
     def match_type(self) -> MatchType:
