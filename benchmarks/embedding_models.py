@@ -241,10 +241,12 @@ class Scores:
     first_hit: list[int | None] = field(default_factory=list)  # 1-based rank of the first hit per question
 
     def recall(self, k: int) -> float:
-        return sum(1 for rank in self.first_hit if rank is not None and rank <= k) / len(self.first_hit)
+        hits = sum(1 for rank in self.first_hit if rank is not None and rank <= k)
+        return hits / len(self.first_hit) if self.first_hit else float("nan")
 
     def mrr(self) -> float:
-        return sum(1.0 / rank for rank in self.first_hit if rank is not None) / len(self.first_hit)
+        total = sum(1.0 / rank for rank in self.first_hit if rank is not None)
+        return total / len(self.first_hit) if self.first_hit else float("nan")
 
     def extend(self, other: Scores) -> None:
         self.first_hit.extend(other.first_hit)
@@ -687,12 +689,19 @@ def run_bm25(data: CodingQA, conversations: list[Conversation]) -> Result:
 
 
 def run_model(
-    candidate: Candidate, args: argparse.Namespace, data: CodingQA, conversations: list[Conversation]
+    candidate: Candidate,
+    args: argparse.Namespace,
+    data: CodingQA,
+    conversations: list[Conversation],
+    speed_only: bool = False,
 ) -> tuple[Result, Encoder]:
     start = time.perf_counter()
     encoder = candidate.load(args)
     encoder.embed_docs(["warm-up: the model is loaded and has run once"])
     load_s = time.perf_counter() - start
+
+    if speed_only:
+        return Result(candidate.name, Scores(), Scores(), {}, load_s), encoder
 
     corpus = data.long_corpus if candidate.long_passages else data.corpus
     start = time.perf_counter()
@@ -735,6 +744,13 @@ def measure_speed(
             result.texts_per_s = max(result.texts_per_s or 0.0, rate)
             print(f"    speed round {round_ + 1}/{repeats} {candidate.name}: {rate:.1f} documents/s")
             sys.stdout.flush()
+
+
+def _brief(result: Result) -> str:
+    return "; ".join(
+        f"{label} R@1/5/10 " + "/".join(f"{scores.recall(k):.3f}" for k in KS) + f" MRR {scores.mrr():.3f}"
+        for label, scores in (("cq", result.coding), ("lc", result.locomo))
+    )
 
 
 def _row(cells: Sequence[str], widths: Sequence[int]) -> str:
@@ -788,6 +804,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=64, help="texts per run for every runner")
     parser.add_argument("--speed-stride", type=int, default=8, help="time every Nth coding-qa document")
     parser.add_argument("--repeats", type=int, default=3, help="speed rounds; the best is reported")
+    parser.add_argument("--speed-only", action="store_true", help="skip the quality measurements")
     args = parser.parse_args(argv)
     wanted = {name.strip() for name in args.only.split(",") if name.strip()}
     unknown = wanted - {c.name for c in CANDIDATES}
@@ -810,7 +827,7 @@ def main(argv: list[str] | None = None) -> int:
         f"threads={args.threads} batch_size={args.batch_size} HF_HUB_OFFLINE={os.environ['HF_HUB_OFFLINE']}\n"
     )
 
-    results = [run_bm25(data, conversations)]
+    results = [] if args.speed_only else [run_bm25(data, conversations)]
     runs: list[tuple[Candidate, Result, Encoder]] = []
     for candidate in CANDIDATES:
         if wanted and candidate.name not in wanted:
@@ -821,15 +838,17 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"{candidate.name}: {candidate.description}\n    {package_info(candidate)}")
         try:
-            result, encoder = run_model(candidate, args, data, conversations)
+            result, encoder = run_model(candidate, args, data, conversations, args.speed_only)
         except Exception as exc:  # a broken package must not hide the other results
             print(f"    FAILED: {type(exc).__name__}: {exc}")
             continue
-        print(
-            f"    load {result.load_s:.2f} s; quality pass {result.full_pass_docs_per_s:.1f} documents/s "
-            f"({result.n_texts} passages); cq R@10 {result.coding.recall(10):.3f}, "
-            f"lc R@10 {result.locomo.recall(10):.3f}"
-        )
+        if args.speed_only:
+            print(f"    load {result.load_s:.2f} s")
+        else:
+            print(
+                f"    load {result.load_s:.2f} s; quality pass {result.full_pass_docs_per_s:.1f} documents/s "
+                f"({result.n_texts} passages); {_brief(result)}"
+            )
         results.append(result)
         runs.append((candidate, result, encoder))
         sys.stdout.flush()
@@ -842,8 +861,9 @@ def main(argv: list[str] | None = None) -> int:
 
     print()
     print_table(results)
-    print()
-    print_sessions(results)
+    if not args.speed_only:
+        print()
+        print_sessions(results)
     return 0
 
 
