@@ -23,7 +23,7 @@ EVENTS = frozenset({"UserPromptSubmit", "Stop", "SubagentStop", "PreCompact", "S
 BUSY_TIMEOUT_S = 0.2
 # hook.sh and this file start the daemon one starter at a time, through this marker directory.
 STARTING_MARKER = "daemon.starting"
-STARTING_STALE_SECONDS = 60
+STARTING_STALE_SECONDS = 120  # longer than `cairn daemon start` waits (process.START_TIMEOUT)
 
 
 def cairn_home() -> str:

@@ -43,10 +43,10 @@ spawn_daemon() {
     # One starter at a time: a burst of hooks (Claude Code fires several per turn) must not start a
     # herd of interpreters that starve the new daemon until every starter gives up on it. The marker
     # is a directory (mkdir is atomic), removed when the start returns; one left behind by a killed
-    # starter is ignored after a minute.
+    # starter is ignored after two minutes (a start gives up after one).
     marker=$home/daemon.starting
     if ! mkdir "$marker" 2>/dev/null; then
-        [ -n "$(find "$marker" -maxdepth 0 -mmin -1 2>/dev/null)" ] && return 0
+        [ -n "$(find "$marker" -maxdepth 0 -mmin -2 2>/dev/null)" ] && return 0
         rmdir "$marker" 2>/dev/null
         mkdir "$marker" 2>/dev/null || return 0
     fi

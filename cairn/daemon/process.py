@@ -25,7 +25,10 @@ from pathlib import Path
 from cairn.config import Settings
 from cairn.daemon.logs import log_path
 
-START_TIMEOUT = 15.0
+# A cold start imports chromadb and onnxruntime and opens the store: seconds when the machine is quiet,
+# much longer on two busy cores. `start` returns as soon as the pidfile names the child, so a generous
+# limit costs nothing when all is well, and a short one kills a healthy daemon that was merely slow.
+START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
 _POLL = 0.05
 
