@@ -1,24 +1,34 @@
-"""Backfill throughput with the offline indexer, next to capture alone as the baseline.
+"""Backfill throughput with the offline indexer, next to capture alone as the baseline; passages off and on.
 
-Usage: ``.venv/bin/python benchmarks/backfill.py [COPIES]`` (default 4). The shared fixtures under
-``../shared/fixtures/transcripts`` are laid out as a Claude Code projects directory COPIES times
-(each copy its own sessions), then two fresh stores are filled from it, each by a real process:
+Usage: ``.venv/bin/python benchmarks/backfill.py [COPIES] [--repeats N]`` (default 4 copies, 1 repeat).
+The shared fixtures under ``../shared/fixtures/transcripts`` are laid out as a Claude Code projects
+directory COPIES times (each copy its own sessions), then fresh stores are filled from it, each by a
+real process:
 
 * ``cairn sync --no-index`` — capture only: read, normalise, store and embed every message. Every
   backfill pays this, so it is the floor;
 * ``cairn backfill --model offline`` — capture, then index session by session, oldest first.
 
-Both are timed wall-clock as a user sees them (process start included) and reported in messages per
-second; the ratio says how much of capture's speed a backfill keeps once indexing is added. The
-offline indexer stands in for a model, so this measures cairn's own overhead (planning, tools,
-validation, applying, embedding ideas), not an API's latency.
+Each runs twice in the same run: **before**, with ``CAIRN_PASSAGES=false`` (messages stored as before
+passages existed: no passages, no passage vectors), and **after**, with the default settings
+(passages, and vectors for the prose passages beyond the first). With ``--repeats N`` every pair runs N
+times, before and after alternating which goes first, and the median is reported, so a machine
+whose load drifts does not favour one side.
+
+All are timed wall-clock as a user sees them (process start included) and reported in messages per
+second; the ratio says how much of capture's speed a backfill keeps once indexing is added, and
+after/before how much passages cost. Vectors per message counts the message and passage vectors the
+capture stored (`cairn stats`) over the messages. The offline indexer stands in for a model, so this
+measures cairn's own overhead (planning, tools, validation, applying, embedding), not an API's latency.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -54,32 +64,73 @@ def timed(args: list[str], env: dict[str, str]) -> tuple[float, Any]:
     return seconds, json.loads(proc.stdout)
 
 
+def vector_counts(env: dict[str, str]) -> dict[str, int]:
+    _, stats = timed(["stats"], env)
+    return dict(stats["vectors"] or {})
+
+
 def main() -> None:
-    copies = int(sys.argv[1]) if len(sys.argv) > 1 else 4
+    parser = argparse.ArgumentParser(description="backfill throughput, passages off (before) and on (after)")
+    parser.add_argument("copies", nargs="?", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=1)
+    options = parser.parse_args()
+    copies, repeats = options.copies, options.repeats
+    configs = {"before": {"CAIRN_PASSAGES": "false"}, "after": {}}
+    seconds: dict[tuple[str, str], list[float]] = {}
+    results: dict[tuple[str, str], Any] = {}
+    vectors: dict[str, dict[str, int]] = {}
     with tempfile.TemporaryDirectory(prefix="cairn-bench-backfill-") as tmp:
         base = Path(tmp)
         files = lay_out(base / "projects", copies)
         env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_") and k != "ANTHROPIC_API_KEY"}
         env["CAIRN_CLAUDE_PROJECTS_DIR"] = str(base / "projects")
+        for repeat in range(repeats):
+            order = list(configs) if repeat % 2 == 0 else list(reversed(configs))
+            for command in ("sync", "backfill"):
+                for name in order:
+                    home = base / f"{command}-{name}-{repeat}"
+                    run_env = {**env, **configs[name], "CAIRN_HOME": str(home)}
+                    cli = ["sync", "--no-index"] if command == "sync" else ["backfill", "--model", "offline"]
+                    took, data = timed(cli, run_env)
+                    seconds.setdefault((command, name), []).append(took)
+                    results[(command, name)] = data
+                    if command == "sync" and repeat == 0:
+                        vectors[name] = vector_counts(run_env)
+                    shutil.rmtree(home / "chroma", ignore_errors=True)
 
-        capture_home, backfill_home = str(base / "capture"), str(base / "backfill")
-        sync_s, sync = timed(["sync", "--no-index"], {**env, "CAIRN_HOME": capture_home})
-        back_s, back = timed(["backfill", "--model", "offline"], {**env, "CAIRN_HOME": backfill_home})
-
-    messages = sync["sync"]["messages_added"]
-    assert back["messages_added"] == messages, (back["messages_added"], messages)
-    indexed = sum(s["messages"] for s in back["sessions"])
-    capture_rate = messages / sync_s
-    backfill_rate = messages / back_s
-    print(f"{files} files, {back['sessions_total']} sessions, {messages} messages ({copies} copies)")
-    print(f"capture only (cairn sync --no-index): {sync_s:6.2f} s  {capture_rate:8.1f} messages/s")
+    messages = results[("sync", "before")]["sync"]["messages_added"]
+    for name in configs:
+        assert results[("sync", name)]["sync"]["messages_added"] == messages
+        assert results[("backfill", name)]["messages_added"] == messages
     print(
-        f"backfill offline (capture + index):   {back_s:6.2f} s  {backfill_rate:8.1f} messages/s  "
-        f"({back['batches']} runs, {indexed} messages sent, "
-        f"{sum(back['applied']['ideas_by_intent'].values())} ideas)"
+        f"{files} files, {results[('backfill', 'after')]['sessions_total']} sessions, {messages} messages "
+        f"({copies} copies), median of {repeats} run(s) each"
     )
-    print(f"indexing phase alone: {indexed / back['wall_seconds']:.1f} sent messages/s")
-    print(f"backfill / capture throughput: {backfill_rate / capture_rate:.2f}")
+    rates: dict[tuple[str, str], float] = {}
+    for command, label in (
+        ("sync", "capture only (cairn sync --no-index)"),
+        ("backfill", "backfill offline"),
+    ):
+        for name in configs:
+            took = statistics.median(seconds[(command, name)])
+            rates[(command, name)] = messages / took
+            print(f"{label:38s} {name:6s} {took:7.2f} s  {messages / took:8.1f} messages/s")
+        print(
+            f"{'':38s} after/before throughput: {rates[(command, 'after')] / rates[(command, 'before')]:.3f}"
+        )
+    for name in configs:
+        counted = vectors[name]
+        own, passages = counted.get("messages", 0), counted.get("passages", 0)
+        message_vectors = own + passages
+        print(
+            f"vectors {name:6s}: {own} messages + {passages} passages "
+            f"= {message_vectors / messages:.3f} per message (all collections: {sum(counted.values())})"
+        )
+    back = results[("backfill", "after")]
+    indexed = sum(s["messages"] for s in back["sessions"])
+    print(f"indexing phase alone (after): {indexed / back['wall_seconds']:.1f} sent messages/s")
+    ratio = rates[("backfill", "after")] / rates[("sync", "after")]
+    print(f"backfill / capture throughput (after): {ratio:.2f}")
 
 
 if __name__ == "__main__":
