@@ -222,11 +222,12 @@ async def keyword_hits(
 async def _passage_hits(
     db: Database, query: FtsQuery, filters: Filters, n: int, tiers: Tiers
 ) -> list[KeywordHit]:
-    """Messages whose passages match, one hit per matching passage (the best `n` x `FAST_OVERFETCH`
-    passages: a message can have several), in one statement."""
+    """Messages whose passages match, one hit per matching passage (the best `n` passages: a message
+    can have several), in one statement. Only searchable messages have passages, so unlike the
+    messages' own query this one needs no over-fetch for the rows the default filters drop: each
+    row it returns costs a `highlight()` over its passage."""
     where, params = filters.sql("message")
     marked = f"highlight({PASSAGES_FTS}, 0, '{OPEN}', '{CLOSE}')"
-    wide = n * FAST_OVERFETCH
     if filters.narrows:
         # The filters pick the passages (through their messages) before the top-N; marks only for those.
         sql = f"""
@@ -242,7 +243,7 @@ async def _passage_hits(
             FROM top JOIN {PASSAGES_FTS} ON {PASSAGES_FTS}.rowid = top.id
             WHERE {PASSAGES_FTS} MATCH ?
         """
-        args: tuple[object, ...] = (query.combined, *params, wide, query.combined)
+        args: tuple[object, ...] = (query.combined, *params, n, query.combined)
     else:
         sql = f"""
             SELECT c.id AS passage_id, p.message_id AS id, c.bm25, c.marked FROM (
@@ -251,9 +252,9 @@ async def _passage_hits(
             ) AS c
             JOIN message_passages AS p ON p.id = c.id
             JOIN messages AS t ON t.id = p.message_id
-            WHERE {where} ORDER BY c.bm25 LIMIT ?
+            WHERE {where}
         """
-        args = (query.combined, wide, *params, wide)
+        args = (query.combined, n, *params)
     return [
         KeywordHit(
             int(row["id"]),
