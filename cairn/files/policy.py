@@ -10,6 +10,7 @@ reason code instead of raising.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 import stat
@@ -20,6 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from cairn.files.paths import ProjectPath, resolve_in_project
+from cairn.files.system import project_refusal, pseudo_filesystem
 
 RefusalReason = Literal[
     "outside_project",
@@ -66,9 +68,30 @@ _SECRET_NAMES = (
     ".htpasswd",
     ".git-credentials",
     "kubeconfig*",
+    ".pgpass",
+    ".my.cnf",
+    # System credential stores: a copy in a backup or a container image's tree is as secret as the
+    # original (the originals are in refused system trees anyway, see `cairn.files.system`).
+    "shadow",
+    "shadow-",
+    "shadow.bak",
+    "gshadow",
+    "gshadow-",
+    "gshadow.bak",
+    "opasswd",
+    "master.passwd",
+    "spwd.db",
+    "sudoers",
+    "sudoers.bak",
+    "sudoers.dist",
+    "*.keytab",
+    "htpasswd",
+    "ssh_host_*key",
 )
 #: Directories whose every file is a credential store or config that holds tokens.
-_SECRET_DIRS = frozenset({".git", ".ssh", ".aws", ".gnupg", ".kube", ".docker", ".azure", "secrets"})
+_SECRET_DIRS = frozenset(
+    {".git", ".ssh", ".aws", ".gnupg", ".kube", ".docker", ".azure", "secrets", "sudoers.d"}
+)
 
 
 @dataclass(frozen=True)
@@ -123,6 +146,17 @@ def covers_home(project_dir: str | os.PathLike[str]) -> bool:
     return root == home or root in home.parents
 
 
+def not_a_project(project_dir: str | os.PathLike[str]) -> str | None:
+    """Why a session's directory is no project whose files may be read, or None when it is one.
+
+    The home directory and everything above it (`covers_home`), system trees such as `/etc` or `/proc`
+    and kernel pseudo-filesystems (`cairn.files.system.project_refusal`).
+    """
+    if covers_home(project_dir):
+        return f"{project_dir} is the home directory or above it: too broad to index"
+    return project_refusal(project_dir)
+
+
 def admit(
     project_dir: str | os.PathLike[str],
     path: str,
@@ -137,11 +171,9 @@ def admit(
     failure, not a policy decision — the drain records it as `failed`, and the next touch of the file
     tries again.
     """
-    if covers_home(project_dir):
-        return Refusal(
-            "not_a_project",
-            f"{project_dir} is the home directory or above it: too broad to index",
-        )
+    refused = not_a_project(project_dir)
+    if refused is not None:
+        return Refusal("not_a_project", refused)
     located = resolve_in_project(project_dir, path, cwd=cwd)
     if located is None:
         return Refusal("outside_project", f"{path} is not inside {project_dir}")
@@ -161,8 +193,10 @@ def admit(
     ignored = (gitignore or GitIgnore(project_dir)).check(rel)
     if ignored is not None:
         return Refusal(ignored.reason, ignored.detail, rel)
-    with located.absolute.open("rb") as handle:
-        data = handle.read(max_bytes + 1)
+    opened = _read_beneath(Path(project_dir).resolve(), rel, max_bytes)
+    if isinstance(opened, str):
+        return Refusal("not_a_file", f"{rel} {opened}", rel)
+    data = opened
     if len(data) > max_bytes:  # it grew since the stat
         return Refusal("too_large", f"{rel} is over {max_bytes} bytes", rel)
     if b"\0" in data[:BINARY_SNIFF_BYTES]:
@@ -172,6 +206,61 @@ def admit(
     except UnicodeDecodeError as exc:
         return Refusal("binary", f"{rel} is not UTF-8 text ({exc.reason} at byte {exc.start})", rel)
     return Admitted(path=located, data=data, text=text)
+
+
+#: How a file is opened for reading: never through a symlink (a swap after the checks above), never
+#: blocking (a swap for a FIFO would hang the drain), never adopting a terminal as controlling tty.
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+_DIR_FLAGS = (
+    os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+)
+
+
+def _read_beneath(root: Path, relative: str, max_bytes: int) -> bytes | str:
+    """Up to `max_bytes + 1` bytes of `root/relative`, or why the file is not what was checked.
+
+    Every check above looked at a path; between those checks and the read, any component of it can
+    be swapped (a directory for a symlink out of the project, the file for a FIFO, a device or a
+    symlink to `/etc/shadow`). So the path is walked again one component at a time from the project
+    root, each opened relative to its parent without following symlinks, and the opened file itself
+    is `fstat`ed: whatever it is *now* is what gets read, or refused. A component that vanished
+    raises FileNotFoundError like any missing file would.
+    """
+    parts = PurePosixPath(relative).parts
+    descriptor = os.open(root, _DIR_FLAGS)
+    try:
+        for part in parts[:-1]:
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=descriptor)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    return "changed into a path through a symlink while being read"
+                raise
+            os.close(descriptor)
+            descriptor = child
+        try:
+            handle = os.open(parts[-1], _OPEN_FLAGS, dir_fd=descriptor)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EMLINK, errno.ENXIO, errno.ENOTDIR):
+                return "was replaced by a symlink or special file while being read"
+            raise
+    finally:
+        os.close(descriptor)
+    with os.fdopen(handle, "rb") as stream:
+        info = os.fstat(stream.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return "was replaced by something that is not a regular file while being read"
+        fstype = pseudo_filesystem(os.path.join(root, relative), info.st_dev)
+        if fstype is not None:
+            return f"is on a {fstype} pseudo-filesystem"
+        os.set_blocking(stream.fileno(), True)
+        return stream.read(max_bytes + 1)
 
 
 class GitIgnore:

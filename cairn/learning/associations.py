@@ -29,7 +29,7 @@ from typing import Literal
 import aiosqlite
 
 from cairn.files.paths import ProjectPath, resolve_in_project
-from cairn.files.policy import covers_home
+from cairn.files.policy import not_a_project
 from cairn.files.requests import request_files
 from cairn.store.json_columns import json_strings
 from cairn.store.store import iso_utc
@@ -157,7 +157,7 @@ def _existing_file(
     A path the file system will not even look at (too long, a directory without permission) is no
     file either: the path comes from a transcript or a model, so it must not fail the whole read.
     """
-    if covers_home(project_dir):  # a session in ~ or / has no project to learn files of
+    if not_a_project(project_dir) is not None:  # a session in ~, / or /etc has no project files
         return None
     located = resolve_in_project(project_dir, file_path, cwd=cwd)
     if located is None:
