@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from cairn import __version__
+from cairn.cli.safe import SafeConsole, plain_text
 from cairn.config import Settings
 
 app = typer.Typer(
@@ -28,10 +29,11 @@ app = typer.Typer(
 )
 
 
-console = Console()
+# Safe consoles: nothing a transcript says can reach the terminal as a control sequence (cli/safe.py).
+console = SafeConsole()
 
 
-err = Console(stderr=True)
+err = SafeConsole(stderr=True)
 
 
 T = TypeVar("T")
@@ -72,7 +74,12 @@ def print_json(data: Any) -> None:
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}")
+    """Print `message` as one `error:` line and return the exit to raise.
+
+    The message often quotes what the caller or a transcript said (an id, a path, a token), so it is
+    printed as text, never as markup, and never wrapped: a script reads the first line of stderr.
+    """
+    err.print(Text("error:", style="bold red") + Text(" ") + plain_text(message), soft_wrap=True)
     return typer.Exit(code)
 
 
@@ -297,4 +304,7 @@ def render_index(report: Any) -> None:
     applied.pop("run_id", None)
     console.print(key_value_table("indexed", {**applied, **data}))
     for failure in failures:
-        err.print(f"[yellow]run {failure['run_id']} {failure['outcome']}[/]: {failure['error']}")
+        err.print(
+            Text(f"run {failure['run_id']} {failure['outcome']}", style="yellow")
+            + plain_text(f": {failure['error']}")
+        )

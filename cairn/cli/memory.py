@@ -1,4 +1,7 @@
-"""Commands that list what the memory holds: stats, ideas, questions, todos, topics and entities."""
+"""Commands that list what the memory holds: stats, ideas, questions, todos, topics and entities.
+
+Their cells are transcript text, so each is a `plain_text`: never markup, controls made visible.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from cairn.cli.common import (
     request,
     run_async,
 )
+from cairn.cli.safe import plain_text
 
 
 @app.command()
@@ -45,7 +49,7 @@ def _print_rows(title: str, rows: list[dict[str, Any]], columns: list[str], as_j
     for col in columns:
         table.add_column(col.replace("_", " "), overflow="fold")
     for row in rows:
-        table.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
+        table.add_row(*(plain_text(row.get(c)) for c in columns))
     console.print(table)
 
 

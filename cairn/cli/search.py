@@ -3,7 +3,8 @@
 Each asks the store through `request` (the daemon when it runs, else directly) and either prints the
 op's JSON unchanged (`--json`, for scripts and agents) or renders it for a person. Rendering builds rich
 `Text` objects instead of markup strings, so nothing a transcript says — brackets, backslashes, stray
-`**` — can be read as styling or break the output.
+`**` — can be read as styling or break the output, and it renders `terminal_data` of the answer, so no
+control character a transcript holds (`ESC[2J`, an OSC title, a bidi override) reaches the terminal.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from cairn.cli.common import (
     request,
     run_async,
 )
+from cairn.cli.safe import plain_text, terminal_data
 
 
 class SearchMode(StrEnum):
@@ -201,7 +203,7 @@ def search_table(page: dict[str, Any]) -> Table:
 
 def _no_results(query: str) -> None:
     """Say what to try next: other words or semantic mode, or indexing first when the memory is empty."""
-    console.print(f"No matches for {query!r}." if query else "No matches.")
+    console.print(Text("No matches for ") + plain_text(repr(query)) + Text(".") if query else "No matches.")
     tips: list[str] = []
     # A query without words gets a notice from search itself; tips about other words would not help it.
     if re.search(r"\w", query):
@@ -304,7 +306,7 @@ def search(
     if as_json:
         print_json(page)
     else:
-        render_search(page, query)
+        render_search(terminal_data(page), query)
 
 
 def _excerpt(text: str, terms: list[str], width: int = 400) -> str:
@@ -413,7 +415,7 @@ def content(
     if as_json:
         print_json(data)
     else:
-        render_content(data, terms)
+        render_content(terminal_data(data), terms)
 
 
 def _idea_line(idea: dict[str, Any], prefix: str = "") -> Text:
@@ -586,7 +588,7 @@ def show(item_id: ItemIdArg, as_json: JsonOpt = False) -> None:
     if as_json:
         print_json(item)
     else:
-        console.print(show_panel(item))
+        console.print(show_panel(terminal_data(item)))
 
 
 def _session_header(session_id: str, sessions: dict[str, Any]) -> Text:
@@ -664,4 +666,4 @@ def timeline(
     if as_json:
         print_json(data)
     else:
-        render_timeline(data)
+        render_timeline(terminal_data(data))
