@@ -67,6 +67,8 @@ from cairn.search.terms import ExactTerm, compile_term, is_code_shaped
 from cairn.store.db import Database
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from cairn.store.vectors import VectorIndex
 
 # The request/response models, sources and term matching live in their own modules; importers that
@@ -121,7 +123,8 @@ class _Plan:
     offset: int
     total: int | None
 
-    def token(self, offset: int, total: int) -> str:
+    def token(self, offset: int, total: int, home: Path) -> str:
+        """The signed token for the page starting at `offset` (`home` holds the signing key)."""
         return encode_token(
             TOKEN_KIND,
             {
@@ -134,6 +137,7 @@ class _Plan:
                 "offset": offset,
                 "total": total,
             },
+            home,
         )
 
 
@@ -211,7 +215,9 @@ async def search_content(
             avg_relevance=avg,
             search_interpretation=_interpretation(settings, plan, terms, degraded, ranking.lifted),
         ),
-        continuation=Continuation(has_more=has_more, next_token=plan.token(end, total) if has_more else None),
+        continuation=Continuation(
+            has_more=has_more, next_token=plan.token(end, total, settings.home) if has_more else None
+        ),
         navigation_hints=_hints(plan, results, total, has_more, request.limit, len(ranked) - end),
     )
 
@@ -233,7 +239,7 @@ async def _plan(db: Database, settings: Settings, request: ContentRequest) -> _P
             offset=0,
             total=None,
         )
-    data = decode_token(TOKEN_KIND, request.continuation_token)
+    data = decode_token(TOKEN_KIND, request.continuation_token, settings.home)
     try:
         plan = _Plan(
             concepts=_strings(data["concepts"]),

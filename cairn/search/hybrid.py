@@ -59,6 +59,8 @@ from cairn.store.store import iso_utc
 from cairn.store.usage import record_use
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from cairn.store.vectors import VectorIndex
 
 log = logging.getLogger(__name__)
@@ -90,7 +92,7 @@ async def search(
 ) -> SearchPage:
     """One page of results for `request` (or for the search its `continuation` token continues)."""
     started = time.perf_counter()
-    base, snapshot, seen = _resume(request)
+    base, snapshot, seen = _resume(request, settings.home)
     notices: list[str] = []
     query = build(base.query)
     if query is None:
@@ -147,14 +149,15 @@ async def search(
         vector_skipped,
         started,
         record_usage,
+        settings.home,
     )
 
 
-def _resume(request: SearchRequest) -> tuple[SearchRequest, dict[str, int] | None, list[str]]:
+def _resume(request: SearchRequest, home: Path) -> tuple[SearchRequest, dict[str, int] | None, list[str]]:
     """The request a continuation token carries (with this call's limit), its snapshot and seen ids."""
     if not request.continuation:
         return request, None, []
-    payload = decode_token(_TOKEN, request.continuation)
+    payload = decode_token(_TOKEN, request.continuation, home)
     try:
         base = SearchRequest.model_validate({**payload["request"], "limit": request.limit})
         snapshot = {str(k): int(v) for k, v in payload["snapshot"].items()}
@@ -330,9 +333,18 @@ async def _rank(
     for kind in kinds:
         ids = [row_id for (k, row_id) in signals if k == kind]
         scale = Scale.of([signals[(kind, row_id)] for row_id in ids], settings)
-        for row_id, item in (await load(db, kind, ids, filters)).items():
+        items = await load(db, kind, ids, filters)
+        relevances = {
+            row_id: relevance(
+                signals[(kind, row_id)], scale, settings, keyword_used=keyword_used, vector_used=vector_used
+            )
+            for row_id in items
+        }
+        if kind == "message" and settings.search_context_weight > 0:
+            relevances = _with_context(items, relevances, settings)
+        for row_id, item in items.items():
             entry = signals[(kind, row_id)]
-            parts_in = relevance(entry, scale, settings, keyword_used=keyword_used, vector_used=vector_used)
+            parts_in = relevances[row_id]
             if parts_in[0] <= 0 and (kind != "idea" or row_id not in lifts):
                 continue
             final, parts = score(item, entry, parts_in, settings, now)
@@ -342,6 +354,32 @@ async def _rank(
                 parts.learned = round(lift.weight, 4)
             ranked.append(_Ranked(item, entry, final, parts, lift))
     return [r for r in _fold(ranked) if r.score >= minimum]
+
+
+def _with_context(
+    items: dict[int, Item], relevances: dict[int, tuple[float, float]], settings: Settings
+) -> dict[int, tuple[float, float]]:
+    """Each message's relevance plus `search_context_weight` x the best relevance among the candidate
+    messages within `search_context_lines` lines of it in the same file: an answer sits in a
+    conversation about the question, so a message whose neighbours match too is likelier the one."""
+    by_place: dict[tuple[int, int], float] = {}
+    for row_id, item in items.items():
+        if item.source_key is not None:
+            by_place[item.source_key] = relevances[row_id][0]
+    reach = settings.search_context_lines
+    weight = settings.search_context_weight
+    out = {}
+    for row_id, (own, vector) in relevances.items():
+        key = items[row_id].source_key
+        best = 0.0
+        if key is not None:
+            file_id, line = key
+            best = max(
+                (by_place.get((file_id, line + d), 0.0) for d in range(-reach, reach + 1) if d),
+                default=0.0,
+            )
+        out[row_id] = (own + weight * best, vector)
+    return out
 
 
 def _fold(ranked: list[_Ranked]) -> list[_Ranked]:
@@ -375,6 +413,7 @@ async def _page(
     vector_skipped: bool,
     started: float,
     record_usage: bool,
+    home: Path,
 ) -> SearchPage:
     already = set(seen)
     remaining = [r for r in ranked if r.item.id not in already]
@@ -390,6 +429,7 @@ async def _page(
                     "snapshot": snapshot,
                     "seen": returned,
                 },
+                home,
             )
         else:
             notices.append(f"more than {MAX_SEEN} results paged through; narrow the search to see the rest")

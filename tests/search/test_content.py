@@ -401,9 +401,11 @@ async def test_bad_tokens_are_refused(store: Store, settings: Settings, corpus: 
     with pytest.raises(BadContinuationError):
         await run(store, settings, continuation_token="not a token")
     with pytest.raises(BadContinuationError, match="another kind"):
-        await run(store, settings, continuation_token=encode_token("search", {"offset": 2}))
+        await run(store, settings, continuation_token=encode_token("search", {"offset": 2}, settings.home))
     with pytest.raises(BadContinuationError):
-        await run(store, settings, continuation_token=encode_token("search_content", {"offset": 2}))
+        await run(
+            store, settings, continuation_token=encode_token("search_content", {"offset": 2}, settings.home)
+        )
 
 
 # Filters, hostile input, noise, keywords
