@@ -1,0 +1,46 @@
+"""Hostile continuation tokens sent to a real stdio MCP server (issue 14, item 4).
+
+Each must come back as a tool error with the one-line refusal — not an internal exception's text —
+and the server must keep answering afterwards.
+"""
+
+from __future__ import annotations
+
+import pytest
+from chromadb.api.types import Documents, EmbeddingFunction
+from mcp import Client
+
+from cairn.config import Settings
+from cairn.search.paging import DAMAGED
+from cairn.store.store import Store
+from cairn.store.vectors import VectorIndex
+from tests.mcp.test_mcp import _server, call, error
+from tests.search.token_attacks import attacks
+from tests.tools.memory import seed
+
+QUERY = {"query": "vectors blobs SQLite", "kind": "ideas", "include_superseded": True, "limit": 1}
+
+
+@pytest.fixture
+async def seeded(settings: Settings, embedding_function: EmbeddingFunction[Documents]) -> None:
+    store = await Store.open(settings, vectors=VectorIndex(settings, embedding_function))
+    try:
+        await seed(store)
+    finally:
+        await store.close()
+
+
+async def test_the_mcp_server_answers_every_forged_token_with_a_clean_tool_error(
+    seeded: None, settings: Settings
+) -> None:
+    async with Client(_server(settings.home)) as connected:
+        first = await call(connected, "search", QUERY)
+        genuine = first["next_token"]
+        assert genuine
+        for name, token in attacks(genuine).items():
+            message = await error(connected, "search", {"continuation": token})
+            assert message == f"Error executing tool search: {DAMAGED}", name
+            message = await error(connected, "search_content", {"continuation_token": token})
+            assert message == f"Error executing tool search_content: {DAMAGED}", name
+        second = await call(connected, "search", {"continuation": genuine, "limit": 1})
+        assert second["results"][0]["id"] != first["results"][0]["id"]
