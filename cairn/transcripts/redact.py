@@ -19,9 +19,18 @@ Two kinds of rule:
 the text, since the user asked for it to stay private and the closing tag may simply not have been
 written yet.
 
-Deliberately *not* redacted, to keep code readable: a value separated by a space instead of ``=``/``:``
-(``--password hunter2``), and an unquoted letters-only word after a spaced separator
-(``password = hunter``), which is indistinguishable from a variable name.
+* Passwords on command lines: a long option named like a secret with its value after a space
+  (``--password hunter2``, ``--api-token abc123``), and the password flags of the commands that take
+  one (``mysql -pSECRET``, ``sshpass -p``, ``docker login -p``, ``redis-cli -a``, ``mongosh -p``,
+  ``ldapsearch -w``, ``sqlcmd -P``, ``7z -p``, ``curl -u user:pass``, ``smbclient -U user%pass``). Short
+  flags are judged per command because they mean other things elsewhere (``ssh -p 2222``,
+  ``docker run -p 8080:80``, ``mkdir -p``, ``pytest -p no:cacheprovider``).
+* URL user-info: everything between ``user:`` and the *last* ``@`` before the host, so a password
+  holding an ``@`` is hidden whole.
+
+Deliberately *not* redacted, to keep code readable: an unquoted letters-only word after a spaced
+separator (``password = hunter``, ``--password secret``), which is indistinguishable from a variable
+name or a metavar.
 
 Most text contains no secret at all, so every rule has literal trigger substrings checked with ``in``
 first; the regexes run only when a trigger is present.
@@ -107,10 +116,12 @@ _JWT = re.compile(r"eyJ(?<!\weyJ)[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Z
 # Case-insensitive rules start with a character class instead of using re.IGNORECASE, which would
 # disable `re`'s fast scan for the first character.
 _AUTH_HEADER = re.compile(
-    r"([Aa](?i:uthorization)[\"']?\s*[:=]\s*[\"']?(?i:bearer|basic|token|digest)\s+)([^\s\"',;]+)"
+    r"([Aa](?i:uthorization)[\"']?\s*[:=]\s*[\"']?(?P<scheme>(?i:bearer|basic|token|digest)\s+)?)"
+    r"([^\s\"',;]+)"
 )
 _BEARER = re.compile(r"([Bb](?i:earer)\s+)([A-Za-z0-9._~+/\-]{20,}=*)")
-_URL_CREDENTIALS = re.compile(r"(://[^\s:/@'\"\[\]]+:)([^\s@/'\"\[\]]+)(?=@)")
+# The password runs to the *last* `@` before the host (greedy, `@` allowed): `u:p@ss@host` hides `p@ss`.
+_URL_CREDENTIALS = re.compile(r"(://[^\s:/@'\"\[\]]*:)([^\s/?'\"\[\]]+)(?=@)")
 _AWS_SECRET = re.compile(
     r"([Aa](?i:ws_?secret_?access_?key)[\"']?\s*[:=]\s*[\"']?)([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
 )
@@ -188,8 +199,12 @@ def _secret_kind(name: str, *, env_style: bool) -> str | None:
         return {"token": "token", "apikey": "api_key"}.get(last, "secret")
     if last == "key" and len(parts) > 1 and parts[-2].lower() in _KEY_QUALIFIERS:
         return "api_key" if parts[-2].lower() == "api" else "secret"
-    if env_style and name.isupper() and any(part.lower() in _ENV_WORDS for part in parts):
-        return "secret"
+    if env_style and name.isupper():
+        # `PGPASSWORD=`, `REDISCLI_PASSWD=`: the environment variables clients read a password from.
+        if last.endswith(("password", "passwd")):
+            return "password"
+        if any(part.lower() in _ENV_WORDS for part in parts):
+            return "secret"
     return None
 
 
@@ -263,7 +278,187 @@ class _AssignmentRule:
         return "".join(pieces), len(pieces) // 2
 
 
-_RULES: tuple[_Rule | _AssignmentRule, ...] = (
+def _authorization(match: re.Match[str]) -> str:
+    """An ``Authorization`` header's credentials. With a scheme (``Bearer``, ``Basic``...) any literal
+    value is one; without, only a value that looks like a credential (long, or with digits), since
+    ``authorization: required`` and ``{"Authorization": auth_header}`` are ordinary text and code."""
+    value = match.group(3)
+    if _is_reference(value):
+        return match.group(0)
+    if match.group("scheme") is None and (
+        len(value) < 8
+        or (len(value) < 20 and not any(c.isdigit() for c in value))
+        or any(c in value for c in "()[]{}")
+    ):
+        return match.group(0)
+    return match.group(1) + "[REDACTED:authorization]"
+
+
+# Command lines. A value is a quoted string or a bare word up to shell punctuation.
+_CLI_VALUE = r"""(?P<value>'[^'\n]*'|"[^"\n]*"|[^\s'"`;|&<>][^\s'"`;|&<>]*)"""
+# The commands whose password flags are known; matched as a command word (a path prefix allowed).
+_CLI_COMMAND = re.compile(
+    r"(?<![\w.\-])(?P<command>mysql\w*|mariadb\w*|7za?|sshpass|docker|podman|helm|redis-cli|mongo\w*|"
+    r"ldap[a-z]+|sqlcmd|curl|smbclient)(?![\w\-])"
+)
+# Every password flag any of them takes. The rule looks for these first (a literal ` -` prefix lets
+# `re` skip to candidates), then back along the flag's shell command for one of the commands: text
+# without such a flag, nearly all of it, costs one scan.
+_CLI_FLAG = re.compile(r" -(?:-(?:password|pass|user|proxy-user)(?=[ \t=])|[pauUwP])")
+#: How far back from a flag its command may start.
+_CLI_LOOKBACK = 400
+_LOGIN = re.compile(r"(?<!\S)login(?!\S)")
+# A long option named like a secret, its value after spaces (`--password hunter2`); the `=` form is
+# an assignment. Anchored on the literal `--` with the boundary checked behind it, for `re`'s fast scan.
+_SPACED_OPTION = re.compile(r"--(?<!\S--)(?P<name>[A-Za-z][\w\-]*)[ \t]+" + _CLI_VALUE)
+
+
+# `MYSQL_PWD=...` (mysql's password variable; `PWD` and `OLDPWD` are directories and have no `_`).
+_ENV_PWD = re.compile(r"(\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_PWD=)([^\s\"'`;]+|\"[^\"\n]*\"|'[^'\n]*')")
+
+
+def _env_pwd(match: re.Match[str]) -> str:
+    value = match.group(2)
+    quote = value[0] if value[0] in "'\"" else ""
+    inner = value[1:-1] if quote else value
+    if not inner or _is_reference(inner):
+        return match.group(0)
+    return f"{match.group(1)}{quote}[REDACTED:password]{quote}"
+
+
+def _flags(*, spaced: str = "", glued: str = "") -> re.Pattern[str]:
+    """Flags whose value follows after spaces or `=` (`spaced`) or directly (`glued`: `-pSECRET`)."""
+    forms = []
+    if spaced:
+        forms.append(rf"(?<!\S)(?:{spaced})(?:[ \t]+|=)")
+    if glued:
+        forms.append(rf"(?<!\S)(?:{glued})(?=[^\s\-])")
+    return re.compile(rf"(?P<flag>{'|'.join(forms)})" + _CLI_VALUE)
+
+
+@dataclass(frozen=True, slots=True)
+class _Command:
+    """A command's password flags. `split`: the value is `user<split>password` and only the password
+    is secret (without the separator the tool prompts). `login`: only in a `login` subcommand."""
+
+    flags: re.Pattern[str]
+    split: str | None = None
+    login: bool = False
+
+
+_GLUED_P = _Command(_flags(glued="-p"))  # mysql -pSECRET (`-p SECRET` prompts and names a database)
+_COMMANDS: dict[str, _Command] = {
+    "sshpass": _Command(_flags(spaced="-p", glued="-p")),
+    "login": _Command(_flags(spaced="-p|--password", glued="-p"), login=True),
+    "redis-cli": _Command(_flags(spaced="-a|--pass")),
+    "mongo": _Command(_flags(spaced="-p|--password")),
+    "ldap": _Command(_flags(spaced="-w")),
+    "sqlcmd": _Command(_flags(spaced="-P")),
+    "curl": _Command(_flags(spaced="-u|--user|-U|--proxy-user", glued="-u|-U"), split=":"),
+    "smbclient": _Command(_flags(spaced="-U|--user", glued="-U"), split="%"),
+}
+
+
+def _command(name: str) -> _Command | None:
+    name = name.lower()
+    if name.startswith(("mysql", "mariadb", "7z")):
+        return _GLUED_P
+    if name in ("docker", "podman", "helm"):
+        return _COMMANDS["login"]
+    if name.startswith("mongo"):
+        return _COMMANDS["mongo"]
+    if name.startswith("ldap"):
+        return _COMMANDS["ldap"]
+    return _COMMANDS.get(name)
+
+
+def _cli_secret(value: str, split: str | None) -> str | None:
+    """What replaces a password flag's `value` (quotes kept), or None when it holds no secret."""
+    quote = value[0] if value[0] in "'\"" else ""
+    inner = value[1:-1] if quote else value
+    kept = ""
+    if split is not None:
+        user, found, inner = inner.partition(split)
+        if not found:
+            return None
+        kept = user + split
+    if not inner or _is_reference(inner) or inner.startswith("-"):
+        return None
+    return f"{quote}{kept}[REDACTED:password]{quote}"
+
+
+@dataclass(frozen=True, slots=True)
+class _CommandLineRule:
+    """Password flags of known commands, within the shell command each belongs to; see the docstring."""
+
+    triggers: tuple[str, ...] = (" -",)
+    """Every password flag follows a space; most text has none, and the names are looked for only then."""
+    lower: bool = False
+
+    def apply(self, text: str) -> tuple[str, int]:
+        pieces: list[str] = []
+        copied = 0
+        count = 0
+        for flag in _CLI_FLAG.finditer(text):
+            at = flag.start() + 1
+            if at < copied:
+                continue
+            command = _command_before(text, at)
+            if command is None:
+                continue
+            found = command.flags.match(text, at)
+            if found is None:
+                continue
+            replacement = _cli_secret(found.group("value"), command.split)
+            if replacement is None:
+                continue
+            pieces.append(text[copied : found.start("value")])
+            pieces.append(replacement)
+            copied = found.end("value")
+            count += 1
+        if not count:
+            return text, 0
+        pieces.append(text[copied:])
+        return "".join(pieces), count
+
+
+def _command_before(text: str, at: int) -> _Command | None:
+    """The known command whose shell command the flag at `at` belongs to: the last one named between
+    the start of that command (a line start, `;`, `|`, `&`) and the flag."""
+    window = max(0, at - _CLI_LOOKBACK)
+    start = max(text.rfind(mark, window, at) for mark in "\n;|&") + 1
+    start = max(start, window)
+    named = None
+    for match in _CLI_COMMAND.finditer(text, start, at):
+        named = match
+    if named is None:
+        return None
+    command = _command(named.group("command"))
+    if command is not None and command.login and not _LOGIN.search(text, named.end(), at):
+        return None
+    return command
+
+
+def _spaced_option(match: re.Match[str]) -> str:
+    """``--password VALUE``: a long option named like a secret, with a value that is no metavar,
+    variable, option or code (``--token TOKEN``, ``--password $PW``, ``--password-file path`` stay)."""
+    kind = _secret_kind(match.group("name"), env_style=False)
+    if kind is None:
+        return match.group(0)
+    value = match.group("value")
+    quoted = value[0] in "'\""
+    inner = value[1:-1] if quoted else value
+    if not inner or _is_reference(inner) or inner.startswith("-"):
+        return match.group(0)
+    if not quoted and _looks_like_code(inner, match.group("name"), " "):
+        return match.group(0)
+    marker = f"[REDACTED:{kind}]"
+    return match.group(0)[: match.start("value") - match.start()] + (
+        value[0] + marker + value[0] if quoted else marker
+    )
+
+
+_RULES: tuple[_Rule | _AssignmentRule | _CommandLineRule, ...] = (
     _Rule(_PRIVATE, lambda _match: "[private]", ("<private",), lower=True),
     _Rule(_PRIVATE_KEY, _whole("private_key"), ("PRIVATE KEY",)),
     _Rule(_ANTHROPIC, _whole("anthropic_api_key"), ("sk-ant-",)),
@@ -275,10 +470,13 @@ _RULES: tuple[_Rule | _AssignmentRule, ...] = (
     _Rule(_AWS_KEY_ID, _whole("aws_access_key_id"), ("AKIA", "ASIA")),
     _Rule(_GITHUB, _whole("github_token"), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
     _Rule(_JWT, _whole("jwt"), ("eyJ",)),
-    _Rule(_AUTH_HEADER, _keep_prefix("authorization"), ("authorization",), lower=True),
+    _Rule(_AUTH_HEADER, _authorization, ("authorization",), lower=True),
     _Rule(_BEARER, _keep_prefix("bearer_token"), ("bearer",), lower=True),
     _Rule(_URL_CREDENTIALS, _keep_prefix("url_password"), ("://",)),
     _Rule(_AWS_SECRET, _keep_prefix("aws_secret_access_key"), ("aws_secret", "awssecret"), lower=True),
+    _CommandLineRule(),
+    _Rule(_ENV_PWD, _env_pwd, ("_PWD=",)),
+    _Rule(_SPACED_OPTION, _spaced_option, ("--",)),
     _AssignmentRule(),
 )
 

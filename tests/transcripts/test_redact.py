@@ -60,3 +60,17 @@ def test_arbitrary_text_never_raises(text: str) -> None:
 def test_secrets_are_found_inside_arbitrary_text(case: tuple[str, str], before: str, after: str) -> None:
     text, secret = case
     assert secret not in redact(f"{before}\n{text}\n{after}")
+
+
+def test_the_two_secrets_issue_14_found_are_gone_whole() -> None:
+    assert redact("mysql -u root -pMyS3cretPW") == "mysql -u root -p[REDACTED:password]"
+    assert redact("postgres://u:p@ssW0rdAt@host/db") == "postgres://u:[REDACTED:url_password]@host/db"
+
+
+def test_command_line_passwords_keep_the_flag_the_quotes_and_the_user() -> None:
+    assert redact("sshpass -p 'hunter2' ssh h") == "sshpass -p '[REDACTED:password]' ssh h"
+    assert redact("curl -u admin:hunter22 https://x") == "curl -u admin:[REDACTED:password] https://x"
+    assert redact("PGPASSWORD=hunter22 psql") == "PGPASSWORD=[REDACTED:password] psql"
+    assert redact("mysql --password Tr0ub4dor3") == "mysql --password [REDACTED:password]"
+    # One command's flags do not reach the next command of the line.
+    assert redact("mysql -u root -p; ssh -p2222 host") == "mysql -u root -p; ssh -p2222 host"
