@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
+from rich.text import Text
 
 from cairn.cli.common import (
     JsonOpt,
@@ -27,12 +28,14 @@ from cairn.cli.common import (
     load_settings,
     long_request,
     open_store,
+    plural,
     print_json,
     progress_bar,
     render_index,
     render_stats,
     run_async,
 )
+from cairn.cli.safe import plain_text
 from cairn.config import Settings
 
 
@@ -61,9 +64,12 @@ def sync(
 
     Safe to run any time: each file is read from where the last run stopped, each message is indexed
     once, and nothing is stored twice. Without ANTHROPIC_API_KEY the offline indexer is used.
+
+    Paths that are not transcripts are listed with the reason they were skipped; when none of the
+    given paths holds one, nothing is synced and the exit code is 1.
     """
     from cairn.ingest import sync_paths
-    from cairn.transcripts.discover import find_transcripts
+    from cairn.transcripts.discover import scan_transcripts
 
     settings = load_settings()
     if demo:
@@ -75,16 +81,31 @@ def sync(
         roots, source = paths, ", ".join(map(str, paths))
     else:
         roots, source = [settings.projects_dir], str(settings.projects_dir)
-    files = list(find_transcripts(roots))
+    scan = scan_transcripts(roots)
+    files, skipped = scan.files, [{"path": str(s.path), "reason": s.reason} for s in scan.skipped]
     if not files and not paths and not demo:
-        files, source = (
+        files, skipped, source = (
             [demo_transcript()],
+            [],  # an empty or missing default directory is what the demo fallback is for
             f"the demo session (no transcripts under {settings.projects_dir})",
         )
-    if _sync_through_daemon(settings, files, no_vectors or no_index or model is not None, as_json):
+    if not as_json:
+        print_skipped(skipped)
+    if paths and not files:
+        if as_json:
+            print_json({"sync": None, "index": None, "stats": None, "skipped": skipped})
+        raise fail(
+            f"nothing to sync: none of the {plural(len(paths), 'given path')} holds a Claude Code transcript"
+        )
+    if _sync_through_daemon(settings, files, skipped, no_vectors or no_index or model is not None, as_json):
         return
     if not as_json:
-        console.print(f"Syncing {len(files)} transcript file(s) from {source}")
+        console.print(
+            plain_text(
+                f"Syncing {plural(len(files), 'transcript file')} from {source}"
+                + (f" ({len(skipped)} skipped)" if skipped else "")
+            )
+        )
 
     async def go() -> dict[str, Any]:
         store = await open_store(settings)
@@ -113,21 +134,44 @@ def sync(
                 "sync": {**asdict(report), "messages_added": report.messages_added},
                 "index": None if indexed is None else index_json(indexed),
                 "stats": dump(stats),
+                "skipped": skipped,
             }
         )
         return
     console.print(
         f"Added [bold]{report.messages_added}[/] messages from {len(report.files)} file(s); "
-        f"{report.vectors_synced} vectors written; {report.malformed} malformed line(s) skipped."
+        f"{report.vectors_synced} vectors written; {report.malformed} malformed line(s) skipped"
+        + (f"; {plural(len(skipped), 'path')} skipped (not transcripts)." if skipped else ".")
     )
     for failed in report.errors:
-        err.print(f"[yellow]skipped[/] {failed.path}: {failed.error}")
+        err.print(Text("skipped ", style="yellow") + plain_text(f"{failed.path}: {failed.error}"))
     if indexed is not None:
         render_index(indexed)
     render_stats(stats)
 
 
-def _sync_through_daemon(settings: Settings, files: list[Path], custom: bool, as_json: bool) -> bool:
+#: Skipped paths listed one per line; past this many, a count (--json lists them all).
+MAX_SKIPPED_SHOWN = 20
+
+
+def print_skipped(skipped: list[dict[str, str]]) -> None:
+    """One line per path `sync` passed over, saying why: never a silent "0 files"."""
+    for item in skipped[:MAX_SKIPPED_SHOWN]:
+        err.print(
+            Text("skipped ", style="yellow") + plain_text(f"{item['path']}: {item['reason']}"), soft_wrap=True
+        )
+    if len(skipped) > MAX_SKIPPED_SHOWN:
+        err.print(
+            Text(
+                f"… and {len(skipped) - MAX_SKIPPED_SHOWN} more skipped (--json lists them all)",
+                style="yellow",
+            )
+        )
+
+
+def _sync_through_daemon(
+    settings: Settings, files: list[Path], skipped: list[dict[str, str]], custom: bool, as_json: bool
+) -> bool:
     """Queue `files` for the running daemon, as its hook does; False when no daemon runs.
 
     The daemon owns the store, so `sync` cannot read the files itself; the daemon captures and
@@ -153,7 +197,7 @@ def _sync_through_daemon(settings: Settings, files: list[Path], custom: bool, as
     except DaemonRequestError as exc:
         raise fail(str(exc)) from exc
     if as_json:
-        print_json({"daemon": {"pid": info.pid, **queued}})
+        print_json({"daemon": {"pid": info.pid, **queued}, "skipped": skipped})
     else:
         console.print(
             f"Queued {len(paths)} transcript file(s) for the cairn daemon (pid {info.pid}), which reads "
@@ -442,7 +486,7 @@ def _render_inspect(report: Any) -> None:
             files.add_column(col, justify="left" if col == "file" else "right")
         for f in data["files"]:
             files.add_row(
-                Path(f["path"]).name,
+                plain_text(Path(f["path"]).name),
                 str(f["entries"]),
                 str(sum(f["messages_by_role"].values())),
                 str(sum(f["tool_calls_by_name"].values())),
@@ -460,15 +504,15 @@ def _render_inspect(report: Any) -> None:
         for col in ("session", "cwd", "git branch", "entries", "first", "last"):
             table.add_column(col)
         for sess in sessions:
-            table.add_row(
-                sess["session_id"],
-                sess["cwd"] or "—",
-                sess["git_branch"] or "—",
+            table.add_row(  # every cell but the count is the transcript's text
+                plain_text(sess["session_id"]),
+                plain_text(sess["cwd"] or "—"),
+                plain_text(sess["git_branch"] or "—"),
                 str(sess["entries"]),
-                sess["first_timestamp"] or "—",
-                sess["last_timestamp"] or "—",
+                plain_text(sess["first_timestamp"] or "—"),
+                plain_text(sess["last_timestamp"] or "—"),
             )
         console.print(table)
     for f in data["files"]:
         for line, reason in f.get("malformed_samples", []):
-            err.print(f"[yellow]malformed[/] {f['path']}:{line}: {reason}")
+            err.print(Text("malformed ", style="yellow") + plain_text(f"{f['path']}:{line}: {reason}"))

@@ -9,7 +9,10 @@ transcript only when its first lines look like Claude Code entries.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cairn.transcripts.entries import KNOWN_ENTRY_TYPES
@@ -23,25 +26,62 @@ def is_transcript(path: Path) -> bool:
 
     An empty file (a session that has just started) counts: it will fill in.
     """
+    return not_a_transcript(path) is None
+
+
+def not_a_transcript(path: Path) -> str | None:
+    """Why the file at `path` is not a transcript cairn can read, in a few words; None when it is one.
+
+    The reason is what `cairn sync` prints for a path it skips, so a person can tell a typo from a
+    permission problem from a file that is simply something else.
+    """
     try:
-        with path.open("rb") as fh:
+        # Non-blocking: a FIFO named by mistake must not hang the sniff.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return "it does not exist (a broken symlink?)" if path.is_symlink() else "it does not exist"
+    except OSError as exc:
+        return f"it cannot be read: {exc.strerror or exc}"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "it is not a regular file"
+        with os.fdopen(fd, "rb", closefd=False) as fh:
             head = fh.read(_SNIFF_BYTES)
-    except OSError:
-        return False
+    except OSError as exc:
+        return f"it cannot be read: {exc.strerror or exc}"
+    finally:
+        os.close(fd)
     if not head.strip():
-        return True
+        return None
+    if b"\x00" in head or not _utf8_prefix(head):
+        return "it holds binary data, not JSON lines"
     lines = head.split(b"\n")
     if len(lines) == 1 and len(head) == _SNIFF_BYTES:
         # One line longer than the sniff window: judge it by the type tag Claude Code writes in it.
-        return any(f'"type":"{t}"'.encode() in head for t in KNOWN_ENTRY_TYPES)
+        if any(f'"type":"{t}"'.encode() in head for t in KNOWN_ENTRY_TYPES):
+            return None
+        return "its first line is not a Claude Code entry"
+    parsed = 0
     for raw in lines[:_SNIFF_LINES]:
         try:
             value = json.loads(raw)
         except ValueError:
             continue
+        parsed += 1
         if isinstance(value, dict) and value.get("type") in KNOWN_ENTRY_TYPES:
-            return True
-    return False
+            return None
+    if not parsed:
+        return f"none of its first {_SNIFF_LINES} lines is JSON"
+    return f"none of its first {_SNIFF_LINES} lines is a Claude Code entry (some other JSONL file)"
+
+
+def _utf8_prefix(head: bytes) -> bool:
+    """True when `head` is UTF-8, allowing a character cut off by the sniff window at its end."""
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start >= len(head) - 3 and exc.reason == "unexpected end of data"
+    return True
 
 
 def is_subagent_file(path: Path) -> bool:
@@ -59,15 +99,57 @@ def session_id_for(path: Path) -> str:
     return path.stem
 
 
-def find_transcripts(roots: Iterable[Path]) -> Iterator[Path]:
-    """Every transcript file under the given files or directories, sorted, each once."""
+@dataclass(frozen=True)
+class Skipped:
+    """A path `scan_transcripts` passed over, and why, in words a person can act on."""
+
+    path: Path
+    reason: str
+
+
+@dataclass
+class TranscriptScan:
+    """What a set of roots holds: the transcripts to read and every path left out, with its reason."""
+
+    files: list[Path] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def scan_transcripts(roots: Iterable[Path]) -> TranscriptScan:
+    """Every transcript file under the given files or directories, sorted, each once, and what was skipped.
+
+    A directory contributes its `*.jsonl` files, recursively; one without any is itself skipped, so a
+    wrong directory is not silently "0 files". Each non-transcript file named or found is skipped with
+    the reason `not_a_transcript` gives.
+    """
+    scan = TranscriptScan()
     seen: set[Path] = set()
     for root in roots:
         root = root.expanduser()
-        candidates = sorted(root.rglob("*.jsonl")) if root.is_dir() else [root]
+        if root.is_dir():
+            try:
+                next(os.scandir(root), None)
+            except OSError as exc:
+                scan.skipped.append(Skipped(root, f"the directory cannot be read: {exc.strerror or exc}"))
+                continue
+            candidates = sorted(root.rglob("*.jsonl"))
+            if not candidates:
+                scan.skipped.append(Skipped(root, "the directory holds no .jsonl files"))
+        else:
+            candidates = [root]
         for path in candidates:
             resolved = path.resolve()
-            if resolved in seen or not path.is_file() or not is_transcript(path):
+            if resolved in seen:
                 continue
             seen.add(resolved)
-            yield resolved
+            reason = "it is a directory" if path.is_dir() else not_a_transcript(path)
+            if reason is None:
+                scan.files.append(resolved)
+            else:
+                scan.skipped.append(Skipped(path, reason))
+    return scan
+
+
+def find_transcripts(roots: Iterable[Path]) -> Iterator[Path]:
+    """Every transcript file under the given files or directories, sorted, each once."""
+    yield from scan_transcripts(roots).files
