@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typer.models import CommandInfo
 
-from cairn.cli import admin, capture, daemon, eval, learn, memory, search  # noqa: F401  (registers the commands)
+from cairn.cli import admin, capture, daemon, eval, learn, memory, redact, search  # noqa: F401  (registers the commands)
 from cairn.cli.common import app
 
 __all__ = ["app"]
@@ -22,6 +22,7 @@ _HELP_ORDER = (
     "inspect",
     "doctor",
     "reindex-vectors",
+    "redact",
     "ideas",
     "questions",
     "todos",

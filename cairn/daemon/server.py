@@ -15,7 +15,8 @@ lock in `Database.write()`.
 `run_op` is also what the CLI calls when no daemon runs, so both paths compute the same JSON and the
 user sees the same output either way.
 
-The long ops (`index`, `backfill`, `reindex_vectors`, see `cairn.daemon.jobs`) may answer with any
+The long ops (`index`, `backfill`, `reindex_vectors`, see `cairn.daemon.jobs`; `redact_rescan`, see
+`cairn.rescan`) may answer with any
 number of progress lines before the final one:
 
     ← {"progress": {"step": "index", "advance": 1}}
@@ -144,15 +145,17 @@ OPS: dict[str, Op] = {
 
 def _long_ops() -> dict[str, Op]:
     from cairn.daemon import jobs
+    from cairn.rescan import redact_rescan_job
 
     return {
         "index": jobs.index_job,
         "backfill": jobs.backfill_job,
         "reindex_vectors": jobs.reindex_vectors_job,
+        "redact_rescan": redact_rescan_job,
     }
 
 
-LONG_OPS = ("backfill", "index", "reindex_vectors")
+LONG_OPS = ("backfill", "index", "reindex_vectors", "redact_rescan")
 
 
 def to_json(value: Any) -> Any:
@@ -258,6 +261,7 @@ class SocketServer:
         self, line: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> dict[str, Any]:
         from cairn.agent.models import ModelConfigError
+        from cairn.store.failures import describe_write_failure
 
         try:
             op, args = _parse(line)
@@ -267,6 +271,9 @@ class SocketServer:
         except (ValueError, ModelConfigError) as exc:
             return {"ok": False, "error": str(exc)}
         except Exception as exc:
+            if (full := describe_write_failure(exc, self.settings.home)) is not None:
+                log.warning("request failed: %s", full)  # a full disk is the user's to fix, not a bug
+                return {"ok": False, "error": full}
             log.exception("request failed")
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
 
