@@ -53,13 +53,13 @@ def not_a_transcript(path: Path) -> str | None:
         os.close(fd)
     if not head.strip():
         return None
-    if b"\x00" in head or not _utf8_prefix(head):
-        return "it holds binary data, not JSON lines"
     lines = head.split(b"\n")
     if len(lines) == 1 and len(head) == _SNIFF_BYTES:
         # One line longer than the sniff window: judge it by the type tag Claude Code writes in it.
         if any(f'"type":"{t}"'.encode() in head for t in KNOWN_ENTRY_TYPES):
             return None
+        if b"\x00" in head or not _utf8_prefix(head):
+            return "it holds binary data, not JSON lines"
         return "its first line is not a Claude Code entry"
     parsed = 0
     for raw in lines[:_SNIFF_LINES]:
@@ -70,6 +70,9 @@ def not_a_transcript(path: Path) -> str | None:
         parsed += 1
         if isinstance(value, dict) and value.get("type") in KNOWN_ENTRY_TYPES:
             return None
+    # Judged only now: a transcript with a garbage line among its first ones is still a transcript.
+    if b"\x00" in head or not _utf8_prefix(head):
+        return "it holds binary data, not JSON lines"
     if not parsed:
         return f"none of its first {_SNIFF_LINES} lines is JSON"
     return f"none of its first {_SNIFF_LINES} lines is a Claude Code entry (some other JSONL file)"

@@ -31,6 +31,9 @@ def test_each_kind_of_non_transcript_gets_its_reason(tmp_path: Path) -> None:
     cut = tmp_path / "cut.jsonl"  # UTF-8 cut off by the sniff window is still text
     cut.write_bytes(b'{"type":"user","message":{"content":"' + "é".encode() * 40_000 + b'"}}\n')
     assert not_a_transcript(cut) is None
+    garbled = tmp_path / "garbled.jsonl"  # a garbage line does not make a transcript binary
+    garbled.write_bytes(b"\x00\xff garbage\n" + MAIN.read_bytes())
+    assert not_a_transcript(garbled) is None
 
 
 def test_a_scan_lists_files_and_skips_with_reasons(tmp_path: Path) -> None:
