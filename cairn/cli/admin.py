@@ -24,6 +24,7 @@ from cairn.cli.common import (
     run_async,
     uptime,
 )
+from cairn.cli.safe import plain_text
 
 if TYPE_CHECKING:
     from cairn.daemon.install import McpReport
@@ -53,8 +54,7 @@ def status(
         console.print(f"no cairn store at {state.home} yet: `cairn install` or `cairn sync` creates one")
         return
     if state.error:
-        err.print(f"[bold red]error:[/] {state.error}")
-        raise typer.Exit(1)
+        raise fail(state.error)
     today = state.today
     summary: dict[str, Any] = {
         "queue": f"{state.depth} waiting ({counts(state.queue)})",
@@ -74,7 +74,9 @@ def status(
             # Fold, never cut: a parked item's path and error are what the user came to read.
             table.add_column(col, justify="right" if col in {"id", "attempts"} else "left", overflow="fold")
         for item in state.parked:
-            table.add_row(str(item.id), item.path, str(item.attempts), item.last_error or "—")
+            table.add_row(
+                str(item.id), plain_text(item.path), str(item.attempts), plain_text(item.last_error or "—")
+            )
         console.print(table)
     if state.retrying:
         table = Table(title="retrying", title_justify="left")
@@ -83,10 +85,10 @@ def status(
         for retry in state.retrying:
             table.add_row(
                 str(retry.id),
-                retry.path,
+                plain_text(retry.path),
                 str(retry.attempts),
                 retry.next_try_at or "—",
-                retry.last_error or "—",
+                plain_text(retry.last_error or "—"),
             )
         console.print(table)
     if state.recent_runs:

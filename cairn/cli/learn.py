@@ -28,6 +28,7 @@ from cairn.cli.common import (
     request,
     run_async,
 )
+from cairn.cli.safe import plain_text
 from cairn.cli.search import when
 
 learn_app = typer.Typer(
@@ -70,7 +71,8 @@ def _ask(op: str, args: dict[str, Any] | None = None) -> Any:
 
 
 def _text(value: Any) -> Text:
-    return Text("" if value is None else str(value))
+    """Stored text (a query, a path, a keyword) as literal text with its control characters visible."""
+    return plain_text(value)
 
 
 def render_learner_stats(data: dict[str, Any]) -> None:
@@ -94,7 +96,7 @@ def render_learner_stats(data: dict[str, Any]) -> None:
         table.add_row(label, str(data.get(key, 0)), fields[key].description or "")
     console.print(table)
     for message in data.get("recent_errors") or []:
-        err.print(Text("recent error: ", style="yellow") + Text(str(message)))
+        err.print(Text("recent error: ", style="yellow") + plain_text(message))
 
 
 @learn_app.command("stats")
