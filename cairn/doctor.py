@@ -8,14 +8,19 @@ never opens the embedded Chroma directory while another process owns it.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import sqlite3
+import stat
 import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from cairn.config import Settings
+from cairn.store.db import read_only_uri
+from cairn.store.failures import unwritable_reason
 from cairn.store.lock import StoreLock
 
 
@@ -68,6 +73,51 @@ def check_sqlite(settings: Settings) -> Check:
     return Check("sqlite", hit == 1, f"SQLite {version}, FTS5 ok")
 
 
+def check_home(settings: Settings) -> Check:
+    """`CAIRN_HOME` is the user's alone (0700, files 0600) and writable.
+
+    cairn creates it so (its umask is 0077), but a home made by an older cairn, copied, or restored
+    from a backup may be open to every user of the machine — and it holds what their sessions said.
+    A home cairn cannot write is a read-only store: reading commands work, capturing does not.
+    """
+    home = settings.home
+    if not home.exists():
+        return Check("home", True, f"{home} not created yet (it will be created 0700)")
+    exposed = _exposed(home)
+    if exposed:
+        shown = ", ".join(f"{path} ({mode:04o})" for path, mode in exposed[:3])
+        more = f" and {len(exposed) - 3} more" if len(exposed) > 3 else ""
+        return Check(
+            "home",
+            False,
+            f"readable or writable by other users: {shown}{more}",
+            f"Run `chmod -R go-rwx {shlex.quote(str(home))}`: it holds what your sessions said.",
+        )
+    reason = unwritable_reason(home)
+    if reason is not None:
+        return Check(
+            "home",
+            False,
+            f"{home} is private but cannot be written ({reason}): reading commands work, "
+            "sync, index and the daemon do not",
+            "Make it writable, or point CAIRN_HOME at a writable copy.",
+        )
+    return Check("home", True, f"{home}, private to its owner")
+
+
+def _exposed(home: Path) -> list[tuple[Path, int]]:
+    """Paths under `home` (itself included) with any group or other permission bit, with their modes."""
+    found: list[tuple[Path, int]] = []
+    for path in (home, *home.rglob("*")):
+        try:
+            mode = path.lstat().st_mode
+        except OSError:  # removed while walking
+            continue
+        if not stat.S_ISLNK(mode) and mode & 0o077:
+            found.append((path, stat.S_IMODE(mode)))
+    return found
+
+
 def check_store(settings: Settings) -> Check:
     from cairn.store.migrations import LATEST_VERSION
 
@@ -75,7 +125,7 @@ def check_store(settings: Settings) -> Check:
     if not path.exists():
         return Check("store", True, f"{path} not created yet", "Run `cairn sync` to create and fill it.")
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        conn = sqlite3.connect(read_only_uri(path), uri=True)  # a read-only home needs `immutable`
         try:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             quick = conn.execute("PRAGMA quick_check").fetchone()[0]
@@ -121,6 +171,13 @@ def check_chroma(settings: Settings) -> Check:
             "Chroma must have one process per path)",
         )
     where = settings.chroma_url or str(settings.chroma_dir)
+    if not settings.chroma_url and (reason := unwritable_reason(settings.home)) is not None:
+        return Check(
+            "chroma",
+            True,
+            f"embedded at {settings.chroma_dir}, not opened: the home is read-only ({reason}) and "
+            "Chroma writes when it opens, so searches match keywords only",
+        )
     try:
         index = VectorIndex(settings)
         try:
@@ -216,6 +273,7 @@ def check_git(settings: Settings) -> Check:
 
 
 CHECKS: tuple[Callable[[Settings], Check], ...] = (
+    check_home,
     check_sqlite,
     check_store,
     check_chroma,

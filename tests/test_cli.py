@@ -134,6 +134,7 @@ def test_doctor_reports_every_component_ok_offline(cairn_home: Path) -> None:
     report = cairn_json("doctor")
     assert report["ok"] is True, report
     assert {c["name"] for c in report["checks"]} == {
+        "home",
         "sqlite",
         "store",
         "chroma",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Callable, Coroutine
 from dataclasses import asdict
@@ -20,7 +21,44 @@ from cairn import __version__
 from cairn.cli.safe import SafeConsole, plain_text
 from cairn.config import Settings
 
-app = typer.Typer(
+#: cairn's own files are the user's alone (invariant 8): whatever the shell's umask, everything cairn
+#: creates — home, database and its -wal/-shm, Chroma's files, logs, socket, keys — is 0700/0600.
+UMASK = 0o077
+
+
+class _Cairn(typer.Typer):
+    """The `cairn` entry point (console script, `python -m cairn`, so also the daemon, hook and MCP
+    server it runs): sets cairn's umask, and turns a full disk or a read-only store — however deep
+    it surfaced — into one line instead of a traceback (`cairn.store.failures`)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        os.umask(UMASK)
+        try:
+            return super().__call__(*args, **kwargs)
+        except Exception as exc:
+            message = _one_line_failure(exc)
+            if message is None:
+                raise
+            raise SystemExit(fail(message).exit_code) from None
+
+
+def _one_line_failure(exc: BaseException) -> str | None:
+    """The line for a write failure (full, read-only) or an unusable store, else None (a bug: traceback)."""
+    from cairn.store.db import DatabaseError
+    from cairn.store.failures import describe_write_failure
+    from cairn.store.migrations import SchemaTooNewError
+
+    try:
+        home: Path | None = Settings.load().home
+    except Exception:  # a bad setting was reported (or will be) on its own
+        home = None
+    message = describe_write_failure(exc, home)
+    if message is None and isinstance(exc, DatabaseError | SchemaTooNewError):
+        message = str(exc)
+    return message
+
+
+app = _Cairn(
     name="cairn",
     help="A searchable memory built from your coding agents' transcripts.",
     no_args_is_help=True,
@@ -118,12 +156,13 @@ def main(
     """
 
 
-async def open_store(settings: Settings):
+async def open_store(settings: Settings, *, read_only_ok: bool = False):
+    """The store, for a command; `read_only_ok` for reading commands, which work on a read-only home."""
     from cairn.store.lock import StoreLockedError
     from cairn.store.store import Store
 
     try:
-        return await Store.open(settings)
+        return await Store.open(settings, read_only_ok=read_only_ok)
     except StoreLockedError as exc:
         raise fail(str(exc)) from exc
 
@@ -156,7 +195,7 @@ async def request(settings: Settings, op: str, args: dict[str, Any] | None = Non
         raise fail(exc.reason) from exc
     except DaemonRequestError as exc:
         raise fail(str(exc)) from exc
-    store = await open_store(settings)
+    store = await open_store(settings, read_only_ok=True)  # an op that writes says it cannot, in one line
     try:
         return await run_op(store, op, args)
     except ValueError as exc:  # a refusal (bad id, damaged token, invalid argument): the daemon's answer too

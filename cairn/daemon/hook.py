@@ -178,6 +178,7 @@ def run(raw: bytes) -> None:
 
 def main() -> int:
     """Entry point: read stdin, handle it, exit 0 whatever happened."""
+    os.umask(0o077)  # what it creates (queue, logs, the daemon it starts) is the user's alone
     try:
         raw = sys.stdin.buffer.read()
     except OSError:

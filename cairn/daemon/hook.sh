@@ -20,6 +20,9 @@
 # `synchronous = NORMAL` (as the store itself uses): no fsync per commit. A notification lost to a
 # power cut costs nothing — the next hook, or a backfill, queues the file again.
 
+# Everything this creates (the store on a first run, logs, the daemon it starts) is the user's alone.
+umask 077
+
 home=${CAIRN_HOME:-${HOME:-}/.cairn}
 db=$home/cairn.db
 

@@ -13,6 +13,7 @@ reader needs no lock (WAL lets it read while the daemon writes).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import sqlite3
@@ -126,6 +127,7 @@ def start(settings: Settings, *, timeout: float = START_TIMEOUT) -> int:
     """
     if (current := running_pid(settings)) is not None:
         raise DaemonError(f"the cairn daemon is already running (pid {current.pid}) for {settings.home}")
+    _check_writable(settings)
     settings.logs_dir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "CAIRN_HOME": str(settings.home)}
     with open(log_path(settings), "ab") as log, open(os.devnull, "rb") as devnull:
@@ -149,6 +151,19 @@ def start(settings: Settings, *, timeout: float = START_TIMEOUT) -> int:
         time.sleep(_POLL)
     child.terminate()
     raise DaemonError(f"the cairn daemon did not start within {timeout:.0f}s; see {log_path(settings)}")
+
+
+def _check_writable(settings: Settings) -> None:
+    """Refuse to start a daemon that could only fail: it writes the store, its log and its socket.
+
+    Said here, in the starting process, because a daemon that dies of it cannot even log why.
+    """
+    from cairn.store.failures import StoreReadOnlyError, disk_full, unwritable_reason
+
+    if (reason := unwritable_reason(settings.home)) is not None:
+        raise StoreReadOnlyError(settings.home, reason)
+    if disk_full(settings.home):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(settings.home))
 
 
 def stop(settings: Settings, *, timeout: float = STOP_TIMEOUT) -> int | None:
@@ -175,10 +190,12 @@ def stop(settings: Settings, *, timeout: float = STOP_TIMEOUT) -> int | None:
 
 def queue_counts(settings: Settings) -> dict[str, int]:
     """Queue items by status, read without the store lock; empty when there is no store yet."""
+    from cairn.store.db import read_only_uri  # a read-only home needs `immutable`, see there
+
     if not settings.db_path.exists():
         return {}
     try:
-        with contextlib.closing(sqlite3.connect(f"{settings.db_path.as_uri()}?mode=ro", uri=True)) as conn:
+        with contextlib.closing(sqlite3.connect(read_only_uri(settings.db_path), uri=True)) as conn:
             conn.execute(f"PRAGMA busy_timeout = {settings.sqlite_busy_timeout_ms}")
             rows = conn.execute("SELECT status, count(*) FROM work_queue GROUP BY status").fetchall()
     except sqlite3.Error:

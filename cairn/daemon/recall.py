@@ -218,6 +218,7 @@ def run(home: str) -> str | None:
 
 def main() -> int:
     """Entry point: print the hook output if there is any, exit 0 whatever happened."""
+    os.umask(0o077)  # what it creates (recall records, logs) is the user's alone
     home = hook.cairn_home()
     try:
         line = run(home)

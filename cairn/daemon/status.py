@@ -164,8 +164,10 @@ def read_status(settings: Settings, *, recent: int = RECENT_RUNS, now: datetime 
     state = Status(home=str(settings.home), store=settings.db_path.exists(), daemon=process.status(settings))
     if not state.store:
         return state
+    from cairn.store.db import read_only_uri
+
     try:
-        uri = f"{settings.db_path.as_uri()}?mode=ro"
+        uri = read_only_uri(settings.db_path)  # a read-only home needs `immutable`, see there
         with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
             conn.execute(f"PRAGMA busy_timeout = {settings.sqlite_busy_timeout_ms}")
             _read(conn, state, recent, now if now is not None else datetime.now(UTC))

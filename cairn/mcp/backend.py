@@ -87,6 +87,7 @@ class Backend:
     async def _direct_call(self, op: str, args: dict[str, Any]) -> Any:
         """Open the store, run `op`, close it: the lock is held for this call only."""
         from cairn.daemon.server import run_op
+        from cairn.store.failures import describe_write_failure
         from cairn.store.lock import StoreLockedError
         from cairn.store.store import Store
         from cairn.store.vectors import VectorIndex
@@ -94,7 +95,9 @@ class Backend:
         async with self._direct:
             try:
                 store = await Store.open(
-                    self.settings, vectors=VectorIndex(self.settings, self.embedding_function())
+                    self.settings,
+                    vectors=VectorIndex(self.settings, self.embedding_function()),
+                    read_only_ok=True,  # a read-only home still answers searches; writes say why not
                 )
             except StoreLockedError:
                 raise
@@ -106,6 +109,9 @@ class Backend:
             except ValueError as exc:  # a refusal: bad id, unknown item, bad token, bad arguments
                 raise ToolError(str(exc)) from exc
             except Exception as exc:
+                if (full := describe_write_failure(exc, self.settings.home)) is not None:
+                    log.warning("%s failed: %s", op, full)
+                    raise ToolError(full) from exc
                 log.exception("%s failed", op)
                 raise ToolError(f"cairn could not answer {op}: {type(exc).__name__}: {exc}") from exc
             finally:

@@ -132,8 +132,14 @@ async def search(store: Store, *, record_usage: bool = True, **fields: Any) -> A
 
     request = parse_args(SearchRequest, _given(**fields), "search request")
     page = await hybrid_search(
-        store.db, store.vectors, store.settings, request, record_usage=_flag("record_usage", record_usage)
+        store.db,
+        store.vectors_or_none,
+        store.settings,
+        request,
+        record_usage=_flag("record_usage", record_usage) and store.read_only is None,
     )
+    if store.read_only is not None and request.mode != "keyword":
+        page.notices.append(f"the store was opened read-only ({store.read_only}), so its vectors were not")
     return page.model_dump(mode="json")
 
 
@@ -149,10 +155,10 @@ async def search_content(store: Store, *, record_usage: bool = True, **fields: A
     request = parse_args(ContentRequest, _given(**fields), "search_content request")
     response = await content_search(
         store.db,
-        store.vectors,
+        store.vectors_or_none,
         store.settings,
         request,
-        record_usage=_flag("record_usage", record_usage),
+        record_usage=_flag("record_usage", record_usage) and store.read_only is None,
     )
     return response.model_dump(mode="json")
 
@@ -169,7 +175,7 @@ async def show(store: Store, *, id: str | int, record_hit: bool = False) -> Any:
     hit = _flag("record_hit", record_hit)
     args = parse_args(_ShowArgs, {"id": id}, "show request")
     detail = await show_item(store.db, args.id)
-    if hit and detail.kind == "idea":
+    if hit and detail.kind == "idea" and store.read_only is None:
         await _record_hit(store, int(detail.id))
     return detail.model_dump(mode="json")
 

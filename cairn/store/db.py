@@ -10,6 +10,11 @@ hold two transactions).
 Why `BEGIN IMMEDIATE`: with several processes, a deferred transaction that reads and then writes can
 fail with "database is locked" despite `busy_timeout` (the lock upgrade is not retried). Taking the
 write lock up front makes writers queue instead.
+
+Why a read-only open (`open_read_only`): a store on a read-only medium (a backup mounted read-only, a
+home whose permissions deny writing) must still answer searches. SQLite reads a WAL database
+read-only only if its -wal and -shm files exist or can be created, else only as `immutable`; see
+`read_only_uri` for which of the two is safe when.
 """
 
 from __future__ import annotations
@@ -19,13 +24,14 @@ import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, closing
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 
-from cairn.store.migrations import migrate
+from cairn.store.failures import StoreReadOnlyError
+from cairn.store.migrations import LATEST_VERSION, SchemaTooNewError, migrate, schema_version
 
 Params = Iterable[Any] | Mapping[str, Any]
 
@@ -37,11 +43,21 @@ class DatabaseError(RuntimeError):
 class Database:
     """An open store database. Create with `await Database.open(path)`; `await close()` when done."""
 
-    def __init__(self, path: Path, writer: aiosqlite.Connection, reader: aiosqlite.Connection, version: int):
+    def __init__(
+        self,
+        path: Path,
+        writer: aiosqlite.Connection,
+        reader: aiosqlite.Connection,
+        version: int,
+        *,
+        read_only: str | None = None,
+    ):
         self.path = path
         self.conn = writer
         self._reader = reader
         self.schema_version = version
+        self.read_only = read_only
+        """Why this database was opened read-only (`open_read_only`), or None when it can be written."""
         self._write_lock = asyncio.Lock()
         self._writing: asyncio.Task[Any] | None = None
 
@@ -74,6 +90,50 @@ class Database:
             raise
         return cls(db_path, writer, reader, version)
 
+    @classmethod
+    async def open_read_only(
+        cls, path: str | os.PathLike[str], *, reason: str, busy_timeout_ms: int = 10_000
+    ) -> Database:
+        """Open the database at `path` for reading only, writing nothing in its directory.
+
+        `reason` says why it cannot be written (it is what a refused write reports). Nothing is
+        migrated, so a database older than this cairn is refused with what to do; `write()` raises
+        `StoreReadOnlyError` without touching SQLite.
+        """
+        db_path = Path(path)
+        if not db_path.is_file():
+            raise DatabaseError(
+                f"no cairn database at {db_path}, and {db_path.parent} cannot be written ({reason})"
+            )
+        try:
+            uri = await asyncio.to_thread(read_only_uri, db_path)
+        except sqlite3.Error as exc:
+            raise _explain(db_path, exc) from exc
+        conns: list[aiosqlite.Connection] = []
+        try:
+            for _ in range(2):
+                conns.append(await _connect(db_path, busy_timeout_ms, uri=uri))
+                await conns[-1].execute("PRAGMA query_only = ON")
+            version = await schema_version(conns[0])
+        except BaseException:
+            for conn in conns:
+                await conn.close()
+            raise
+        if version != LATEST_VERSION:
+            for conn in conns:
+                await conn.close()
+            if version > LATEST_VERSION:
+                raise SchemaTooNewError(
+                    f"the database is at schema v{version}, newer than this cairn understands "
+                    f"(v{LATEST_VERSION}); upgrade cairn"
+                )
+            raise DatabaseError(
+                f"the cairn database at {db_path} is at schema v{version} and this cairn reads "
+                f"v{LATEST_VERSION}: it upgrades it on open, which needs it writable ({reason}); run any "
+                "cairn command once where it can be written, or use the cairn that wrote it"
+            )
+        return cls(db_path, conns[0], conns[1], version, read_only=reason)
+
     async def close(self) -> None:
         try:
             await self._reader.close()
@@ -87,6 +147,8 @@ class Database:
         Any exception in the block rolls the transaction back and propagates. Writes do not nest:
         opening a write inside a write in the same task raises instead of deadlocking.
         """
+        if self.read_only is not None:
+            raise StoreReadOnlyError(self.path.parent, self.read_only)
         task = asyncio.current_task()
         if task is not None and self._writing is task:
             raise RuntimeError("nested db.write(): SQLite has one transaction per connection")
@@ -136,9 +198,40 @@ def _check_location(path: Path) -> None:
         )
 
 
-async def _connect(path: Path, busy_timeout_ms: int) -> aiosqlite.Connection:
+_NO_SHM_ERRORS = ("unable to open", "readonly database", "disk i/o error")
+
+
+def read_only_uri(path: Path) -> str:
+    """The URI that opens the WAL database at `path` read-only without creating any file.
+
+    `mode=ro` when it works: it takes SQLite's locks, so it reads a database another process is
+    writing correctly, and it reads what a -wal file holds. It fails when the -shm file does not
+    exist and cannot be created — a store cleanly closed on a read-only medium ("unable to open
+    database file"), in a directory this user may not write ("attempt to write a readonly
+    database"), on a full disk ("disk I/O error"). Then `immutable=1`, which skips locking and
+    ignores any -wal file: safe because nothing is writing it (a writer keeps its -shm file, so
+    none is open) and no -wal holds data it would miss; with a non-empty -wal the error is raised.
+    """
+    base = path.resolve().as_uri()
     try:
-        conn = await aiosqlite.connect(path, isolation_level=None)
+        with closing(sqlite3.connect(f"{base}?mode=ro", uri=True)) as conn:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return f"{base}?mode=ro"
+    except sqlite3.OperationalError as exc:
+        wal = path.with_name(path.name + "-wal")
+        # The words depend on why: a read-only mount, a directory this user may not write, a full disk.
+        cannot_make_shm = any(words in str(exc).lower() for words in _NO_SHM_ERRORS)
+        if not cannot_make_shm or (wal.exists() and wal.stat().st_size > 0):
+            raise
+    return f"{base}?immutable=1"
+
+
+async def _connect(path: Path, busy_timeout_ms: int, *, uri: str | None = None) -> aiosqlite.Connection:
+    try:
+        if uri is None:
+            conn = await aiosqlite.connect(path, isolation_level=None)
+        else:
+            conn = await aiosqlite.connect(uri, uri=True, isolation_level=None)
     except sqlite3.Error as exc:
         raise _explain(path, exc) from exc
     conn.row_factory = sqlite3.Row

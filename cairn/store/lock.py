@@ -9,6 +9,7 @@ pid written into the file is only for the error message; the lock itself is the 
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import sys
@@ -70,8 +71,8 @@ class StoreLock:
     def acquire(self) -> None:
         if self._fd is not None:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -85,6 +86,11 @@ class StoreLock:
             os.ftruncate(fd, 0)
             os.write(fd, f"{os.getpid()}\n{_describe_self()}\n".encode())
             os.fsync(fd)
+        except OSError:
+            # A full disk: the lock is held all the same (the pid is only for error messages), and
+            # the owner must still be able to read the store and say that the disk is full.
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
         except BaseException:
             os.close(fd)
             raise

@@ -14,6 +14,7 @@ and replaying a read that was already applied changes nothing (messages are uniq
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import json
 import os
@@ -30,7 +31,8 @@ from pydantic import BaseModel, Field
 from cairn.config import Settings
 from cairn.recall.injections import stats as recall_stats
 from cairn.store import outbox
-from cairn.store.db import Database
+from cairn.store.db import Database, DatabaseError
+from cairn.store.failures import StoreReadOnlyError, disk_full, unwritable_reason
 from cairn.store.lock import StoreLock
 from cairn.transcripts import passages as passage_split
 from cairn.transcripts.discover import is_subagent_file, session_id_for
@@ -138,7 +140,7 @@ class Store:
     """A locked, open store. Use `await Store.open(settings)` (or `async with await Store.open(...)`)."""
 
     def __init__(
-        self, settings: Settings, lock: StoreLock, db: Database, vectors: VectorIndex | None
+        self, settings: Settings, lock: StoreLock | None, db: Database, vectors: VectorIndex | None
     ) -> None:
         self.settings = settings
         self.db = db
@@ -147,31 +149,90 @@ class Store:
         self._closed = False
 
     @classmethod
-    async def open(cls, settings: Settings, *, vectors: VectorIndex | None = None) -> Store:
-        """Take the store's lock and open its database, creating `settings.home` if needed.
+    async def open(
+        cls, settings: Settings, *, vectors: VectorIndex | None = None, read_only_ok: bool = False
+    ) -> Store:
+        """Take the store's lock and open its database, creating `settings.home` (mode 0700) if needed.
 
         A `vectors` index passed in is owned by the store from then on: `close()` closes it.
-        Raises `StoreLockedError` when another process owns the store, `DatabaseError` when the
-        database cannot be used, `SchemaTooNewError` when a newer cairn wrote it.
+        A home that cannot be written (a read-only file system, permissions) raises
+        `StoreReadOnlyError` — or, with `read_only_ok`, opens the store for reading: no lock (none can
+        be taken; SQLite's own locking protects the reads), a read-only database, and no vectors
+        (`read_only` says why). Raises `StoreLockedError` when another process owns the store,
+        `DatabaseError` when the database cannot be used, `SchemaTooNewError` when a newer cairn wrote it.
         """
-        settings.home.mkdir(parents=True, exist_ok=True)
-        lock = StoreLock(settings.lock_path)
-        lock.acquire()
+        reason = unwritable_reason(settings.home)
+        lock: StoreLock | None = None
+        if reason is None:
+            try:
+                settings.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+                lock = StoreLock(settings.lock_path)
+                lock.acquire()
+            except PermissionError as exc:  # e.g. a lock file another user owns
+                reason, lock = exc.strerror or "permission denied", None
+            except OSError as exc:
+                if exc.errno != errno.EROFS:
+                    raise
+                reason, lock = exc.strerror or "read-only file system", None
+        if reason is not None:
+            if not read_only_ok:
+                raise StoreReadOnlyError(settings.home, reason)
+            db = await Database.open_read_only(
+                settings.db_path, reason=reason, busy_timeout_ms=settings.sqlite_busy_timeout_ms
+            )
+            return cls(settings, None, db, vectors)
+        assert lock is not None
         try:
             db = await Database.open(settings.db_path, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+        except DatabaseError:
+            # A full disk: SQLite cannot make its -shm file, so not even a read gets through a normal
+            # open. Readers still can, read-only — holding the lock, so nobody writes meanwhile.
+            if not (read_only_ok and disk_full(settings.home) and settings.db_path.is_file()):
+                lock.release()
+                raise
+            try:
+                db = await Database.open_read_only(
+                    settings.db_path,
+                    reason="the disk is full",
+                    busy_timeout_ms=settings.sqlite_busy_timeout_ms,
+                )
+            except BaseException:
+                lock.release()
+                raise
         except BaseException:
             lock.release()
             raise
         return cls(settings, lock, db, vectors)
 
     @property
+    def read_only(self) -> str | None:
+        """Why this store was opened for reading only (`open(read_only_ok=True)`), else None."""
+        return self.db.read_only
+
+    @property
     def vectors(self) -> VectorIndex:
-        """The Chroma index, created at first use: commands that never touch vectors skip loading it."""
+        """The Chroma index, created at first use: commands that never touch vectors skip loading it.
+
+        A read-only store has none: embedded Chroma writes to its directory as it opens, so it cannot
+        open on a read-only medium; `VectorStoreError` says so (and `vectors_or_none` is None).
+        """
+        if self.read_only is not None:
+            from cairn.store.vectors import VectorStoreError
+
+            raise VectorStoreError(
+                f"the vector index is not opened on a read-only store ({self.read_only}): "
+                "Chroma writes to its directory when it opens"
+            )
         if self._vectors is None:
             from cairn.store.vectors import VectorIndex
 
             self._vectors = VectorIndex(self.settings)
         return self._vectors
+
+    @property
+    def vectors_or_none(self) -> VectorIndex | None:
+        """`vectors` for searches, which match keywords only without it: None on a read-only store."""
+        return None if self.read_only is not None else self.vectors
 
     async def close(self) -> None:
         if self._closed:
@@ -184,7 +245,8 @@ class Store:
             try:
                 await self.db.close()
             finally:
-                self._lock.release()
+                if self._lock is not None:
+                    self._lock.release()
 
     async def __aenter__(self) -> Store:
         return self
@@ -249,6 +311,8 @@ class Store:
             newer_than = await _max_message_id(conn)
             added = await self._insert_messages(conn, file_id, messages, file_session)
             passages = await _insert_passages(conn, file_id, messages, cut, newer_than) if added else 0
+            if passages:
+                await _unqueue_unembedded(conn, newer_than, self.settings.passage_vectors)
             await self._refresh_sessions(conn, list(sessions))
             if also is not None:
                 await also(conn, file_id)
@@ -526,9 +590,8 @@ class Store:
         """Vectors per collection; a Chroma that cannot be read is reported, not raised."""
         from cairn.store.vectors import VECTOR_KINDS, VectorStoreError
 
-        index = self.vectors
-
         def count_all() -> dict[str, int]:
+            index = self.vectors  # a read-only store has none: reported like any unreadable Chroma
             return {kind: index.count(kind) for kind in VECTOR_KINDS}
 
         try:
@@ -603,6 +666,22 @@ async def _insert_passages(
     added = cursor.rowcount
     await cursor.close()
     return added
+
+
+async def _unqueue_unembedded(
+    conn: aiosqlite.Connection, newer_than: int, policy: outbox.PassageVectors
+) -> None:
+    """Take the new passages that get no vector (`passage_vectors`) off the outbox their insert
+    trigger queued them on: they never had one to delete, and most passages (tool output) are such,
+    so a drain would otherwise ask Chroma to delete thousands of vectors that do not exist."""
+    await conn.execute(
+        f"""
+        DELETE FROM vector_outbox WHERE kind = 'passages' AND item_id IN (
+            SELECT t.id FROM message_passages AS t JOIN messages AS m ON m.id = t.message_id
+            WHERE t.message_id > ? AND NOT ({outbox.PASSAGE_VECTORS[policy]}))
+        """,
+        (newer_than,),
+    )
 
 
 def _message_row(message: Message, file_id: int, file_session: str | None) -> tuple[Any, ...]:

@@ -22,12 +22,14 @@ import chromadb
 import httpx
 from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection
+from chromadb.api.shared_system_client import SharedSystemClient
 from chromadb.api.types import Documents, EmbeddingFunction
 from chromadb.config import Settings as ChromaSettings
 from chromadb.errors import NotFoundError
 
 from cairn.config import Settings
 from cairn.store.embeddings import make_embedding_function
+from cairn.store.failures import describe_write_failure
 
 VECTOR_KINDS = ("ideas", "spans", "entities", "messages", "chunks", "associations", "passages")
 COLLECTION_PREFIX = "cairn_"
@@ -144,7 +146,15 @@ class VectorIndex:
         url = self.settings.chroma_url
         if url is None:
             self.settings.chroma_dir.mkdir(parents=True, exist_ok=True)
-            return chromadb.PersistentClient(path=str(self.settings.chroma_dir), settings=chroma_settings)
+            try:
+                return chromadb.PersistentClient(path=str(self.settings.chroma_dir), settings=chroma_settings)
+            except Exception:
+                # Chroma caches one system per path even when starting it failed, and every later
+                # client of that path then fails with unrelated errors (missing tenant, missing
+                # bindings): forget it, so a retry meets the real cause again (a full disk, say).
+                with contextlib.suppress(Exception):
+                    SharedSystemClient.clear_system_cache()
+                raise
         host, port, ssl = parse_chroma_url(url)
         try:
             return chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=chroma_settings)
@@ -209,6 +219,14 @@ class VectorIndex:
             yield
         except httpx.TransportError as exc:
             raise VectorStoreUnavailable(f"Chroma at {self.location} does not answer: {exc}") from exc
+        except VectorStoreError:
+            raise
+        except Exception as exc:
+            # A full disk or a read-only directory is no bug either: callers treat it as they treat
+            # an unreachable server (the outbox keeps the work, `cairn stats` reports it).
+            if (failure := describe_write_failure(exc, self.settings.home)) is None:
+                raise
+            raise VectorStoreError(failure) from exc
 
     def _max_batch(self) -> int:
         return max(1, self._get_client().get_max_batch_size())
