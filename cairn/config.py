@@ -106,12 +106,12 @@ class Settings(BaseSettings):
     passage_tokens: int = Field(
         default=200, ge=32, le=256, description="Target MiniLM word pieces per passage (the model reads 256)."
     )
-    passage_vectors: Literal["none", "prose", "all"] = Field(
-        default="prose",
-        description="Which passages get a vector, besides their message's own one (which covers the first "
-        "passage): 'prose' (user and assistant text, compaction summaries), 'all' (tool output too: "
-        "costly), 'none' (keywords only). Takes effect for new passages; `cairn reindex-vectors` applies "
-        "it to all.",
+    passage_vectors: Literal["none", "text", "prose", "all"] = Field(
+        default="text",
+        description="Which passages get a vector besides their message's own one (which reads the first "
+        "passage): 'text' (user and assistant text), 'prose' (compaction summaries too), 'all' (tool "
+        "output too: costly), 'none' (keywords only). Takes effect for new passages; `cairn "
+        "reindex-vectors` applies it to all.",
     )
 
     # Daemon (continuous indexing)
@@ -194,6 +194,16 @@ class Settings(BaseSettings):
     )
     search_min_score: float = Field(
         default=0.2, ge=0, le=1, description="Results scoring below this are left out unless asked."
+    )
+    search_context_weight: float = Field(
+        default=0.15,
+        ge=0,
+        le=1,
+        description="A message's relevance gains this share of the best relevance among the candidate "
+        "text messages within search_context_lines lines of it (0: off).",
+    )
+    search_context_lines: int = Field(
+        default=2, ge=1, le=50, description="How many transcript lines away a message's context reaches."
     )
     search_candidates: int = Field(
         default=100, ge=10, le=1000, description="Candidates per ranking (one per kind and signal)."

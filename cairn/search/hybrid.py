@@ -360,26 +360,28 @@ def _with_context(
     items: dict[int, Item], relevances: dict[int, tuple[float, float]], settings: Settings
 ) -> dict[int, tuple[float, float]]:
     """Each message's relevance plus `search_context_weight` x the best relevance among the candidate
-    messages within `search_context_lines` lines of it in the same file: an answer sits in a
-    conversation about the question, so a message whose neighbours match too is likelier the one."""
-    by_place: dict[tuple[int, int], float] = {}
-    for row_id, item in items.items():
-        if item.source_key is not None:
-            by_place[item.source_key] = relevances[row_id][0]
-    reach = settings.search_context_lines
-    weight = settings.search_context_weight
-    out = {}
+    text messages (not tool output) within `search_context_lines` lines of it in the same file.
+
+    An answer sits in a conversation about the question: the turn before asks it, the turn after
+    builds on it, and either may hold the words the answer itself leaves out ("When did she apply?"
+    answered by "I did it last week" under a turn about the application). Tool output gives no
+    context: a long listing next to a message matches many words by chance.
+    """
+    weight, reach = settings.search_context_weight, settings.search_context_lines
+    by_line: dict[tuple[int, int], float] = {
+        item.source_key: relevances[row_id][0]
+        for row_id, item in items.items()
+        if item.source_key is not None and item.boost_key == "message"
+    }
+    with_context = {}
     for row_id, (own, vector) in relevances.items():
         key = items[row_id].source_key
         best = 0.0
         if key is not None:
             file_id, line = key
-            best = max(
-                (by_place.get((file_id, line + d), 0.0) for d in range(-reach, reach + 1) if d),
-                default=0.0,
-            )
-        out[row_id] = (own + weight * best, vector)
-    return out
+            best = max(by_line.get((file_id, line + step), 0.0) for step in range(-reach, reach + 1) if step)
+        with_context[row_id] = (own + weight * best, vector)
+    return with_context
 
 
 def _fold(ranked: list[_Ranked]) -> list[_Ranked]:

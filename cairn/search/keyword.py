@@ -7,7 +7,8 @@ one common word gets the same top rank as an exact phrase match. So each candida
     exact phrase (or the one query word, whole)        1.0
     all key terms within NEAR_DISTANCE tokens         0.85
     all key terms anywhere                             0.7
-    some key terms                                     0.7 x the share matched
+    some key terms                                     0.7 x the share matched, each term
+                                                       weighted by its rarity (`term_weights`)
 
 Candidates are ordered by tier, then bm25 — so phrase > NEAR > terms, as the seed asks — and the
 strength is what the "BM25 is decisive" shortcut and the final score's match part use.
@@ -28,6 +29,7 @@ says which passage (`KeywordHit.passage_id`) so the passage can be shown (`passa
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 
@@ -42,6 +44,8 @@ PASSAGES_FTS = "message_passages_fts"
 # Without filters that narrow the rows, FTS5's own top-N (over-fetched for the few rows the default
 # filters drop) is the candidate list; joining every match to its table first costs a lookup per match.
 FAST_OVERFETCH = 3
+# Document frequencies are counted up to this many rows (`term_weights`).
+DF_CAP = 5000
 
 _TOKEN = re.compile(r"\w+")
 # Stems at least this long match as prefixes (FTS5's `"term"*`); shorter ones only as whole words.
@@ -208,7 +212,7 @@ async def keyword_hits(
             (query.combined, n * FAST_OVERFETCH, *params, n),
         )
         marks = {int(row["id"]): str(row["marked"] or "") for row in rows}
-    tiers = Tiers(query)
+    tiers = Tiers(query, await term_weights(db, spec.table, spec.fts, query))
     hits = [
         KeywordHit(int(row["id"]), tiers.strength(marks.get(int(row["id"]), "")), float(row["bm25"]))
         for row in rows
@@ -217,6 +221,26 @@ async def keyword_hits(
         hits = _best_per_message(hits + await _passage_hits(db, query, filters, n, tiers))[:n]
     hits.sort(key=lambda hit: hit.order)
     return hits
+
+
+async def term_weights(db: Database, table: str, fts: str, query: FtsQuery) -> list[float]:
+    """Each key term's inverse document frequency in `fts`, log(1 + rows / rows matching it): a row
+    that holds the query's one rare word ("roadtrip") matches it better than a row holding three of
+    its common ones ("go", "soon", a name said in every other turn). Counting stops at `DF_CAP`
+    matches: beyond that a term is common whatever its exact count, and the count stays cheap. The
+    rows are estimated by the largest id (deleted rows barely move a logarithm)."""
+    if len(query.terms) < 2:
+        return [1.0] * len(query.terms)
+    rows = await db.fetchall(
+        f"SELECT (SELECT max(id) FROM {table}) AS n, "
+        + ", ".join(
+            f"(SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT {DF_CAP})) AS t{i}"
+            for i in range(len(query.terms))
+        ),
+        tuple(query.term_match(term) for term in query.terms),
+    )
+    n = max(1, int(rows[0]["n"]))
+    return [math.log(1 + n / max(1, int(rows[0][f"t{i}"]))) for i in range(len(query.terms))]
 
 
 async def _passage_hits(

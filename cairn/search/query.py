@@ -10,7 +10,9 @@ quotes, column filters and control characters in the text are either dropped or 
   `MIN_PREFIX` characters — shorter prefixes would match half the vocabulary.
 
 Key terms leave out stopwords unless the query has nothing else, so "how do we handle retries" looks
-for `handle` and `retries`, not for every row containing "we".
+for `handle` and `retries`, not for every row containing "we". The tokenizer splits contractions
+("git's", "didn't"), so their fragments (`s`, `t`, `didn`, ...) are stopwords too: `s` as a key term
+matched every row with an "it's" in it and counted as a term it shared with the query.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ _STOPWORD_TEXT = """
     nor not of on once only or other our ours out over same should so some such than that the their them
     then there these they this those through to too us very was we were what when where which while who
     whom why will with would you your
+    s t d ll m re ve didn doesn isn wasn aren weren hasn haven
 """
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 

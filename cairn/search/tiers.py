@@ -41,8 +41,10 @@ def stem(word: str) -> str:
 class Tiers:
     """The tier strength of marked texts for one query."""
 
-    def __init__(self, query: FtsQuery) -> None:
+    def __init__(self, query: FtsQuery, weights: list[float] | None = None) -> None:
         self.terms = [stem(term) for term in query.terms]
+        self.weights = weights if weights and len(weights) == len(self.terms) else [1.0] * len(self.terms)
+        self._total = sum(self.weights) or 1.0
         self.single = len(query.terms) == 1 and query.phrase is None
         self.phrase_tokens = len(_FTS_TOKEN.findall(query.phrase)) if query.phrase is not None else 0
         self._terms_of: dict[str, int] = {}
@@ -67,7 +69,7 @@ class Tiers:
         return found
 
     def strength(self, marked: str) -> float:
-        """phrase 1.0, all terms near 0.85, all terms 0.7, else 0.7 x the share of terms matched."""
+        """phrase 1.0, all terms near 0.85, all terms 0.7, else 0.7 x the weighted share of terms matched."""
         pieces = marked.split(OPEN)
         if len(pieces) == 1:
             return 0.0
@@ -83,9 +85,9 @@ class Tiers:
         if self.phrase_tokens > 1 and any(len(_FTS_TOKEN.findall(run)) >= self.phrase_tokens for run in runs):
             return PHRASE
         terms = [self._term(run) for run in runs]
-        covered = len(set(terms))
-        if covered < len(self.terms):
-            return ALL_TERMS * covered / len(self.terms)
+        covered = set(terms)
+        if len(covered) < len(self.terms):
+            return ALL_TERMS * sum(self.weights[t] for t in covered) / self._total
         positions: list[tuple[int, int]] = []
         position = 0
         for term, gap in zip(terms, gaps, strict=True):

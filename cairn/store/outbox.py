@@ -67,19 +67,20 @@ class VectorSource:
         return f"SELECT t.id FROM {self.table} AS t {self.joins} WHERE {self.eligible}"
 
 
-PassageVectors = Literal["none", "prose", "all"]
+PassageVectors = Literal["none", "text", "prose", "all"]
 
-#: Which passages get a vector (`Settings.passage_vectors`). Never the first: its message's own vector
-#: already reads it (MiniLM reads a text's first 256 word pieces, a passage is about 200). Noise
-#: messages have none, as they have no vector of their own.
+#: Which passages get a vector (`Settings.passage_vectors`): none; user and assistant text; that and
+#: compaction summaries; every passage. Never the first: it is the head its message's own vector reads
+#: (`cairn.transcripts.passages.HEAD_TOKENS`). Noise messages have none, as they have no vector.
 PASSAGE_VECTORS: dict[str, str] = {
     "none": "0",
+    "text": "t.seq > 0 AND m.is_noise = 0 AND m.kind = 'text'",
     "prose": "t.seq > 0 AND m.is_noise = 0 AND m.kind IN ('text', 'compact_summary')",
     "all": "t.seq > 0 AND m.is_noise = 0",
 }
 
 
-def passage_source(policy: PassageVectors = "prose") -> VectorSource:
+def passage_source(policy: PassageVectors = "text") -> VectorSource:
     """How message passages become vectors: the passage's text, with its message's metadata (so the
     same filters apply) and `message_id`; `policy` says which passages get one."""
     return VectorSource(

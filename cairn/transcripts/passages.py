@@ -3,8 +3,9 @@
 MiniLM reads the first 256 word pieces of a text and ignores the rest, and tool results are clipped
 to head + tail before they are shown; so evidence deep inside a long answer or a long tool output is
 invisible to a message's vector, and, when clipped, to its keywords. Passages fix that: a message
-whose text is longer than one passage is cut into passages of about `TARGET_TOKENS` word pieces,
-each stored with its message and its character range, searched by keywords and (some) by vectors.
+whose text is longer than its vector reads is cut into passages of about `TARGET_TOKENS` word pieces
+(the first, `HEAD_TOKENS`: about what that vector reads), each stored with its message and its
+character range, searched by keywords and (the later ones of prose) by vectors.
 
 Where a cut falls, best first: a blank line, a line end, a sentence end, any whitespace; a piece
 with none of these (a minified line, a long hash list without spaces) is cut hard. Between two
@@ -12,12 +13,11 @@ passages nothing is repeated: a cut at one of these boundaries separates whole s
 (measured on the shared transcripts: see the README), and every repeated word would be one more
 word piece to embed.
 
-Word pieces are estimated, not counted: running the tokenizer over every passage costs ~1 ms per
-KB; the estimate (`estimate_tokens`: characters weighed by class, summed once per message with
-numpy, so any piece's estimate is a subtraction) splits the shared transcripts' 1.2 M characters
-in ~60 ms. Fitted on the
-shared transcripts' text against the MiniLM tokenizer: true / estimated has median 1.07 (p90 1.17,
-max 1.38) on prose and 0.99 (p90 1.13, max 1.36) on tool output.
+Word pieces are estimated, not counted (`estimate_tokens`: characters weighed by class, summed once
+per message with numpy, so any piece's estimate is a subtraction): splitting the shared transcripts'
+1.2 M characters takes ~110 ms, the tokenizer alone ~500 ms over the same text. Fitted on that text
+against the MiniLM tokenizer, true / estimated has median 1.07 (p90 1.17, max 1.38) on prose and 0.99
+(p90 1.13, max 1.36) on tool output.
 
 Pure: no I/O, nothing of cairn imported.
 """
@@ -30,10 +30,14 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["TARGET_TOKENS", "Passage", "estimate_tokens", "split"]
+__all__ = ["HEAD_TOKENS", "TARGET_TOKENS", "Passage", "estimate_tokens", "split"]
 
 #: Word pieces per passage: MiniLM reads 256, so even an estimate 25 % low is read whole.
 TARGET_TOKENS = 200
+#: The first passage is the head the message's own vector reads (MiniLM: its first 256 word pieces),
+#: less the estimate's usual error: so a message that short gets no passages, and every later passage
+#: holds text that vector never read.
+HEAD_TOKENS = 240
 #: A cut at a weaker boundary is taken only if the passage would otherwise be under this share of
 #: the target: a passage may end early at a paragraph rather than mid-sentence, but not tiny.
 MIN_FILL = 0.5
@@ -80,22 +84,24 @@ def estimate_tokens(text: str) -> float:
     return _estimate(_prefix(text), 0, len(text)) if text.strip() else 0.0
 
 
-def split(text: str, target_tokens: int = TARGET_TOKENS) -> list[Passage]:
-    """`text` cut into passages of at most about `target_tokens` word pieces, at natural boundaries.
+def split(text: str, target_tokens: int = TARGET_TOKENS, head_tokens: int = HEAD_TOKENS) -> list[Passage]:
+    """`text` cut into passages of at most about `target_tokens` word pieces, at natural boundaries;
+    the first one up to `head_tokens` (when larger): the head the message's own vector reads.
 
-    Empty when the text fits in one passage: its message (and its vector) already covers it whole.
+    Empty when the text fits in its head: its message (and its vector) already covers it whole.
     Passages are trimmed of surrounding whitespace, in order, and never overlap; together they hold
     every non-blank character of `text`.
     """
     if target_tokens < 1:
         raise ValueError(f"target_tokens must be at least 1, got {target_tokens}")
-    if len(text) * _MAX_CHAR_WEIGHT <= target_tokens or not text.strip():
+    head = max(target_tokens, head_tokens)
+    if len(text) * _MAX_CHAR_WEIGHT <= head or not text.strip():
         return []
     prefix = _prefix(text)
-    if _estimate(prefix, 0, len(text)) <= target_tokens:
+    if _estimate(prefix, 0, len(text)) <= head:
         return []
     units = _units(text, prefix, 0, len(text), 0, _PARAGRAPH, target_tokens)
-    return _pack(text, units, target_tokens)
+    return _pack(text, units, target_tokens, head)
 
 
 def _prefix(text: str) -> npt.NDArray[np.float64]:
@@ -175,22 +181,24 @@ def _hard_cuts(
     return cuts
 
 
-def _pack(text: str, units: list[tuple[int, int, int, float]], target: int) -> list[Passage]:
-    """Consecutive units joined into passages of at most `target` tokens, each ended at the
-    strongest boundary that still leaves it at least `MIN_FILL` full (else where the target falls)."""
+def _pack(text: str, units: list[tuple[int, int, int, float]], target: int, head: int) -> list[Passage]:
+    """Consecutive units joined into passages of at most `target` tokens (the first: `head`), each
+    ended at the strongest boundary that still leaves it at least `MIN_FILL` full (else where the
+    budget runs out)."""
     passages: list[Passage] = []
     first = 0
     while first < len(units):
+        budget = target if passages else head
         total = 0.0
         last = first  # units[first:last] fit
         filled: list[float] = []  # tokens of units[first:i] for each i in (first, last]
-        while last < len(units) and (last == first or total + units[last][3] <= target):
+        while last < len(units) and (last == first or total + units[last][3] <= budget):
             total += units[last][3]
             last += 1
             filled.append(total)
         cut = last
         if last < len(units):
-            floor = MIN_FILL * target
+            floor = MIN_FILL * budget
             best = (units[last][2], last)
             for i in range(first + 1, last):
                 if filled[i - first - 1] >= floor and (units[i][2], i) > best:

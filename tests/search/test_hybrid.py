@@ -372,3 +372,64 @@ async def test_a_failing_vector_index_degrades_to_keywords(store: Store, world: 
     page = await run(store, "sign in button transactions", vectors=Broken(), min_score=0)
     assert page.results and all(r.match == "keyword" for r in page.results)
     assert any("chroma is down" in n for n in page.notices)
+
+
+async def conversation_store(store: Store, lines: dict[str, list[tuple[int, str, str]]]) -> dict[str, int]:
+    """Sessions of one project, each a file of (line, role, text) messages; message ids by 'session:line'."""
+    found: dict[str, int] = {}
+    async with store.db.write() as conn:
+        project = await insert(conn, "INSERT INTO projects (path, name) VALUES ('/work/chat', 'chat')")
+        for session, messages in lines.items():
+            await conn.execute(
+                "INSERT INTO sessions (id, project_id, started_at, last_at) VALUES (?, ?, ?, ?)",
+                (session, project, ago(3), ago(2)),
+            )
+            file_id = await insert(
+                conn,
+                "INSERT INTO transcript_files (path, session_id) VALUES (?, ?)",
+                (f"/t/{session}.jsonl", session),
+            )
+            for line, role, text in messages:
+                found[f"{session}:{line}"] = await add_message(conn, session, file_id, line, text, role=role)
+    await store.sync_vectors()
+    return found
+
+
+async def test_a_rare_query_word_outweighs_several_common_ones(store: Store) -> None:
+    # "go" and "soon" are in every other turn; "roadtrip" in one. A turn with the two common words
+    # matched as many terms as the one with the rare word would, unweighted, and ranked above it.
+    chatter = [(n, "user", f"Talk soon, I have to go now, see you at {n}") for n in range(1, 40)]
+    found = await conversation_store(
+        store,
+        {
+            "s1": [*chatter, (50, "assistant", "Melanie: off I go swimming, talk soon")],
+            "s2": [(3, "assistant", "Melanie: that roadtrip last weekend was wild")],
+        },
+    )
+    page = await run(store, "Would Melanie go on another roadtrip soon?", mode="keyword", kind="messages")
+    assert ids(page)[0] == f"m{found['s2:3']}"
+
+
+async def test_a_turn_whose_neighbours_match_outranks_a_lone_match(store: Store) -> None:
+    # Both answers hold "applied" only; the one under a question about adoption agencies is the answer.
+    found = await conversation_store(
+        store,
+        {
+            "gym": [(5, "user", "I applied there last week, it went well")],
+            "adopt": [
+                (10, "assistant", "Which adoption agencies did you look at in the end?"),
+                (11, "user", "I applied there last week, it went well"),
+            ],
+        },
+    )
+    query = "When did Caroline apply to adoption agencies?"
+    answer, lone = f"m{found['adopt:11']}", f"m{found['gym:5']}"
+    page = await run(store, query, mode="keyword", kind="messages", min_score=0)
+    order = ids(page)
+    assert order.index(answer) < order.index(lone)
+
+    without = store.settings.model_copy(update={"search_context_weight": 0.0})
+    request = SearchRequest(query=query, mode="keyword", kind="messages", min_score=0)
+    plain = await search(store.db, store.vectors, without, request, record_usage=False)
+    scores = {r.id: r.score for r in plain.results}
+    assert scores[answer] == scores[lone]  # the same text: only its context told them apart

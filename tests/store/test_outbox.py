@@ -90,6 +90,14 @@ async def add_memory(store: Store, session: str) -> dict[str, int]:
             "'src/store.py', 'learned')",
             (project,),
         )
+        # A later passage of an assistant message (as if it were long): the kind the default embeds.
+        passage = await insert(
+            "INSERT INTO message_passages (message_id, seq, char_start, char_end, text) "
+            "SELECT id, 1, 0, 40, 'the rest of a long answer about the vectors' FROM messages "
+            "WHERE session_id = ? AND role = 'assistant' AND kind = 'text' AND is_noise = 0 "
+            "ORDER BY id LIMIT 1",
+            (session,),
+        )
     return {
         "span": span,
         "old": old,
@@ -97,6 +105,7 @@ async def add_memory(store: Store, session: str) -> dict[str, int]:
         "entity": entity,
         "chunk": chunk,
         "association": association,
+        "passage": passage,
     }
 
 
@@ -114,7 +123,7 @@ async def test_sync_makes_chroma_match_sqlite(store: Store) -> None:
         "SELECT (SELECT count(*) FROM messages) + (SELECT count(*) FROM ideas) "
         "+ (SELECT count(*) FROM topic_spans) + (SELECT count(*) FROM entities) "
         "+ (SELECT count(*) FROM file_chunks) + (SELECT count(*) FROM search_associations) "
-        "+ (SELECT count(*) FROM message_passages)"
+        f"+ (SELECT count(*) FROM ({SOURCES['passages'].all_sql()}))"  # the others are never queued
     )
     seen: list[tuple[int, int]] = []
 
@@ -146,6 +155,9 @@ async def test_updates_and_deletes_reach_chroma(store: Store) -> None:
     ids = await add_memory(store, SMALL.stem)
     await store.sync_vectors()
     message_id = await store.db.scalar("SELECT min(id) FROM messages WHERE is_noise = 0")
+    passage_of = await store.db.scalar(
+        "SELECT message_id FROM message_passages WHERE id = ?", (ids["passage"],)
+    )
 
     async with store.db.write() as conn:
         await conn.execute("DELETE FROM messages WHERE id = ?", (message_id,))
@@ -157,6 +169,9 @@ async def test_updates_and_deletes_reach_chroma(store: Store) -> None:
     )
     assert ops[("messages", message_id)] == "delete"
     assert ops[("entities", ids["entity"])] == "upsert"
+    # The passage goes with its message (deleted) or follows its metadata (now noise): queued either way.
+    assert ops.pop(("passages", ids["passage"])) == ("delete" if passage_of == message_id else "upsert")
+    assert passage_of in (message_id, message_id + 1)
     assert len(ops) == 4
 
     await store.sync_vectors()

@@ -74,13 +74,14 @@ async def test_capture_stores_passages_of_long_messages_once(synced: Store, tran
     assert (await store.stats()).message_passages == before
 
 
-async def test_prose_passages_beyond_the_first_get_vectors_by_default(synced: Store) -> None:
+async def test_text_passages_beyond_the_first_get_vectors_by_default(synced: Store) -> None:
     store = synced
     rows = await store.db.fetchall(
         "SELECT p.id, p.seq, m.kind FROM message_passages AS p JOIN messages AS m ON m.id = p.message_id"
     )
     expected = {str(r["id"]) for r in rows if r["kind"] == "text" and r["seq"] > 0}
     assert expected and store.vectors.get_ids("passages") == expected
+    assert await outbox.pending(store.db) == 0  # the others were never queued for nothing
     metadata = store.vectors.query("passages", DEEP_SENTENCE, 1, metadata=True)[0].metadata
     message = await store.db.fetchone("SELECT id, session_id FROM messages WHERE text = ?", (LONG_ANSWER,))
     assert metadata["message_id"] == message["id"] and metadata["session_id"] == message["session_id"]
@@ -89,7 +90,9 @@ async def test_prose_passages_beyond_the_first_get_vectors_by_default(synced: St
     assert stats.vectors is not None and stats.vectors["passages"] == len(expected)
 
 
-@pytest.mark.parametrize(("policy", "kinds"), [("all", {"text", "tool_result"}), ("none", set())])
+@pytest.mark.parametrize(
+    ("policy", "kinds"), [("all", {"text", "tool_result"}), ("prose", {"text"}), ("none", set())]
+)
 async def test_passage_vectors_is_a_setting(
     cairn_home: Path,
     embedding_function: EmbeddingFunction[Documents],

@@ -6,15 +6,17 @@ from itertools import pairwise
 
 import pytest
 
-from cairn.transcripts.passages import TARGET_TOKENS, Passage, estimate_tokens, split
+from cairn.transcripts.passages import HEAD_TOKENS, TARGET_TOKENS, Passage, estimate_tokens, split
 
 
-def check(text: str, passages: list[Passage], target: int = TARGET_TOKENS) -> None:
-    """Ranges are exact, ordered and disjoint; nothing but whitespace is lost; each passage is bounded."""
+def check(text: str, passages: list[Passage], target: int = TARGET_TOKENS, head: int = HEAD_TOKENS) -> None:
+    """Ranges are exact, ordered and disjoint; nothing but whitespace is lost; each passage is bounded
+    (the first by the head its message's vector reads, the others by the target)."""
     assert [p.seq for p in passages] == list(range(len(passages)))
     for passage in passages:
         assert text[passage.start : passage.end] == passage.text == passage.text.strip() != ""
-        assert estimate_tokens(passage.text) <= target * 1.05
+        bound = max(head, target) if passage.seq == 0 else target
+        assert estimate_tokens(passage.text) <= bound * 1.05
     for before, after in pairwise(passages):
         assert before.end <= after.start
         assert text[before.end : after.start].strip() == ""
@@ -25,13 +27,27 @@ def sentence(i: int) -> str:
     return f"Sentence number {i} says the cache key was wrong in module m{i}."
 
 
-def test_a_text_that_fits_in_one_passage_has_none() -> None:
+def test_a_text_its_vector_reads_whole_has_no_passages() -> None:
     assert split("") == []
     assert split("   \n\n  ") == []
     assert split("A short answer about the SQLite busy timeout.") == []
-    one = " ".join(sentence(i) for i in range(8))
-    assert estimate_tokens(one) <= TARGET_TOKENS
-    assert split(one) == []
+    head = " ".join(sentence(i) for i in range(18))
+    assert TARGET_TOKENS < estimate_tokens(head) <= HEAD_TOKENS
+    assert split(head) == []
+    longer = head + " " + " ".join(sentence(i) for i in range(18, 28))
+    first, *rest = split(longer)
+    assert rest and estimate_tokens(first.text) > TARGET_TOKENS  # the first passage is the whole head
+
+
+def test_the_first_passage_is_the_head_the_message_vector_reads() -> None:
+    text = "\n".join(sentence(i) for i in range(40))
+    passages = split(text)
+    check(text, passages)
+    assert estimate_tokens(passages[0].text) > TARGET_TOKENS
+    assert all(estimate_tokens(p.text) <= TARGET_TOKENS * 1.05 for p in passages[1:])
+    same = split(text, head_tokens=TARGET_TOKENS)  # no larger head: every passage by the target
+    check(text, same, head=TARGET_TOKENS)
+    assert same[0].end < passages[0].end and same[1].start < passages[1].start
 
 
 def test_paragraphs_are_kept_whole_when_they_fit() -> None:
@@ -97,8 +113,8 @@ def test_unicode_is_cut_on_character_boundaries_and_counted() -> None:
 
 def test_the_target_is_a_parameter() -> None:
     text = "\n\n".join(" ".join(sentence(10 * p + i) for i in range(4)) for p in range(6))
-    small, large = split(text, 60), split(text, 250)
-    check(text, small, 60)
+    small, large = split(text, 60, head_tokens=60), split(text, 250)
+    check(text, small, 60, head=60)
     check(text, large, 250)
     assert len(small) > len(large)
     with pytest.raises(ValueError):
