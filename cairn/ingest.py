@@ -37,6 +37,10 @@ class FileSync:
     duplicates: int = 0
     malformed: int = 0
     oversized: int = 0
+    """Lines longer than `max_line_bytes`, skipped unread."""
+    messages_cut: int = 0
+    """Messages stored cut to `MAX_TEXT_CHARS` (their text says how much was left out)."""
+    chars_cut: int = 0
     partial_bytes: int = 0
     restarted: bool = False
     files_requested: int = 0
@@ -57,6 +61,14 @@ class SyncReport:
     @property
     def malformed(self) -> int:
         return sum(f.malformed for f in self.files)
+
+    @property
+    def oversized(self) -> int:
+        return sum(f.oversized for f in self.files)
+
+    @property
+    def messages_cut(self) -> int:
+        return sum(f.messages_cut for f in self.files)
 
     @property
     def errors(self) -> list[FileSync]:
@@ -110,6 +122,8 @@ async def sync_file(store: Store, path: Path, settings: Settings) -> FileSync:
     report.duplicates = stored.messages_skipped_duplicate
     report.malformed = result.malformed
     report.oversized = result.oversized
+    report.messages_cut = sum(1 for m in messages if m.chars_cut)
+    report.chars_cut = sum(m.chars_cut for m in messages)
     report.partial_bytes = result.partial_bytes
     report.restarted = result.restarted
     return report

@@ -141,6 +141,8 @@ def sync(
     console.print(
         f"Added [bold]{report.messages_added}[/] messages from {len(report.files)} file(s); "
         f"{report.vectors_synced} vectors written; {report.malformed} malformed line(s) skipped"
+        + (f"; {report.oversized} line(s) over max_line_bytes skipped" if report.oversized else "")
+        + (f"; {plural(report.messages_cut, 'long message')} stored cut" if report.messages_cut else "")
         + (f"; {plural(len(skipped), 'path')} skipped (not transcripts)." if skipped else ".")
     )
     for failed in report.errors:

@@ -43,6 +43,7 @@ __all__ = [
     "UserEntry",
     "UserMessage",
     "parse_entry",
+    "parse_entry_object",
 ]
 
 
@@ -256,6 +257,12 @@ KNOWN_ENTRY_TYPES = frozenset(
 
 _ENTRY_ADAPTER: TypeAdapter[Entry] = TypeAdapter(Entry)
 _validate_json = _ENTRY_ADAPTER.validate_json
+
+
+def parse_entry_object(value: object) -> Entry:
+    """An entry from a line already parsed by ``json.loads`` (the reader's path for very long lines,
+    whose strings it cuts first); raises ``pydantic.ValidationError`` as :func:`parse_entry` does."""
+    return _ENTRY_ADAPTER.validate_python(value)
 
 
 def parse_entry(raw: bytes | str) -> Entry:

@@ -18,7 +18,10 @@ conversational turn:
 * a message whose tool result was clipped also carries its ``full_text`` — the same rendering with the
   whole (redacted) result — so search can split it into passages (:mod:`cairn.transcripts.passages`)
   and find what the clipped display text elides. ``text`` stays the clipped one: it is what is shown
-  and what the indexing agent reads.
+  and what the indexing agent reads;
+* neither holds more than about ``MAX_TEXT_CHARS`` characters: the reader already cut every longer
+  string (:func:`cairn.transcripts.reader.cut_text`), and a message joined from many parts is cut the
+  same way; ``chars_cut`` counts what was left out.
 
 Messages are emitted as soon as the entries that make them are seen: if an assistant message's lines
 straddle two reads, the second read yields a second message with the same ``message_id``. Holding the
@@ -50,7 +53,7 @@ from cairn.transcripts.entries import (
     ToolUseBlock,
     UserEntry,
 )
-from cairn.transcripts.reader import ReadEntry
+from cairn.transcripts.reader import MAX_TEXT_CHARS, ReadEntry, cut_text
 from cairn.transcripts.redact import redact
 
 __all__ = [
@@ -131,6 +134,8 @@ class Message(BaseModel):
     tool_results: list[ToolResultRef] = Field(default_factory=list)
     full_text: str | None = None
     """`text` with every clipped tool result whole (redacted all the same); None when nothing was clipped."""
+    chars_cut: int = 0
+    """Characters of the entries' text not stored: cut beyond ``MAX_TEXT_CHARS`` (usually 0)."""
 
     @property
     def searchable_text(self) -> str:
@@ -154,15 +159,21 @@ class _Draft:
     tool_results: list[ToolResultRef] = field(default_factory=list)
     is_compact_summary: bool = False
     is_noise: bool = False
+    chars_cut: int = 0
 
     def build(self) -> Message | None:
         text = "\n".join(part for part in self.parts if part).strip()
         if not text:
             return None
+        chars_cut = self.chars_cut
+        if len(text) > MAX_TEXT_CHARS:  # many parts, each within the limit (the reader cut longer ones)
+            capped = cut_text(text)
+            chars_cut += len(text) - len(capped)
+            text = capped
         full_text = None
         if self.full_parts:
             whole = (self.full_parts.get(index, part) for index, part in enumerate(self.parts))
-            full_text = "\n".join(part for part in whole if part).strip()
+            full_text = cut_text("\n".join(part for part in whole if part).strip())
         entry = self.first.entry
         if not isinstance(entry, BaseEntry):  # drafts are only made from conversation entries
             return None
@@ -187,6 +198,7 @@ class _Draft:
             tool_calls=self.tool_calls,
             tool_results=self.tool_results,
             full_text=full_text,
+            chars_cut=chars_cut,
         )
 
 
@@ -244,6 +256,7 @@ class Normaliser:
                 message_id = entry.message.id
                 if pending is not None and message_id is not None and pending.message_id == message_id:
                     pending.last = read
+                    pending.chars_cut += read.chars_cut
                     self._add_assistant_blocks(pending, entry)
                     continue
                 draft = _Draft(first=read, last=read, role="assistant", kind="text", message_id=message_id)
@@ -262,6 +275,7 @@ class Normaliser:
                 # Snapshots, progress, queue operations, attachments, unknown entries: bookkeeping.
                 # They do not interrupt an assistant message whose lines they are interleaved with.
                 continue
+            draft.chars_cut += read.chars_cut
             if pending is not None and (message := pending.build()) is not None:
                 yield message
             pending = draft

@@ -15,6 +15,12 @@ The daemon remembers a byte offset (and line number and inode) per transcript an
 * A bad line never stops reading: malformed lines are counted and skipped, and a line longer than
   ``max_line_bytes`` is skipped while scanning to its newline, so memory holds at most one chunk plus
   ``max_line_bytes`` whatever the file contains.
+* No string read is longer than ``MAX_TEXT_CHARS``: a line long enough to hold a longer one (a 20 MB
+  log pasted into a prompt, a dumped file) is parsed by a slower path that cuts each long string to
+  its head and its end around a marker saying how much was cut (``ReadEntry.chars_cut`` counts it).
+  Stored whole, one such line once made a 52 MB database and a 2.85 GB capture; cut, what follows it
+  costs what a normal message costs. Shorter lines cannot hold such a string (a JSON string of N
+  characters takes at least N bytes), so the hot path pays one length comparison it paid anyway.
 * A file that was truncated or replaced is read again from the start (``restarted``) rather than
   from an offset that no longer means anything.
 
@@ -35,17 +41,20 @@ from typing import BinaryIO
 
 from pydantic import ValidationError
 
-from cairn.transcripts.entries import Entry, parse_entry
+from cairn.transcripts.entries import Entry, parse_entry, parse_entry_object
 
 __all__ = [
     "CHUNK_SIZE",
     "MALFORMED_LINES_KEPT",
     "MAX_LINE_BYTES",
+    "MAX_TEXT_CHARS",
     "SETTLE_SECONDS",
+    "TEXT_TAIL_CHARS",
     "EntryStream",
     "ReadEntry",
     "ReadResult",
     "TranscriptNotFound",
+    "cut_text",
     "iter_entries",
     "read_from",
 ]
@@ -55,6 +64,17 @@ MAX_LINE_BYTES = 32 * 1024 * 1024
 MALFORMED_LINES_KEPT = 100
 SETTLE_SECONDS = 5.0
 _REASON_MAX_CHARS = 200
+
+#: Characters one string of an entry keeps at most, and so (``cairn.transcripts.normalise``) one
+#: message's text: 256 K characters is ~50,000 words, far more than a search or the indexer uses of
+#: one message, and little enough that cutting it into passages and embedding them stays cheap.
+MAX_TEXT_CHARS = 256 * 1024
+#: Of those, how many are the string's end: the last lines of a long output (a test summary, the
+#: error a log ends with) are often what matters in it.
+TEXT_TAIL_CHARS = 8 * 1024
+#: A cut is moved back to whitespace within this many characters, so that it splits no token-shaped
+#: secret the redactor (which runs later, on what is kept) would then fail to recognise.
+_CUT_SEARCH_CHARS = 1024
 
 
 class TranscriptNotFound(FileNotFoundError):
@@ -74,6 +94,8 @@ class ReadEntry:
     line: int
     byte_start: int
     byte_end: int
+    chars_cut: int = 0
+    """Characters cut from the entry's strings longer than ``MAX_TEXT_CHARS`` (0 for nearly every line)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,9 +190,31 @@ class EntryStream(Iterator[ReadEntry]):
         self._file.close()
 
     def _malformed(self, line: int, exc: ValidationError) -> None:
+        self._malformed_reason(line, _reason(exc))
+
+    def _malformed_reason(self, line: int, reason: str) -> None:
         self.malformed += 1
         if len(self.malformed_lines) < MALFORMED_LINES_KEPT:
-            self.malformed_lines.append((line, _reason(exc)))
+            self.malformed_lines.append((line, reason))
+
+    def _parse_long(self, raw: bytes, line: int) -> tuple[Entry, int] | None:
+        """A line that may hold a string longer than ``MAX_TEXT_CHARS``, parsed with such strings cut
+        (and how many characters were cut); None when it is malformed (counted as such).
+
+        ``json.loads`` then a walk over the result, because pydantic cannot cut strings as it reads
+        them; the line's Python objects live only until the cut entry is built from them.
+        """
+        try:
+            value = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            self._malformed_reason(line, f"invalid JSON: {exc}"[:_REASON_MAX_CHARS])
+            return None
+        cut = _cut_long_strings(value)
+        try:
+            return parse_entry_object(value), cut
+        except ValidationError as exc:
+            self._malformed(line, exc)
+            return None
 
     def _scan(self) -> Iterator[ReadEntry]:
         # Hot loop: state lives in locals and is written back to self only around each yield.
@@ -178,6 +222,7 @@ class EntryStream(Iterator[ReadEntry]):
         read = file.read
         chunk_size = self._chunk_size
         max_len = self._max_line_bytes
+        long_len = min(MAX_TEXT_CHARS, max_len)  # longer lines may hold a string to cut
         parse = parse_entry
         mid_line = self._mid_line
         line_no = self.line - mid_line
@@ -204,8 +249,14 @@ class EntryStream(Iterator[ReadEntry]):
                             pending_len = 0
                         else:
                             raw = chunk[i:nl]
-                        if len(raw) > max_len:
-                            self.oversized += 1
+                        if len(raw) > long_len:
+                            if len(raw) > max_len:
+                                self.oversized += 1
+                            elif (parsed := self._parse_long(raw, line_no)) is not None:
+                                raw = b""  # the line's bytes are not kept while the entry is used
+                                self.offset = end
+                                self.line = line_no
+                                yield ReadEntry(parsed[0], line_no, line_start, end, parsed[1])
                         elif raw and not raw.isspace():
                             try:
                                 entry = parse(raw)
@@ -232,14 +283,16 @@ class EntryStream(Iterator[ReadEntry]):
                 # A finished file's last entry without its newline (see the module docstring).
                 line_no += 1
                 mid_line = True
-                try:
-                    entry = parse(tail)
-                except ValidationError as exc:
-                    self._malformed(line_no, exc)
-                else:
+                parsed = self._parse_long(tail, line_no) if len(tail) > long_len else None
+                if parsed is None and len(tail) <= long_len:
+                    try:
+                        parsed = parse(tail), 0
+                    except ValidationError as exc:
+                        self._malformed(line_no, exc)
+                if parsed is not None:
                     self.offset = base
                     self.line = line_no
-                    yield ReadEntry(entry, line_no, line_start, base)
+                    yield ReadEntry(parsed[0], line_no, line_start, base, parsed[1])
                 line_start = base
                 line_no -= 1
             self.offset = line_start
@@ -354,6 +407,59 @@ def _after_unterminated_entry(file: BinaryIO, offset: int, max_line_bytes: int) 
     if line_start == 0 and start > 0:
         return False
     return _is_json_object(before[line_start:])
+
+
+def _cut_long_strings(value: object) -> int:
+    """Cut, in place, every string in the JSON `value` longer than ``MAX_TEXT_CHARS``; the
+    characters cut. Iterative: a deeply nested line must not exhaust the stack a second time."""
+    cut = 0
+    todo: list[object] = [value]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            items: Iterator[tuple[object, object]] = iter(node.items())
+        elif isinstance(node, list):
+            items = enumerate(node)
+        else:
+            continue
+        for key, item in list(items):
+            if isinstance(item, str):
+                if len(item) > MAX_TEXT_CHARS:
+                    kept = cut_text(item)
+                    cut += len(item) - len(kept)
+                    node[key] = kept  # type: ignore[index]
+            elif isinstance(item, dict | list):
+                todo.append(item)
+    return cut
+
+
+def cut_text(text: str, limit: int = MAX_TEXT_CHARS, tail: int = TEXT_TAIL_CHARS) -> str:
+    """`text` cut to about `limit` characters: its head and its last `tail` around a marker that says
+    how many were left out. Each cut moves to whitespace when there is some near it (see
+    ``_CUT_SEARCH_CHARS``), so a token is never split. `text` itself when it fits."""
+    if len(text) <= limit:
+        return text
+    tail = min(tail, limit // 2)
+    head_end = _at_space(text, limit - tail - _MARKER_ROOM, backwards=True)
+    tail_start = _at_space(text, len(text) - tail, backwards=False)
+    left_out = tail_start - head_end
+    return f"{text[:head_end]}\n…[{left_out} chars not stored]…\n{text[tail_start:]}"
+
+
+# Room the marker takes, so the cut text stays within its limit.
+_MARKER_ROOM = 48
+
+
+def _at_space(text: str, index: int, *, backwards: bool) -> int:
+    """`index` moved to just after (backwards) or at (forwards) the nearest whitespace within
+    ``_CUT_SEARCH_CHARS``; `index` itself when there is none (a minified blob is cut where it is)."""
+    if backwards:
+        window = text[max(0, index - _CUT_SEARCH_CHARS) : index]
+        found = max(window.rfind(c) for c in " \n\t")
+        return index - len(window) + found + 1 if found >= 0 else index
+    window = text[index : index + _CUT_SEARCH_CHARS]
+    hits = [i for i in (window.find(c) for c in " \n\t") if i >= 0]
+    return index + min(hits) if hits else index
 
 
 def _is_json_object(raw: bytes) -> bool:
