@@ -37,6 +37,7 @@ from cairn.daemon import queue
 from cairn.daemon.process import remove_pidfile, write_pidfile
 from cairn.daemon.server import SocketServer
 from cairn.ingest import sync_file
+from cairn.store.failures import describe_write_failure
 from cairn.store.lock import StoreLockedError
 from cairn.store.store import Store
 from cairn.store.vectors import VectorStoreError
@@ -318,8 +319,11 @@ async def run_daemon(settings: Settings) -> int:
         await task
     except asyncio.CancelledError:
         await queue.requeue_running(store.db)
-    except Exception:
-        log.exception("daemon failed")
+    except Exception as exc:
+        if (full := describe_write_failure(exc, settings.home)) is not None:
+            log.error("daemon stopped: %s", full)  # the user's to fix (free space), not a bug
+        else:
+            log.exception("daemon failed")
         code = 1
     finally:
         for signum in (signal.SIGTERM, signal.SIGINT):
