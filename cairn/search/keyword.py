@@ -239,7 +239,7 @@ async def term_weights(db: Database, table: str, fts: str, query: FtsQuery) -> l
         ),
         tuple(query.term_match(term) for term in query.terms),
     )
-    n = max(1, int(rows[0]["n"]))
+    n = max(1, int(rows[0]["n"] or 0))  # max(id) of an empty table is NULL
     return [math.log(1 + n / max(1, int(rows[0][f"t{i}"]))) for i in range(len(query.terms))]
 
 

@@ -433,3 +433,10 @@ async def test_a_turn_whose_neighbours_match_outranks_a_lone_match(store: Store)
     plain = await search(store.db, store.vectors, without, request, record_usage=False)
     scores = {r.id: r.score for r in plain.results}
     assert scores[answer] == scores[lone]  # the same text: only its context told them apart
+
+
+async def test_a_kind_with_no_rows_yet_answers_empty(store: Store) -> None:
+    # No ideas at all: the term weights count over an empty table (max(id) is NULL there).
+    found = await conversation_store(store, {"s": [(1, "user", "the cache keeps sessions warm")]})
+    page = await run(store, "cache sessions warm", mode="keyword", kind="all")
+    assert ids(page) == [f"m{found['s:1']}"]
