@@ -126,3 +126,18 @@ def run_on_full_disk(
 def error_lines(stderr: str) -> list[str]:
     """The lines a person reads on stderr (progress bars of rich leave blank ones)."""
     return [line for line in stderr.splitlines() if line.strip()]
+
+
+def demo_home(factory: pytest.TempPathFactory) -> Path:
+    """A home holding the demo session, synced, indexed and embedded by a real `cairn sync --demo`:
+    made once per module, and copied for each test (`copy_home`)."""
+    home = factory.mktemp("pristine") / "home"
+    proc = run_cairn(home, "sync", "--demo")
+    assert proc.returncode == 0, proc.stderr
+    return home
+
+
+def copy_home(home: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "home"
+    shutil.copytree(home, copy, symlinks=True)
+    return copy

@@ -15,6 +15,7 @@ import pytest
 from cairn.config import Settings
 from cairn.store.failures import describe_write_failure
 from cairn.store.store import Store
+from tests import hostile_disks
 from tests.hostile_disks import error_lines, run_cairn, run_on_full_disk
 from tests.store.ingesting import LARGE, MEDIUM, ingest
 
@@ -55,17 +56,12 @@ async def test_a_full_database_rolls_back_and_the_next_run_stores_everything_onc
 
 @pytest.fixture(scope="module")
 def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("pristine") / "home"
-    proc = run_cairn(home, "sync", "--demo")
-    assert proc.returncode == 0, proc.stderr
-    return home
+    return hostile_disks.demo_home(tmp_path_factory)
 
 
 @pytest.fixture
 def home(demo_home: Path, tmp_path: Path) -> Path:
-    copy = tmp_path / "home"
-    shutil.copytree(demo_home, copy, symlinks=True)
-    return copy
+    return hostile_disks.copy_home(demo_home, tmp_path)
 
 
 def _sections(stdout: str) -> dict[str, str]:

@@ -6,7 +6,6 @@ that it is read-only and that nothing was lost. Real `cairn` processes on a real
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -15,23 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.hostile_disks import error_lines, namespace_prefix, run_cairn, run_read_only
+from tests import hostile_disks
+from tests.hostile_disks import error_lines, namespace_prefix, run_read_only
 
 
 @pytest.fixture(scope="module")
 def synced_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A home holding the demo session, indexed and embedded; tests work on copies of it."""
-    home = tmp_path_factory.mktemp("pristine") / "home"
-    proc = run_cairn(home, "sync", "--demo")
-    assert proc.returncode == 0, proc.stderr
-    return home
+    return hostile_disks.demo_home(tmp_path_factory)
 
 
 @pytest.fixture
 def home(synced_home: Path, tmp_path: Path) -> Path:
-    copy = tmp_path / "home"
-    shutil.copytree(synced_home, copy, symlinks=True)
-    return copy
+    return hostile_disks.copy_home(synced_home, tmp_path)
 
 
 def _snapshot(home: Path) -> dict[str, tuple[int, int]]:

@@ -15,22 +15,13 @@ from chromadb.api.types import Documents, EmbeddingFunction
 from cairn.config import Settings
 from cairn.daemon.client import DaemonRefusal, daemon_request
 from cairn.search.paging import DAMAGED
-from cairn.store.store import Store
-from cairn.store.vectors import VectorIndex
 from tests.daemon.helpers import Daemons, alive, cairn
-from tests.search.token_attacks import REFUSAL, attacks
-from tests.tools.memory import seed
-
-QUERY = {"query": "vectors blobs SQLite", "kind": "ideas", "include_superseded": True, "limit": 1}
+from tests.search.token_attacks import QUERY, REFUSAL, attacks, seed_store
 
 
 @pytest.fixture
 async def seeded(settings: Settings, embedding_function: EmbeddingFunction[Documents]) -> None:
-    store = await Store.open(settings, vectors=VectorIndex(settings, embedding_function))
-    try:
-        await seed(store)
-    finally:
-        await store.close()
+    await seed_store(settings, embedding_function)
 
 
 async def test_the_socket_refuses_every_forged_token_and_keeps_serving(

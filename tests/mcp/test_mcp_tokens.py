@@ -12,22 +12,13 @@ from mcp import Client
 
 from cairn.config import Settings
 from cairn.search.paging import DAMAGED
-from cairn.store.store import Store
-from cairn.store.vectors import VectorIndex
 from tests.mcp.test_mcp import _server, call, error
-from tests.search.token_attacks import attacks
-from tests.tools.memory import seed
-
-QUERY = {"query": "vectors blobs SQLite", "kind": "ideas", "include_superseded": True, "limit": 1}
+from tests.search.token_attacks import QUERY, attacks, seed_store
 
 
 @pytest.fixture
 async def seeded(settings: Settings, embedding_function: EmbeddingFunction[Documents]) -> None:
-    store = await Store.open(settings, vectors=VectorIndex(settings, embedding_function))
-    try:
-        await seed(store)
-    finally:
-        await store.close()
+    await seed_store(settings, embedding_function)
 
 
 async def test_the_mcp_server_answers_every_forged_token_with_a_clean_tool_error(
