@@ -41,6 +41,13 @@ class FileSync:
     messages_cut: int = 0
     """Messages stored cut to `MAX_TEXT_CHARS` (their text says how much was left out)."""
     chars_cut: int = 0
+    noise_messages: int = 0
+    """Messages stored as noise (commands, meta lines, hook feedback, compaction instructions): kept
+    for the record, never sent to the indexer or shown by search."""
+    boilerplate_removed: int = 0
+    """``<system-reminder>`` and hook-output blocks cut out of messages before they were stored."""
+    context_messages: int = 0
+    """Compact summaries and compaction-subagent messages: the indexer's context, never its source."""
     partial_bytes: int = 0
     restarted: bool = False
     files_requested: int = 0
@@ -124,6 +131,9 @@ async def sync_file(store: Store, path: Path, settings: Settings) -> FileSync:
     report.oversized = result.oversized
     report.messages_cut = sum(1 for m in messages if m.chars_cut)
     report.chars_cut = sum(m.chars_cut for m in messages)
+    report.noise_messages = sum(1 for m in messages if m.is_noise)
+    report.boilerplate_removed = sum(m.boilerplate_removed for m in messages)
+    report.context_messages = sum(1 for m in messages if m.is_context and not m.is_noise)
     report.partial_bytes = result.partial_bytes
     report.restarted = result.restarted
     return report

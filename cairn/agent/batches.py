@@ -8,8 +8,12 @@ end in the same transaction that applies the agent's result, so a batch is index
 When a file is truncated or replaced, capture resets its cursor to 0 and starts a new generation:
 only messages stored since then are planned, so the new content is indexed and the old is not redone.
 
-Noise (slash commands, meta lines) is not sent to the model but is covered by the cursor. A single
-message larger than the budget is cut to fit (its head and tail) rather than blocking its file.
+Noise (slash commands, meta lines, hook feedback, compaction instructions) is not sent to the model
+but is covered by the cursor and counted (`PlannedBatch.noise_skipped`). Context (compact summaries,
+everything in a compaction subagent's transcript) is sent with the role `CONTEXT_ROLE`, so the model
+can recognise what it restates, and counted (`PlannedBatch.context_messages`); the executor never
+takes a new idea from it. A single message larger than the budget is cut to fit (its head and tail)
+rather than blocking its file.
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cairn.agent.schema import BatchMessage, IndexBatch, Mode, SessionUpdate
+from cairn.agent.schema import CONTEXT_ROLE, BatchMessage, IndexBatch, Mode, SessionUpdate
 from cairn.store.db import Database
 from cairn.tokens import count_tokens, truncate_to_tokens
+from cairn.transcripts.discover import is_compaction_file
+from cairn.transcripts.normalise import is_context
 
 # Seed 003's budgets for the messages of one run (the rest goes to the prompt, tools and output).
 CONTINUOUS_MESSAGE_TOKENS = 5_000
@@ -43,6 +49,10 @@ class PlannedBatch:
     batch: IndexBatch
     cursors: list[IndexCursor] = field(default_factory=list)
     tokens: int = 0
+    noise_skipped: int = 0
+    """Noise messages the cursors pass over without sending them."""
+    context_messages: int = 0
+    """Messages sent as context (`CONTEXT_ROLE`)."""
 
     @property
     def message_count(self) -> int:
@@ -120,9 +130,10 @@ async def plan_batches(
     for file_id, path, session_id, indexed_line in await pending_files(db, paths):
         state = pending.setdefault(file_id, _Pending(file_id, path, session_id, indexed_line))
         state.last_line = indexed_line
+        compaction = is_compaction_file(Path(path))
         rows = await db.fetchall(
             """
-            SELECT line, end_line, role, kind, text, timestamp, is_noise FROM messages
+            SELECT line, end_line, role, kind, text, timestamp, is_noise, agent_id FROM messages
             WHERE file_id = ? AND end_line > ?
               AND id > (SELECT generation_start_id FROM transcript_files WHERE id = ?)
             ORDER BY line, id
@@ -132,6 +143,7 @@ async def plan_batches(
         for row in rows:
             if row["is_noise"]:
                 state.last_line = max(state.last_line, row["end_line"])
+                current.noise_skipped += 1
                 continue
             text = row["text"]
             tokens = count_tokens(text) + 12  # the JSON envelope of one message
@@ -140,7 +152,11 @@ async def plan_batches(
                 tokens = budget - 38
             if current.tokens + tokens > budget and current.tokens > 0:
                 flush()
-            role = "tool" if row["kind"] == "tool_result" else row["role"]
+            if compaction or is_context(row["kind"], row["agent_id"]):
+                role = CONTEXT_ROLE
+                current.context_messages += 1
+            else:
+                role = "tool" if row["kind"] == "tool_result" else row["role"]
             state.messages.append(
                 BatchMessage(line=row["line"], role=role, content=text, timestamp=row["timestamp"])
             )

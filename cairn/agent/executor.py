@@ -107,6 +107,10 @@ class ApplyStats:
     search_associations: int = 0
     search_associations_rejected: int = 0
     rejected: int = 0
+    noise_skipped: int = 0
+    """Noise messages the batch's cursors passed without sending (see `cairn.agent.batches`)."""
+    context_messages: int = 0
+    """Messages the batch sent as context only: compact summaries, compaction transcripts."""
     run_id: int = 0
 
 
@@ -143,6 +147,7 @@ async def apply(
         checked = await check(connection_fetch(conn), planned, result)
         writer = _Writer(conn, checked, iso_utc(now), run_id, EntityResolver(conn, semantic))
         stats = await writer.write()
+        stats.noise_skipped, stats.context_messages = planned.noise_skipped, planned.context_messages
         counts = {k: v for k, v in asdict(stats).items() if k != "run_id"}
         await conn.execute(
             "UPDATE index_runs SET applied = ?, rejected_items = ? WHERE id = ?",

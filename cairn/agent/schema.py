@@ -36,8 +36,18 @@ class _Model(BaseModel):
 # Batch in
 
 
+CONTEXT_ROLE = "context"
+"""The role of a batch message that is context, never a source of new ideas: a compact summary or a
+compaction subagent's message (`cairn.transcripts.normalise.is_context`). The executor rejects a new
+idea anchored at one; it may still activate stored ideas."""
+
+
 class BatchMessage(_Model):
-    """One normalised, redacted transcript message. `line` is its first line in the file."""
+    """One normalised, redacted transcript message. `line` is its first line in the file.
+
+    `role` is the speaker (`user`, `assistant`, `system`, `summary`), `tool` for a tool result, or
+    `CONTEXT_ROLE`.
+    """
 
     line: Line
     role: str

@@ -13,6 +13,10 @@ Decisions where seed 003 leaves room:
   transcript's basename is its session uuid, and a subagent file's is its agent id).
 - **Lines** are checked per file: an idea's `source_line` must be the first line of a message of
   that file in the batch (a session's main transcript and its subagents' number lines separately).
+- **Context is not a source.** A new idea whose `source_line` is a context message (role
+  `context`: a compact summary, a compaction subagent's message) is rejected: it restates earlier
+  conversation, so what it holds is stored already or was never said in this batch. Activating
+  stored ideas because a summary mentions them is fine.
 - **Confidence** below `MIN_CONFIDENCE` (0.3, seed 003 open question 3) is rejected, not stored.
 - **Duplicates** (same file, line and `idea_hash` of the content) are rejected, whether repeated in
   the result or already stored. Every other list rejects exact repeats too, so a rejection always
@@ -53,6 +57,7 @@ from pydantic import BaseModel
 from cairn.agent.batches import PlannedBatch
 from cairn.agent.entities import EntityKey, entity_key
 from cairn.agent.schema import (
+    CONTEXT_ROLE,
     DEFAULT_IMPORTANCE,
     RELATION_TYPES,
     AnsweredQuestion,
@@ -105,6 +110,8 @@ class BatchFile:
     session: str
     lines: frozenset[int]
     timestamps: dict[int, str]
+    context_lines: frozenset[int] = frozenset()
+    """Lines of context messages (`CONTEXT_ROLE`): no new idea may be anchored there."""
 
 
 class BatchView:
@@ -128,6 +135,7 @@ class BatchView:
                     update.session,
                     frozenset(m.line for m in update.messages),
                     stamps,
+                    frozenset(m.line for m in update.messages if m.role == CONTEXT_ROLE),
                 )
             )
         self.sessions: dict[str, list[BatchFile]] = {}
@@ -381,6 +389,11 @@ def _locate(view: BatchView, idea: Idea) -> tuple[BatchFile | None, str]:
         return None, f"source_file {idea.source_file!r} is not a transcript of this session in the batch"
     if idea.source_line not in batch_file.lines:
         return None, f"line {idea.source_line} is not a message line of {batch_file.path} in this batch"
+    if idea.source_line in batch_file.context_lines:
+        return None, (
+            f"line {idea.source_line} is context (a compact summary or compaction transcript), "
+            "not a source of new ideas"
+        )
     return batch_file, ""
 
 

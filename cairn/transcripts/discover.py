@@ -91,6 +91,13 @@ def is_subagent_file(path: Path) -> bool:
     return path.parent.name == "subagents" and path.name.startswith("agent-")
 
 
+def is_compaction_file(path: Path) -> bool:
+    """A compaction subagent's transcript (`subagents/agent-acompact-*.jsonl`): the instructions to
+    summarise the session and the summary, a retelling rather than conversation (see
+    :func:`cairn.transcripts.normalise.is_context`)."""
+    return is_subagent_file(path) and path.name.startswith("agent-acompact")
+
+
 def session_id_for(path: Path) -> str:
     """The session a transcript file belongs to, from Claude Code's file layout.
 

@@ -154,6 +154,7 @@ async def test_round_one_creates_ideas_spans_entities_and_moves_every_cursor(
         entities_created=5,
         skipped_lines=1,
         search_associations=1,
+        noise_skipped=2,  # session C's slash command and its output: passed over, counted
         run_id=stats.run_id,
     )
     run = await db.fetchone("SELECT * FROM index_runs WHERE id = ?", (stats.run_id,))
@@ -369,6 +370,7 @@ async def test_round_two_answers_completes_supersedes_and_reuses(
         skipped_lines=2,
         search_associations=2,
         rejected=0,
+        noise_skipped=1,  # session C's /clear
         run_id=stats.run_id,
     )
     assert (await counts(db))["index_runs"] == 2
@@ -419,7 +421,8 @@ async def test_an_all_noise_batch_moves_its_cursor_and_records_the_run(
         "SELECT messages, sessions, applied FROM index_runs WHERE id = ?", (stats.run_id,)
     )
     assert run is not None and (run["messages"], run["sessions"]) == (0, 0)
-    assert json.loads(run["applied"])["rejected"] == 0
+    applied = json.loads(run["applied"])
+    assert (applied["rejected"], applied["noise_skipped"], applied["context_messages"]) == (0, 3, 0)
     assert await plan_batches(store.db) == []
 
 

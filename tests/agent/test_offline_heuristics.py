@@ -223,8 +223,9 @@ def test_a_failed_tool_gives_a_problem_but_harness_errors_do_not() -> None:
                 "tool",
                 "[tool_result Bash error] Traceback (most recent call last):\n  File x\nKeyError: 'user_id'",
             ),
-            ("assistant", '[tool_use Edit] file_path="/srv/app/db.py"'),
+            ("assistant", 'The session dict has no user_id yet.\n[tool_use Edit] file_path="/srv/app/db.py"'),
             ("tool", "[tool_result Edit error] <tool_use_error>File has not been read yet.</tool_use_error>"),
+            ("assistant", "I need to read the file first."),
         ),
         fresh(),
     )

@@ -218,7 +218,10 @@ def test_a_recurring_error_relates_to_the_stored_problem_by_its_identifier() -> 
     failure = (
         "[tool_result Bash error] FAILED test_checkout.py - sqlite3.OperationalError: database is locked"
     )
-    result = build_result(batch(("assistant", "Running the suite."), ("tool", failure)), known(stored))
+    result = build_result(
+        batch(("assistant", "Running the suite."), ("tool", failure), ("assistant", "Same error again.")),
+        known(stored),
+    )
     assert related(result) == [(2, 2, "relates_to")]
 
 

@@ -2,8 +2,10 @@
 
 A transcript's "user" is not always the person: Claude Code also files a compacted-conversation
 summary and a sub-agent's task prompt under the user role. Those are recognised here (a compaction
-by its fixed opening, a task prompt by matching the `prompt=` of a `Task` call in the same batch) so
-that neither is mistaken for the person's own question or problem. Limitation: a task prompt whose
+by the batch's `context` role or its fixed opening, a task prompt by matching the `prompt=` of a
+`Task` call in the same batch) so that neither is mistaken for the person's own question or
+problem. Context messages (compact summaries, a compaction subagent's summary) read as "compaction":
+they start a turn and are never a source of ideas. Limitation: a task prompt whose
 `Task` call was in an earlier batch is not recognised and is read as a user message.
 """
 
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 
 from cairn.agent.offline.entities import file_name, tool_files, written_files
 from cairn.agent.offline.text import Segment, segments
-from cairn.agent.schema import BatchMessage, SessionUpdate
+from cairn.agent.schema import CONTEXT_ROLE, BatchMessage, SessionUpdate
 
 COMPACTION_OPENING = "This session is being continued from a previous conversation"
 _TOOL_RESULT = re.compile(r"^\[tool_result(?: (?P<name>[\w.:-]+))?(?P<error> error)?\]\s?", re.IGNORECASE)
@@ -97,6 +99,8 @@ def _task_prompts(update: SessionUpdate) -> set[str]:
 
 
 def _role(message: BatchMessage, prompts: set[str]) -> str:
+    if message.role == CONTEXT_ROLE:
+        return "compaction"
     if message.role == "user":
         if message.content.lstrip().startswith(COMPACTION_OPENING):
             return "compaction"
