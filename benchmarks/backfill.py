@@ -48,7 +48,9 @@ def lay_out(projects: Path, copies: int) -> int:
     count = 0
     for i in range(copies):
         for j, path in enumerate(sorted(FIXTURES.rglob("*.jsonl"))):
-            shutil.copy(path, root / f"{i:04d}{j:04d}-0000-4000-8000-{path.stem[:12]:0>12}.jsonl")
+            # copy2 keeps the mtime: a finished transcript whose last line has no newline is read whole
+            # only once it has settled (cairn.transcripts.reader.SETTLE_SECONDS), and these are finished.
+            shutil.copy2(path, root / f"{i:04d}{j:04d}-0000-4000-8000-{path.stem[:12]:0>12}.jsonl")
             count += 1
     return count
 
