@@ -16,12 +16,13 @@ from cairn.config import Settings
 from cairn.daemon.client import DaemonRefusal, daemon_request
 from cairn.search.paging import DAMAGED
 from tests.daemon.helpers import Daemons, alive, cairn
-from tests.search.token_attacks import QUERY, REFUSAL, attacks, seed_store
+from tests.search.token_attacks import QUERY, REFUSAL, attacks
+from tests.tools.memory import seed_closed
 
 
 @pytest.fixture
 async def seeded(settings: Settings, embedding_function: EmbeddingFunction[Documents]) -> None:
-    await seed_store(settings, embedding_function)
+    await seed_closed(settings, embedding_function)
 
 
 async def test_the_socket_refuses_every_forged_token_and_keeps_serving(

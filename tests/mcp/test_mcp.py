@@ -28,7 +28,7 @@ from tests.conftest import REPO_ROOT, SHARED_TRANSCRIPTS
 from tests.daemon.helpers import Daemons, enqueue, query, wait_for
 from tests.test_cli import cairn
 from tests.test_cli_learn import EXPECTED_FIGURES, fill
-from tests.tools.memory import Memory, seed
+from tests.tools.memory import Memory, seed_closed
 
 TOOLS = {"search", "search_content", "show", "timeline", "open_questions", "learner_stats"}
 COMPACT_KEYS = {"id", "kind", "intent", "date", "score", "preview", "superseded", "superseded_by"}
@@ -38,11 +38,7 @@ LONG_TRANSCRIPT = SHARED_TRANSCRIPTS / "claude-code-viewer" / "fe5e1c67-53e7-486
 @pytest.fixture
 async def memory(settings: Settings, embedding_function: EmbeddingFunction[Documents]) -> Memory:
     """A seeded store, closed again: the MCP server opens it itself, per call."""
-    store = await Store.open(settings, vectors=VectorIndex(settings, embedding_function))
-    try:
-        return await seed(store)
-    finally:
-        await store.close()
+    return await seed_closed(settings, embedding_function)
 
 
 @pytest.fixture

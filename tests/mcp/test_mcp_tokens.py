@@ -13,12 +13,13 @@ from mcp import Client
 from cairn.config import Settings
 from cairn.search.paging import DAMAGED
 from tests.mcp.test_mcp import _server, call, error
-from tests.search.token_attacks import QUERY, attacks, seed_store
+from tests.search.token_attacks import QUERY, attacks
+from tests.tools.memory import seed_closed
 
 
 @pytest.fixture
 async def seeded(settings: Settings, embedding_function: EmbeddingFunction[Documents]) -> None:
-    await seed_store(settings, embedding_function)
+    await seed_closed(settings, embedding_function)
 
 
 async def test_the_mcp_server_answers_every_forged_token_with_a_clean_tool_error(

@@ -41,7 +41,7 @@ from cairn.store.store import Store
 from cairn.store.vectors import VectorIndex
 from tests.search.token_attacks import REFUSAL, attacks, b64, inflating
 from tests.test_cli import cairn
-from tests.tools.memory import Memory, seed
+from tests.tools.memory import Memory, seed_closed
 
 PAYLOAD: dict[str, Any] = {
     "request": {"query": "chroma"},
@@ -239,11 +239,7 @@ def test_a_payload_too_large_to_come_back_is_refused_when_issued(tmp_path: Path)
 
 @pytest.fixture
 async def memory(settings: Settings, embedding_function: EmbeddingFunction[Documents]) -> Memory:
-    store = await Store.open(settings, vectors=VectorIndex(settings, embedding_function))
-    try:
-        return await seed(store)
-    finally:
-        await store.close()
+    return await seed_closed(settings, embedding_function)
 
 
 QUERY = {"query": "vectors blobs SQLite", "kind": "ideas", "include_superseded": True, "limit": 1}

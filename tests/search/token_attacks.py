@@ -13,13 +13,7 @@ import secrets
 import zlib
 from typing import Any
 
-from chromadb.api.types import Documents, EmbeddingFunction
-
-from cairn.config import Settings
 from cairn.search.paging import _VERSION, DAMAGED
-from cairn.store.store import Store
-from cairn.store.vectors import VectorIndex
-from tests.tools.memory import seed
 
 #: What every face says about every token below (its first words: the CLI prefixes `error:`).
 REFUSAL = DAMAGED.split(";")[0]
@@ -91,15 +85,5 @@ def attacks(genuine: str | None = None, *, bomb_bytes: int = 200 * 1024 * 1024) 
     }
 
 
-#: A search over `seed_store`'s ideas that has a second page (so it returns a genuine token).
+#: A search over `tests.tools.memory.seed`'s ideas that has a second page (so it returns a genuine token).
 QUERY = {"query": "vectors blobs SQLite", "kind": "ideas", "include_superseded": True, "limit": 1}
-
-
-async def seed_store(settings: Settings, embedding_function: EmbeddingFunction[Documents]) -> None:
-    """The store at `settings.home` seeded with the ideas `QUERY` pages through, then closed (so a
-    daemon or an MCP server can own it)."""
-    store = await Store.open(settings, vectors=VectorIndex(settings, embedding_function))
-    try:
-        await seed(store)
-    finally:
-        await store.close()

@@ -7,8 +7,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiosqlite
+from chromadb.api.types import Documents, EmbeddingFunction
 
+from cairn.config import Settings
 from cairn.store.store import Store, idea_hash, message_hash
+from cairn.store.vectors import VectorIndex
 
 MAIN = "s-main"
 OTHER = "s-other"
@@ -207,3 +210,13 @@ async def seed(store: Store) -> Memory:
         },
         entities=entities,
     )
+
+
+async def seed_closed(settings: Settings, embedding_function: EmbeddingFunction[Documents]) -> Memory:
+    """`seed` the store at `settings.home`, then close it, so a daemon, an MCP server or a CLI process
+    can open it as its own."""
+    store = await Store.open(settings, vectors=VectorIndex(settings, embedding_function))
+    try:
+        return await seed(store)
+    finally:
+        await store.close()
