@@ -315,16 +315,18 @@ async def run_backfill(
     return report
 
 
-async def pending_messages(db: Database, paths: list[str]) -> int:
-    """Stored messages of `paths` past their indexing cursor and worth sending (not noise)."""
-    if not paths:
+async def pending_messages(db: Database, paths: list[str] | None) -> int:
+    """Stored messages of `paths` (None: of every file) past their indexing cursor and worth sending
+    (not noise): the total a progress display counts indexing against."""
+    if paths is not None and not paths:
         return 0
     row = await db.fetchone(
         """
         SELECT count(*) AS n FROM messages m JOIN transcript_files f ON f.id = m.file_id
-        WHERE f.path IN (SELECT value FROM json_each(?)) AND m.end_line > f.indexed_line AND NOT m.is_noise
+        WHERE (? IS NULL OR f.path IN (SELECT value FROM json_each(?)))
+          AND m.end_line > f.indexed_line AND NOT m.is_noise
         """,
-        (json.dumps(paths),),
+        (None if paths is None else 1, json.dumps(paths or [])),
     )
     return int(row["n"]) if row else 0
 

@@ -110,10 +110,10 @@ def test_dry_run_spends_nothing_then_backfill_indexes_oldest_first_once(cairn_ho
     ) == [(0,)]
     ideas_before = idea_keys(cairn_home, projects)
 
-    # Not a terminal: one plain line per session, no escape codes; and nothing is indexed twice.
+    # Not a terminal: one plain line per session on stderr, no escape codes; nothing is indexed twice.
     again = cairn("backfill", "--model", "offline")
     assert "\x1b[" not in again.stdout + again.stderr
-    lines = [line for line in again.stdout.splitlines() if line.startswith("[")]
+    lines = [line for line in again.stderr.splitlines() if line.startswith("[")]
     assert [line.split()[1] for line in lines] == expected
     assert all(" 0 batch(es)" in line for line in lines)
     assert idea_keys(cairn_home, projects) == ideas_before

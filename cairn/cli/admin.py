@@ -20,7 +20,6 @@ from cairn.cli.common import (
     load_settings,
     long_request,
     print_json,
-    progress_bar,
     run_async,
     uptime,
 )
@@ -135,13 +134,10 @@ def reindex_vectors() -> None:
     """Rebuild every Chroma collection from SQLite, the source of truth."""
     settings = load_settings()
 
-    with progress_bar() as progress:
-        task = progress.add_task("re-embedding", total=None)
+    from cairn.cli.progress import JobProgress
 
-        def on_progress(event: dict[str, Any]) -> None:
-            progress.update(task, completed=event["completed"], total=event["total"])
-
-        data = run_async(long_request(settings, "reindex_vectors", {}, on_progress))
+    with JobProgress(err) as progress:
+        data = run_async(long_request(settings, "reindex_vectors", {}, progress))
     console.print(f"Rebuilt {data['vectors']} vectors from SQLite.")
 
 

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -30,13 +28,16 @@ from cairn.cli.common import (
     open_store,
     plural,
     print_json,
-    progress_bar,
     render_index,
     render_stats,
     run_async,
 )
+from cairn.cli.progress import JobProgress, duration
 from cairn.cli.safe import plain_text
+from cairn.cli.summaries import backfill_summary, elapsed_rows
+from cairn.clock import process_seconds
 from cairn.config import Settings
+from cairn.progress import Phases
 
 
 @app.command()
@@ -68,7 +69,7 @@ def sync(
     Paths that are not transcripts are listed with the reason they were skipped; when none of the
     given paths holds one, nothing is synced and the exit code is 1.
     """
-    from cairn.ingest import sync_paths
+    from cairn.daemon.jobs import capture_phase, embed_phase
     from cairn.transcripts.discover import scan_transcripts
 
     settings = load_settings()
@@ -110,17 +111,12 @@ def sync(
     async def go() -> dict[str, Any]:
         store = await open_store(settings)
         try:
-            with progress_bar(disable=as_json) as progress:
-                task = progress.add_task("reading transcripts", total=len(files))
-                report = await sync_paths(
-                    store, files, settings, vectors=False, on_file=lambda _p: progress.advance(task)
-                )
+            with JobProgress(err) as progress:
+                phases = Phases(progress)
+                report = await capture_phase(store, files, settings, phases)
                 if not no_vectors:
-                    vec_task = progress.add_task("embedding", total=None)
-                    report.vectors_synced = await store.sync_vectors(
-                        progress=lambda done, total: progress.update(vec_task, completed=done, total=total)
-                    )
-                indexed = None if no_index else await _index(store, settings, model, None, progress)
+                    report.vectors_synced = await embed_phase(store, phases)
+                indexed = None if no_index else await _index(store, settings, model, phases)
             stats = await store.stats()
         finally:
             await store.close()
@@ -128,6 +124,7 @@ def sync(
 
     result = run_async(go())
     report, indexed, stats = result["sync"], result["index"], result["stats"]
+    wall = round(process_seconds(), 3)
     if as_json:
         print_json(
             {
@@ -135,11 +132,13 @@ def sync(
                 "index": None if indexed is None else index_json(indexed),
                 "stats": dump(stats),
                 "skipped": skipped,
+                "wall_seconds": wall,
             }
         )
         return
     console.print(
-        f"Added [bold]{report.messages_added}[/] messages from {len(report.files)} file(s); "
+        f"Added [bold]{report.messages_added}[/] messages from {len(report.files)} file(s) "
+        f"in {duration(wall)} (the whole command); "
         f"{report.vectors_synced} vectors written; {report.malformed} malformed line(s) skipped"
         + (f"; {report.oversized} line(s) over max_line_bytes skipped" if report.oversized else "")
         + (f"; {plural(report.messages_cut, 'long message')} stored cut" if report.messages_cut else "")
@@ -208,18 +207,13 @@ def _sync_through_daemon(
     return True
 
 
-async def _index(
-    store: Any, settings: Settings, model: str | None, paths: list[str] | None, progress: Progress
-) -> Any:
+async def _index(store: Any, settings: Settings, model: str | None, phases: Phases) -> Any:
     """Run the indexer over what is stored but not indexed yet; a model that cannot be set up is an error."""
-    from cairn.agent.indexer import index_pending
     from cairn.agent.models import ModelConfigError
+    from cairn.daemon.jobs import index_phase
 
-    task = progress.add_task("indexing", total=None)
     try:
-        return await index_pending(
-            store, settings, model=model, paths=paths, on_batch=lambda _planned, _run: progress.advance(task)
-        )
+        return await index_phase(store, settings, model, None, phases)
     except ModelConfigError as exc:
         raise fail(str(exc)) from exc
 
@@ -245,27 +239,19 @@ def index(
     if not files:
         raise fail("no Claude Code transcripts among the given paths")
 
-    with progress_bar(disable=as_json) as progress:
-        tasks: dict[str, Any] = {}
-
-        def on_progress(event: dict[str, Any]) -> None:
-            step = event.get("step")
-            if step == "read":
-                if "read" not in tasks:
-                    tasks["read"] = progress.add_task("reading transcripts", total=len(files))
-                progress.advance(tasks["read"], event.get("advance", 0))
-            elif step == "index":
-                if "index" not in tasks:
-                    tasks["index"] = progress.add_task("indexing", total=None)
-                progress.advance(tasks["index"], event.get("advance", 1))
-
+    with JobProgress(err) as progress:
         args = {"paths": [str(f.resolve()) for f in files], "model": model or settings.model}
-        data = interruptible(lambda: long_request(settings, "index", args, on_progress), "index")
+        data = interruptible(lambda: long_request(settings, "index", args, progress), "index")
+    data["job_seconds"], data["wall_seconds"] = data.get("wall_seconds"), round(process_seconds(), 3)
     if as_json:
         print_json(data)
     else:
-        console.print(f"Read {data['messages_added']} new message(s) from {len(files)} file(s).")
+        console.print(
+            f"Read {data['messages_added']} new message(s) from {len(files)} file(s); "
+            f"{data.get('vectors_written', 0)} vectors written."
+        )
         render_index(data)
+        console.print(key_value_table("time", elapsed_rows(data, int(data["messages_added"]))))
     if data["runs_failed"] and not data["runs_ok"]:
         raise typer.Exit(1)
 
@@ -311,8 +297,6 @@ def backfill(
     import os
     import signal
 
-    from rich.progress import TimeRemainingColumn
-
     from cairn.backfill import (
         discover_sessions,
         estimate_tables,
@@ -341,7 +325,6 @@ def backfill(
         sessions = select_sessions(discover_sessions(roots))
     files = [f for s in sessions for f in s.files]
     model_name = (model or settings.model or default_model()).strip()
-    interactive = err.is_terminal and not as_json
     if not as_json:
         console.print(
             f"Backfilling {len(sessions)} session(s) ({len(files)} file(s)) from "
@@ -361,50 +344,6 @@ def backfill(
         )
         os._exit(130)
 
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("sessions {task.fields[sessions]}/{task.fields[of]}"),
-        MofNCompleteColumn(),
-        TextColumn("messages · {task.fields[ideas]} ideas · {task.fields[tokens]:,} tokens"),
-        TimeRemainingColumn(),
-        console=err,
-        transient=True,
-        disable=not interactive,
-    )
-    counters = {"sessions": 0, "ideas": 0, "tokens": 0}
-    tasks: dict[str, Any] = {}
-
-    def on_progress(event: dict[str, Any]) -> None:
-        step = event.get("step")
-        if step == "start":
-            tasks["backfill"] = progress.add_task(
-                "backfill", total=event["total"], sessions=0, of=event["sessions"], ideas=0, tokens=0
-            )
-            return
-        task = tasks.get("backfill")
-        if task is None:
-            return
-        if step == "batch":
-            counters["ideas"] += event["ideas"]
-            counters["tokens"] += event["tokens"]
-            progress.update(
-                task, advance=event["messages"], ideas=counters["ideas"], tokens=counters["tokens"]
-            )
-        elif step == "session":
-            counters["sessions"] += 1
-            progress.update(task, sessions=counters["sessions"])
-            if interactive or as_json:
-                return
-            failed = f", {event['failures']} failed run(s)" if event["failures"] else ""
-            sys.stdout.write(
-                f"[{counters['sessions']}/{len(sessions)}] {event['session']} ({event['project']}): "
-                f"{event['batches']} batch(es), {event['messages']} messages, {event['ideas']} ideas, "
-                f"{event['input_tokens'] + event['output_tokens']} tokens, {event['elapsed']:.1f}s "
-                f"elapsed{failed}\n"
-            )
-            sys.stdout.flush()
-
     def take_over_signals() -> None:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -417,13 +356,13 @@ def backfill(
         "project": project,
         "dry_run": dry_run,
     }
-    with progress:
+    with JobProgress(err) as progress:
         data = interruptible(
             lambda: long_request(
                 settings,
                 "backfill",
                 args,
-                on_progress,
+                progress,
                 should_stop=lambda: stop_requests > 0,
                 on_direct=None if dry_run else take_over_signals,
             ),
@@ -436,15 +375,13 @@ def backfill(
             for renderable in estimate_tables(data):
                 console.print(renderable)
         return
+    # What the user waited — interpreter, imports, store, every phase — not only what the job timed.
+    data["job_seconds"], data["wall_seconds"] = data["wall_seconds"], round(process_seconds(), 3)
 
     if as_json:
         print_json(data)
     else:
-        summary = {
-            key: data[key]
-            for key in ("sessions_total", "sessions_done", "interrupted", "messages_added", "wall_seconds")
-        }
-        console.print(key_value_table("backfill", summary))
+        console.print(backfill_summary(data))
         render_index(data)
     if data["interrupted"]:
         err.print(

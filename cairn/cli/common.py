@@ -20,6 +20,7 @@ from rich.text import Text
 from cairn import __version__
 from cairn.cli.safe import SafeConsole, plain_text
 from cairn.config import Settings
+from cairn.quiet import quiet_third_party
 
 #: cairn's own files are the user's alone (invariant 8): whatever the shell's umask, everything cairn
 #: creates — home, database and its -wal/-shm, Chroma's files, logs, socket, keys — is 0700/0600.
@@ -28,11 +29,13 @@ UMASK = 0o077
 
 class _Cairn(typer.Typer):
     """The `cairn` entry point (console script, `python -m cairn`, so also the daemon, hook and MCP
-    server it runs): sets cairn's umask, and turns a full disk or a read-only store — however deep
-    it surfaced — into one line instead of a traceback (`cairn.store.failures`)."""
+    server it runs): sets cairn's umask, silences third-party banners (`cairn.quiet`), and turns a
+    full disk or a read-only store — however deep it surfaced — into one line instead of a traceback
+    (`cairn.store.failures`)."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         os.umask(UMASK)
+        quiet_third_party()  # before any command can run an agent (pydantic-ai's banner)
         try:
             return super().__call__(*args, **kwargs)
         except Exception as exc:
@@ -335,9 +338,12 @@ def index_json(report: Any) -> dict[str, Any]:
 
 
 def render_index(report: Any) -> None:
-    """Render an `IndexReport`, or the JSON of one (as `index_json` builds it; extra keys are ignored)."""
-    data = dict(report) if isinstance(report, dict) else index_json(report)
-    data.pop("messages_added", None)
+    """Render an `IndexReport`, or the JSON of one (as `index_json` builds it; extra keys are ignored,
+    so a job's larger JSON — a backfill's per-session list — never lands in the table as a repr)."""
+    from cairn.daemon.jobs import INDEX_KEYS
+
+    source = dict(report) if isinstance(report, dict) else index_json(report)
+    data = {key: source[key] for key in INDEX_KEYS if key in source}
     applied = data.pop("applied")
     failures = data.pop("failures")
     applied.pop("run_id", None)

@@ -12,21 +12,64 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cairn.config import Settings
+from cairn.progress import Emit, Phases, no_emit
 from cairn.store.store import Store
 
-Emit = Callable[[dict[str, Any]], None]
+if TYPE_CHECKING:
+    from cairn.ingest import SyncReport
+
 ShouldStop = Callable[[], bool]
-
-
-def _no_emit(_event: dict[str, Any]) -> None:
-    return None
 
 
 def _never() -> bool:
     return False
+
+
+async def capture_phase(store: Store, files: list[Path], settings: Settings, phases: Phases) -> SyncReport:
+    """Store what is new in `files`, one "capture" step per file with the messages it added.
+
+    `sync_paths` does the same without saying how many messages each file gave, and on a large
+    history capture is minutes of reading that a user should see moving.
+    """
+    from cairn.ingest import SyncReport, sync_file
+
+    report = SyncReport()
+    phases.start("capture", len(files), "files")
+    for path in files:
+        synced = await sync_file(store, path, settings)
+        report.files.append(synced)
+        phases.advance("capture", 1, messages=synced.messages_added)
+    phases.end("capture")
+    return report
+
+
+async def embed_phase(store: Store, phases: Phases) -> int:
+    """Embed every queued vector change ("embed" steps as batches land); how many were applied."""
+    phases.start("embed", None, "vectors")
+    written = await store.sync_vectors(progress=lambda done, total: phases.update("embed", done, total))
+    phases.end("embed")
+    return written
+
+
+#: The keys of `index_json`, in its order: what an "indexed" table shows of a job's larger JSON.
+INDEX_KEYS = (
+    "batches",
+    "runs_ok",
+    "runs_failed",
+    "skipped_batches",
+    "stopped",
+    "applied",
+    "rejected",
+    "input_tokens",
+    "output_tokens",
+    "tool_calls",
+    "requests",
+    "seconds",
+    "failures",
+)
 
 
 def index_json(report: Any) -> dict[str, Any]:
@@ -54,42 +97,77 @@ async def index_job(
     *,
     paths: list[str],
     model: str | None = None,
-    emit: Emit = _no_emit,
+    emit: Emit = no_emit,
     should_stop: ShouldStop = _never,
 ) -> dict[str, Any]:
-    """Capture the transcripts under `paths`, then index what is stored and not indexed yet."""
-    from cairn.agent.indexer import index_pending
+    """Capture the transcripts under `paths`, embed them, then index what is stored and not indexed yet."""
     from cairn.agent.models import resolve_model
-    from cairn.ingest import sync_paths
     from cairn.transcripts.discover import find_transcripts
 
+    started = time.perf_counter()
     files = list(find_transcripts([Path(p) for p in paths]))
     choice = resolve_model(settings, model)  # a model that cannot be set up fails before any work
+    phases = Phases(emit)
     try:
-        emit({"step": "read", "total": len(files), "advance": 0})
-        captured = await sync_paths(
-            store, files, settings, on_file=lambda _p: emit({"step": "read", "advance": 1})
-        )
-        indexed = await index_pending(
-            store,
-            settings,
-            model=choice,
-            paths=[str(f) for f in files],
-            on_batch=lambda _planned, _run: emit({"step": "index", "advance": 1}),
-            should_stop=should_stop,
-        )
+        captured = await capture_phase(store, files, settings, phases)
+        vectors = await embed_phase(store, phases)
+        indexed = await index_phase(store, settings, choice, [str(f) for f in files], phases, should_stop)
     finally:
         await choice.aclose()
-    return {"messages_added": captured.messages_added, **index_json(indexed)}
+    return {
+        "messages_added": captured.messages_added,
+        "vectors_written": vectors,
+        **index_json(indexed),
+        **phases.rounded(),
+        "wall_seconds": round(time.perf_counter() - started, 3),
+    }
+
+
+async def index_phase(
+    store: Store,
+    settings: Settings,
+    choice: Any,
+    paths: list[str] | None,
+    phases: Phases,
+    should_stop: ShouldStop = _never,
+) -> Any:
+    """Index the stored, not-yet-indexed messages of `paths` (all when None) as one "index" phase.
+
+    Its total is the messages waiting, so the display can give a rate and an ETA in messages.
+    """
+    from cairn.agent.indexer import index_pending
+    from cairn.backfill import pending_messages
+
+    waiting = await pending_messages(store.db, paths)
+    phases.start("index", waiting, "messages")
+
+    def on_batch(planned: Any, run: Any) -> None:
+        phases.advance("index", planned.message_count, **_batch_counts(run))
+
+    try:
+        return await index_pending(
+            store, settings, model=choice, paths=paths, on_batch=on_batch, should_stop=should_stop
+        )
+    finally:
+        phases.end("index")
+
+
+def _batch_counts(run: Any) -> dict[str, int]:
+    """What a finished indexing run adds to the display's side counts."""
+    return {
+        "ideas": sum(run.stats.ideas_by_intent.values()) if run.ok and run.stats else 0,
+        "tokens": run.input_tokens + run.output_tokens,
+    }
 
 
 async def reindex_vectors_job(
-    store: Store, settings: Settings, *, emit: Emit = _no_emit, should_stop: ShouldStop = _never
+    store: Store, settings: Settings, *, emit: Emit = no_emit, should_stop: ShouldStop = _never
 ) -> dict[str, Any]:
     """Rebuild every Chroma collection from SQLite; how many vectors were written."""
-    n = await store.reindex_vectors(
-        progress=lambda done, total: emit({"step": "reindex", "completed": done, "total": total})
-    )
+    phases = Phases(emit)
+    phases.start("embed", None, "vectors")
+    n = await store.reindex_vectors(progress=lambda done, total: phases.update("embed", done, total))
+    phases.end("embed")
     return {"vectors": n}
 
 
@@ -102,7 +180,7 @@ async def backfill_job(
     since: str | None = None,
     project: str | None = None,
     dry_run: bool = False,
-    emit: Emit = _no_emit,
+    emit: Emit = no_emit,
     should_stop: ShouldStop = _never,
 ) -> dict[str, Any]:
     """`cairn backfill`: the JSON it prints with `--json`, dry run or not."""
@@ -113,16 +191,13 @@ async def backfill_job(
         discover_sessions,
         estimate,
         parse_since,
-        pending_messages,
-        run_backfill,
         run_overhead_tokens,
         select_sessions,
-        session_paths,
     )
     from cairn.doctor import default_model
-    from cairn.ingest import sync_paths
     from cairn.pricing import PRICES_AS_OF, load_prices
 
+    started = time.perf_counter()
     since_at = parse_since(since) if since else None
     prices = load_prices(settings)
     roots = [Path(p) for p in paths] if paths else [settings.projects_dir]
@@ -130,8 +205,9 @@ async def backfill_job(
     files = [f for s in sessions for f in s.files]
     model_name = (model or settings.model or default_model()).strip()
     choice = None if dry_run else resolve_model(settings, model)
+    phases = Phases(emit)
     try:
-        captured = await sync_paths(store, files, settings, vectors=not dry_run)
+        captured = await capture_phase(store, files, settings, phases)
         if dry_run:
             overhead = run_overhead_tokens()
             total = Estimate()
@@ -150,38 +226,18 @@ async def backfill_job(
                 "total": total.as_dict(prices, model_name),
             }
         assert choice is not None
-        pending = await pending_messages(store.db, [p for s in sessions for p in session_paths(s)])
-        emit({"step": "start", "total": pending, "sessions": len(sessions)})
-        started = time.perf_counter()
-
-        def on_batch(_session: Any, planned: Any, run: Any) -> None:
-            emit(
-                {
-                    "step": "batch",
-                    "messages": planned.message_count,
-                    "ideas": sum(run.stats.ideas_by_intent.values()) if run.stats else 0,
-                    "tokens": run.input_tokens + run.output_tokens,
-                }
-            )
-
-        def on_session(result: Any) -> None:
-            emit({"step": "session", **result.as_dict(), "elapsed": time.perf_counter() - started})
-
-        report = await run_backfill(
-            store,
-            settings,
-            sessions,
-            choice,
-            should_stop=should_stop,
-            on_batch=on_batch,
-            on_session=on_session,
-        )
+        vectors = await embed_phase(store, phases)
+        report = await _index_sessions(store, settings, sessions, choice, phases, should_stop)
         return {
             "model": model_name,
             "sessions_total": report.total,
             "sessions_done": report.done,
             "interrupted": report.interrupted,
             "messages_added": captured.messages_added,
+            "vectors_written": vectors,
+            "messages_indexed": sum(s.messages for s in report.sessions),
+            **phases.rounded(),
+            # The job's own time; the command replaces it by its whole wall time (`cairn.clock`).
             "wall_seconds": round(time.perf_counter() - started, 3),
             "sessions": [s.as_dict() for s in report.sessions],
             **index_json(report.index),
@@ -189,6 +245,38 @@ async def backfill_job(
     finally:
         if choice is not None:
             await choice.aclose()
+
+
+async def _index_sessions(
+    store: Store,
+    settings: Settings,
+    sessions: list[Any],
+    choice: Any,
+    phases: Phases,
+    should_stop: ShouldStop,
+) -> Any:
+    """The backfill's "index" phase: `run_backfill` over `sessions`, one "session" event per session."""
+    from cairn.backfill import pending_messages, run_backfill, session_paths
+
+    waiting = await pending_messages(store.db, [p for s in sessions for p in session_paths(s)])
+    phases.start("index", waiting, "messages")
+    started = time.perf_counter()
+    try:
+        return await run_backfill(
+            store,
+            settings,
+            sessions,
+            choice,
+            should_stop=should_stop,
+            on_batch=lambda _s, planned, run: phases.advance(
+                "index", planned.message_count, **_batch_counts(run)
+            ),
+            on_session=lambda result: phases.session(
+                {**result.as_dict(), "of": len(sessions), "elapsed": time.perf_counter() - started}
+            ),
+        )
+    finally:
+        phases.end("index")
 
 
 JOBS = {"index": index_job, "backfill": backfill_job, "reindex_vectors": reindex_vectors_job}
