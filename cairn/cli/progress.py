@@ -12,6 +12,7 @@ stays parseable).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -106,11 +107,20 @@ class PhaseState:
 class JobProgress:
     """Call it with each event of a job (`on_progress`); use it as a context manager around the job.
 
-    `live` (default: whether `console` is a terminal) picks the rich display over plain lines.
+    `live` (default: whether `console` is a terminal) picks the rich display over plain lines;
+    `clock` times the phases (tests pass their own).
     """
 
-    def __init__(self, console: Console, *, live: bool | None = None, interval: float = DEFAULT_INTERVAL):
+    def __init__(
+        self,
+        console: Console,
+        *,
+        live: bool | None = None,
+        interval: float = DEFAULT_INTERVAL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.console = console
+        self.clock = clock
         self.live = console.is_terminal if live is None else live
         self.interval = interval
         self.phases: dict[str, PhaseState] = {}
@@ -138,7 +148,7 @@ class JobProgress:
 
     def __call__(self, event: dict[str, Any]) -> None:
         """Take one event; events of unknown kinds (say, from an older daemon) are ignored."""
-        step, now = event.get("step"), time.monotonic()
+        step, now = event.get("step"), self.clock()
         if step == "session":
             self._session(event)
             return
@@ -210,7 +220,7 @@ class JobProgress:
 
     def _line(self, text: str, phase: PhaseState | None = None) -> None:
         if phase is not None:
-            phase.last_line = time.monotonic()
+            phase.last_line = self.clock()
         if not self.live:
             self.console.print(plain_text(text), soft_wrap=True, highlight=False)
 
@@ -221,7 +231,7 @@ class JobProgress:
         of = int(event.get("of") or 0)
         if index is not None:
             index.sessions = (done, of)
-            self._show(index, time.monotonic())
+            self._show(index, self.clock())
         tokens = int(event.get("input_tokens", 0)) + int(event.get("output_tokens", 0))
         failed = f", {event['failures']} failed run(s)" if event.get("failures") else ""
         self._line(

@@ -1,0 +1,243 @@
+"""Honest progress (issue 16, part 3): real `cairn` processes over real transcripts.
+
+Each phase of a job — capture, embedding, indexing — shows progress: plain lines on a pipe, a live
+display with counts, rate and ETA on a terminal; the summary's elapsed time is the whole command's
+wall time; the summary shows figures, never a Python repr; `--json` keeps stdout parseable and the
+per-session list; no third-party banner appears in any output.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from cairn.cli.progress import JobProgress, duration
+from cairn.quiet import QUIET_ENV, quiet_third_party
+from tests.progress_helpers import (
+    PHASE_LINES,
+    assert_honest_elapsed,
+    assert_no_banner,
+    banner_env,
+    lay_out_small,
+    parse_duration,
+    summary_elapsed,
+)
+
+REPR_MARKS = ("[{", "SessionResult(", "{'session'")
+
+
+def timed(
+    *args: str, env: dict[str, str], timeout: float = 600
+) -> tuple[subprocess.CompletedProcess[str], float]:
+    """`python -m cairn ARGS` on pipes (not a terminal), and the wall time measured around it."""
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "cairn", *args], capture_output=True, text=True, env=env, timeout=timeout
+    )
+    wall = time.monotonic() - started
+    assert proc.returncode == 0, (
+        f"cairn {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    )
+    return proc, wall
+
+
+def in_order(text: str, needles: tuple[str, ...]) -> None:
+    positions = [text.find(n) for n in needles]
+    assert all(p >= 0 for p in positions), f"missing one of {needles} in:\n{text}"
+    assert positions == sorted(positions), f"{needles} out of order in:\n{text}"
+
+
+@pytest.fixture
+def projects(cairn_home: Path) -> Path:
+    projects = Path(os.environ["CAIRN_CLAUDE_PROJECTS_DIR"])
+    lay_out_small(projects)
+    return projects
+
+
+def test_backfill_on_a_pipe_prints_each_phase_and_the_whole_wall_time(
+    cairn_home: Path, projects: Path
+) -> None:
+    proc, wall = timed("backfill", "--model", "offline", env=banner_env())
+
+    lines = proc.stderr.splitlines()
+    in_order(proc.stderr, (*PHASE_LINES, "indexing: started", "indexing: done"))
+    assert "capture: started (2 files)" in lines
+    done = {line.split(":")[0]: line for line in lines if ": done, " in line}
+    assert re.search(r"2/2 files, \d+ messages in \S+ \(.* files/s, .* messages/s\)", done["capture"])
+    assert re.search(r"(\d+)/\1 vectors in ", done["embedding"]), done["embedding"]
+    assert re.search(r"\d+/\d+ messages, 2/2 sessions, \d+ ideas", done["indexing"])
+    assert len([line for line in lines if line.startswith(("[1/2] ", "[2/2] "))]) == 2
+    assert "\x1b[" not in proc.stdout + proc.stderr, "no escape codes on a pipe"
+
+    assert_honest_elapsed(summary_elapsed(proc.stdout), wall)
+    for mark in REPR_MARKS:
+        assert mark not in proc.stdout, f"a Python repr ({mark!r}) in the summary:\n{proc.stdout}"
+    assert re.search(r"sessions\s*│ 2 of 2 done", proc.stdout)
+    assert re.search(r"vectors\s*│ [1-9][\d,]* written", proc.stdout)
+    assert_no_banner(proc.stdout + proc.stderr)
+
+
+def test_backfill_json_keeps_stdout_parseable_and_the_session_list(cairn_home: Path, projects: Path) -> None:
+    proc, wall = timed("backfill", "--model", "offline", "--json", env=banner_env())
+
+    data = json.loads(proc.stdout)  # progress went to stderr only
+    assert [len(s["files"]) for s in data["sessions"]] == [1, 1]
+    assert {s["session"] for s in data["sessions"]} == {
+        "1af7fc5e-8455-4414-9ccd-011d40f70b2a",
+        "sample_main_transcript",
+    }
+    assert data["messages_indexed"] == sum(s["messages"] for s in data["sessions"]) > 0
+    assert data["vectors_written"] > 0 and data["messages_added"] > 0
+    assert {"capture_seconds", "embed_seconds", "index_seconds"} <= data.keys()
+    assert_honest_elapsed(data["wall_seconds"], wall)
+    assert data["job_seconds"] <= data["wall_seconds"]
+    in_order(proc.stderr, PHASE_LINES)
+    assert_no_banner(proc.stdout + proc.stderr)
+
+
+def run_on_a_terminal(args: list[str], env: dict[str, str], timeout: float = 600) -> tuple[str, float]:
+    """`python -m cairn ARGS` with stdout and stderr on a pseudo-terminal: (what it drew, wall time)."""
+    leader, follower = pty.openpty()
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cairn", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=follower,
+        stderr=follower,
+        env={**env, "COLUMNS": "200", "TERM": "xterm-256color"},
+    )
+    os.close(follower)
+    out = bytearray()
+    deadline = started + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 1.0)
+        if ready:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed: every writer exited
+                break
+            if not chunk:
+                break
+            out += chunk
+        elif proc.poll() is not None:
+            break
+    code = proc.wait(timeout=60)
+    wall = time.monotonic() - started
+    os.close(leader)
+    text = out.decode("utf-8", "replace")
+    assert code == 0, text
+    return text, wall
+
+
+def test_backfill_on_a_terminal_shows_counts_rate_and_eta_per_phase(cairn_home: Path, projects: Path) -> None:
+    drawn, wall = run_on_a_terminal(["backfill", "--model", "offline"], banner_env())
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", drawn)
+    assert "\x1b[" in drawn, "a terminal gets the live display"
+
+    def last(label: str) -> str:
+        frames = [line for line in re.split(r"[\r\n]", plain) if line.startswith(label)]
+        assert frames, f"no {label} line drawn:\n{plain}"
+        return frames[-1]
+
+    assert re.search(r"2/2 files, \d+ messages .*files/s, .*messages/s .*eta", last("capture"))
+    assert re.search(r"(\d+)/\1 vectors .*vectors/s .*eta", last("embedding"))
+    assert re.search(r"\d+/\d+ messages, 2/2 sessions, .*messages/s .*eta", last("indexing"))
+    assert_honest_elapsed(summary_elapsed(plain), wall)
+    assert abs(summary_elapsed(plain) - wall) <= 0.1 * wall + 1.0, "within 10 % of the wall time"
+    assert_no_banner(plain)
+
+
+def test_sync_and_index_on_a_pipe_show_their_phases(cairn_home: Path, projects: Path) -> None:
+    files = [str(p) for p in sorted(projects.rglob("*.jsonl"))]
+    synced, wall = timed("sync", "--model", "offline", *files, env=banner_env())
+    in_order(synced.stderr, (*PHASE_LINES, "indexing: started", "indexing: done"))
+    m = re.search(r"in (\S+) \(the whole command\)", synced.stdout)
+    assert m, synced.stdout
+    assert_honest_elapsed(parse_duration(m[1]), wall)
+
+    indexed, wall = timed("index", "--model", "offline", *files, env=banner_env())
+    in_order(indexed.stderr, ("capture: started (2 files)", "capture: done", "indexing: done"))
+    assert "Read 0 new message(s)" in indexed.stdout
+    assert_honest_elapsed(summary_elapsed(indexed.stdout), wall)
+    assert_no_banner(synced.stdout + synced.stderr + indexed.stdout + indexed.stderr)
+
+
+def test_the_environment_would_show_the_banner_without_cairn_switch(tmp_path: Path) -> None:
+    """Control: in `banner_env` an agent run outside site-packages does print pydantic-ai's banner,
+    so its absence from cairn's output is cairn's doing."""
+    script = tmp_path / "run_agent.py"
+    script.write_text(
+        "from pydantic_ai import Agent\n"
+        "from pydantic_ai.models.test import TestModel\n"
+        "Agent(TestModel()).run_sync('hi')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=banner_env(), timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "observability: off" in proc.stderr
+
+
+def test_mcp_server_start_prints_no_banner(cairn_home: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "cairn", "mcp"],
+        input="",
+        capture_output=True,
+        text=True,
+        env=banner_env(CAIRN_MODEL="offline"),
+        timeout=120,
+    )
+    assert_no_banner(proc.stdout + proc.stderr)
+    assert "Traceback" not in proc.stderr
+
+
+def test_quiet_sets_the_switch_but_keeps_the_user_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cairn.cli import app
+
+    for name in QUIET_ENV:
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(SystemExit):
+        app(["--version"])  # the entry point of every cairn process: commands, daemon, MCP server
+    assert all(os.environ.get(name) == value for name, value in QUIET_ENV.items())
+    monkeypatch.setenv("PYDANTIC_AI_NO_BANNER", "yes please")
+    quiet_third_party()
+    assert os.environ["PYDANTIC_AI_NO_BANNER"] == "yes please"
+
+
+def test_plain_lines_give_counts_rate_and_eta() -> None:
+    out, now = io.StringIO(), [100.0]
+    progress = JobProgress(Console(file=out, width=200), live=False, interval=5.0, clock=lambda: now[0])
+    with progress:
+        progress({"step": "phase", "phase": "capture", "total": 4, "unit": "files"})
+        now[0] += 2.0
+        progress({"step": "advance", "phase": "capture", "advance": 1, "counts": {"messages": 40}})
+        now[0] += 4.0  # 6 s since the start line: past the interval, a status line
+        progress({"step": "advance", "phase": "capture", "advance": 1, "counts": {"messages": 20}})
+        now[0] += 1.0  # within the interval: no line
+        progress({"step": "advance", "phase": "capture", "advance": 1, "counts": {"messages": 10}})
+        progress({"step": "end", "phase": "capture"})
+        progress({"step": "reindex", "completed": 3})  # an older daemon's event: ignored
+    assert out.getvalue().splitlines() == [
+        "capture: started (4 files)",
+        "capture: 2/4 files, 60 messages; 0.3 files/s, 10 messages/s; 6.0s elapsed, about 6.0s left",
+        "capture: done, 3/4 files, 70 messages in 7.0s (0.4 files/s, 10 messages/s)",
+    ]
+    assert [duration(s) for s in (4.24, 185, 3725)] == ["4.2s", "3m05s", "1h02m"]
+
+
+def test_the_indexed_table_keys_are_index_json_keys() -> None:
+    from cairn.agent.indexer import IndexReport
+    from cairn.daemon.jobs import INDEX_KEYS, index_json
+
+    assert tuple(index_json(IndexReport())) == INDEX_KEYS
