@@ -4,6 +4,9 @@ The daemon runs them for its socket clients and the CLI runs the very same funct
 runs, so a command prints the same either way. Each reports progress through `emit` (plain dicts: the
 daemon streams them to the client as `{"progress": ...}` lines) and asks `should_stop` at every batch
 boundary — never inside a batch, whose work is applied whole or not at all.
+
+Progress comes per phase — capture, embed, index (`cairn.progress`) — so the command can show the whole
+job, not only its indexing: on a large history capture and embedding are most of the wait.
 """
 
 from __future__ import annotations
