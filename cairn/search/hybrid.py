@@ -122,7 +122,7 @@ async def search(
         embedding.cancel()
     if use_vectors and embedding is not None:
         vector_used = await _add_vector_signals(
-            vectors, embedding, kinds, filters, settings, signals, notices
+            db, vectors, embedding, kinds, filters, settings, signals, notices
         )
         if not vector_used and not use_keywords:
             use_keywords = True
@@ -236,6 +236,7 @@ def _decisive(signals: dict[tuple[Kind, int], Signals], settings: Settings) -> b
 
 
 async def _add_vector_signals(
+    db: Database,
     vectors: VectorIndex | None,
     embedding: asyncio.Task[list[list[float]]],
     kinds: tuple[Kind, ...],
@@ -250,7 +251,7 @@ async def _add_vector_signals(
         vector = (await embedding)[0]
         for kind in kinds:
             n = settings.search_candidates
-            matches = await vector_matches(vectors, kind, vector, filters, n, settings)
+            matches = await vector_matches(db, vectors, kind, vector, filters, n, settings)
             ranks = tied_ranks([(round(m.cosine, 6),) for m in matches])
             for rank, match in zip(ranks, matches, strict=True):
                 entry = signals.setdefault((kind, match.row_id), Signals())

@@ -76,7 +76,9 @@ async def test_a_paraphrase_of_a_sentence_deep_in_a_long_answer_finds_it_semanti
     embedding = store.vectors.embed([PARAPHRASE])[0]
     # The message's own vector reads only its first ~256 word pieces: the filler, not the export.
     own = {hit.id: hit.score for hit in store.vectors.query("messages", None, 20, embedding=embedding)}
-    matches = await vector_matches(store.vectors, "message", embedding, Filters(), 10, store.settings)
+    matches = await vector_matches(
+        store.db, store.vectors, "message", embedding, Filters(), 10, store.settings
+    )
     best = next(m for m in matches if m.row_id == answer)
     assert best.passage_id is not None and best.cosine > own.get(str(answer), 0.0) + 0.1
     assert DEEP_SENTENCE in (await passage_texts(store.db, [best.passage_id]))[best.passage_id]
