@@ -6,6 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
+from cairn.prompts import load_prompt
 from tests.evals import DEMO_QUERIES, make_dataset
 from tests.test_cli import cairn, cairn_json
 
@@ -19,7 +20,8 @@ def test_eval_indexing_offline_prints_metrics_and_saves_the_run(cairn_home: Path
     dataset = make_dataset(tmp_path / "tiny")
     runs = tmp_path / "runs"
     run = cairn_json("eval", "indexing", "--model", "offline", "--dataset", str(dataset), "--out", str(runs))
-    assert run["dataset"] == "tiny" and run["model"] == "offline" and run["prompt_version"] == "indexer-v1"
+    assert run["dataset"] == "tiny" and run["model"] == "offline"
+    assert run["prompt_version"] == load_prompt().id
     assert set(run["metrics"]) == {
         "ideas",
         "relations",
@@ -34,7 +36,7 @@ def test_eval_indexing_offline_prints_metrics_and_saves_the_run(cairn_home: Path
     assert run["metrics"]["redaction"] == {"secrets": 1, "leaked": 0}
     assert run["cost"]["batches"] >= 1 and run["cost"]["dollars"] is None
     assert not Path(run["home"]).exists()  # the temporary store is gone
-    saved = list(runs.glob("*-offline-indexer-v1.json"))
+    saved = list(runs.glob(f"*-offline-{load_prompt().id}.json"))
     assert len(saved) == 1
     assert json.loads(saved[0].read_text())["metrics"] == run["metrics"]
     # Nothing was written to the user's store.

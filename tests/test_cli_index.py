@@ -9,6 +9,7 @@ import sqlite3
 from pathlib import Path
 
 from cairn.agent.schema import Idea, IndexResult, Relation
+from cairn.prompts import load_prompt
 from tests.agent.fake_anthropic import FakeAnthropic
 from tests.conftest import SHARED_TRANSCRIPTS
 from tests.test_cli import cairn, cairn_json
@@ -41,7 +42,7 @@ def test_offline_index_of_real_transcripts_then_nothing_more(cairn_home: Path) -
     assert len(keys) == len(set(keys)), "entities are deduplicated by case and punctuation"
     assert cairn_json("topics")
     runs = _rows(cairn_home, "SELECT model, prompt_version, outcome FROM index_runs")
-    assert runs and all(r == ("offline", "indexer-v1", "ok") for r in runs)
+    assert runs and all(r == ("offline", load_prompt().id, "ok") for r in runs)
 
 
 def _superseded(applied: dict[str, object]) -> int:

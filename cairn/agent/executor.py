@@ -23,12 +23,15 @@ matching in `cairn.agent.entities`):
   the message has none. Usage (`last_used_at`) and the run are stamped with the time of the apply.
 - **Supersedes** keeps the old idea and sets its `superseded_by`/`valid_until` — once: an idea
   already superseded keeps its first successor (the relation row is still stored).
+- **Dependency order.** Every new idea is inserted first; then the links, which may name a new idea
+  by its key (`cairn.agent.links`): entity links, answered questions, completed todos, relations.
+  A question asked and answered in one batch is thus answered in the transaction that stores it.
 - **Answers.** `answered_questions` apply first; an `answers` relation then also marks a still-open
   question or problem answered, with the new idea as `answered_by` and its content as resolution.
-  An answered question's `answered_by` is the first new idea at the answering line, if any; an empty
-  summary falls back to that idea's content.
+  An answered question's `answered_by` is the first new idea at the answering line other than the
+  question itself, if any; an empty summary falls back to that idea's content.
 - **Several new ideas at one (session, line)**: a relation from that place starts at each of them;
-  the first is the one that supersedes or answers.
+  the first is the one that supersedes or answers. A relation with `from_key` starts at that idea.
 - **Search associations** go through `cairn.learning.associations.record_association` like learned ones:
   the file must exist inside the project of one of the batch's sessions (a relative path is relative
   to that project); the same (query, file) again merges into its row (`times_learned + 1`); the file
@@ -51,6 +54,7 @@ import aiosqlite
 
 from cairn.agent.batches import PlannedBatch
 from cairn.agent.entities import Embed, EntityResolver, semantic_matches
+from cairn.agent.links import Target
 from cairn.agent.schema import IndexResult, TopicChange
 from cairn.agent.validate import Checked, NewIdea, Rejected, Resolution, SpanRow, check, connection_fetch
 from cairn.learning.associations import record_association
@@ -247,14 +251,17 @@ class _Writer:
         self.stats = ApplyStats(rejected=len(checked.rejected), run_id=run_id)
         self.ideas_by_intent: Counter[str] = Counter()
         self.relations_by_type: Counter[str] = Counter()
-        # Ids of this result's new ideas by (session, line), in result order; their contents by id.
+        # Ids of this result's new ideas by (session, line), in result order; their contents by id;
+        # and by their index in `checked.ideas` (None for one the conflict clause left out).
         self.new_at: dict[tuple[str, int], list[int]] = {}
         self.content: dict[int, str] = {}
+        self.ids: list[int | None] = []
 
     async def write(self) -> ApplyStats:
         await self._update_spans()
         spans = await self._open_spans()
         await self._insert_ideas(spans)
+        await self._related_to()
         await self._link_entities()
         await self._resolve(self.checked.answered, answered=True)
         await self._resolve(self.checked.completed, answered=False)
@@ -380,6 +387,7 @@ class _Writer:
                     idea.importance,
                 ),
             )
+            self.ids.append(idea_id)
             if idea_id is None:
                 continue  # stored already (the check rejects these; the conflict clause is the backstop)
             self.ideas_by_intent[idea.intent] += 1
@@ -389,8 +397,22 @@ class _Writer:
                 entity_id = await self.entities.resolve(ref)
                 if entity_id is not None:
                     await self._tag(idea_id, entity_id)
-            for target in idea.related_to:
-                await self._relate(idea_id, target, "relates_to")
+
+    def _id(self, target: Target) -> int | None:
+        """The id a checked reference names: a stored idea's, or the one a new idea was given."""
+        if target.stored is not None:
+            return target.stored
+        assert target.new is not None
+        return self.ids[target.new]
+
+    async def _related_to(self) -> None:
+        """Each new idea's `related_to`, now that every idea it may name by key has an id."""
+        for index, new in enumerate(self.checked.ideas):
+            from_id = self.ids[index]
+            for target in new.related:
+                to_id = self._id(target)
+                if from_id is not None and to_id is not None:
+                    await self._relate(from_id, to_id, "relates_to")
 
     async def _tag(self, idea_id: int, entity_id: int) -> None:
         await self._execute(
@@ -411,7 +433,10 @@ class _Writer:
 
     async def _resolve(self, items: list[Resolution], *, answered: bool) -> None:
         for item in items:
-            answering = self.new_at.get((item.session, item.line))
+            idea_id = self._id(item.target)
+            if idea_id is None:
+                continue
+            answering = [i for i in self.new_at.get((item.session, item.line), []) if i != idea_id]
             by = answering[0] if answering else None
             when = self.view.timestamp(item.session, item.line) or self.now
             resolution = item.summary or (self.content[by] if by is not None else None)
@@ -421,7 +446,7 @@ class _Writer:
                     UPDATE ideas SET answered_by = ?, answered_at = ?, resolved_line = ?, resolution = ?,
                         updated_at = ? WHERE id = ? AND answered_at IS NULL
                     """,
-                    (by, when, item.line, resolution, self.now, item.idea_id),
+                    (by, when, item.line, resolution, self.now, idea_id),
                 )
             else:
                 self.stats.todos_completed += await self._execute(
@@ -429,25 +454,27 @@ class _Writer:
                     UPDATE ideas SET completed_at = ?, resolved_line = ?, resolution = ?, updated_at = ?
                     WHERE id = ? AND completed_at IS NULL
                     """,
-                    (when, item.line, resolution, self.now, item.idea_id),
+                    (when, item.line, resolution, self.now, idea_id),
                 )
 
     async def _relations(self) -> None:
-        for relation in self.checked.relations:
-            starts = self.new_at.get((relation.from_session, relation.from_line), [])
-            for from_id in starts:
-                await self._relate(from_id, relation.to_idea_id, relation.relation_type)
-            if not starts:
+        for link in self.checked.relations:
+            relation, to_id = link.relation, self._id(link.target)
+            starts = [i for i in (self.ids[index] for index in link.starts) if i is not None]
+            if to_id is None or not starts:
                 continue
+            for from_id in starts:
+                await self._relate(from_id, to_id, relation.relation_type)
             first = starts[0]
-            when = self.view.timestamp(relation.from_session, relation.from_line) or self.now
+            source = self.checked.ideas[link.starts[0]].idea
+            when = self.view.timestamp(source.session, source.source_line) or self.now
             if relation.relation_type == "supersedes":
                 await self._execute(
                     """
                     UPDATE ideas SET superseded_by = ?, valid_until = ?, updated_at = ?
                     WHERE id = ? AND superseded_by IS NULL
                     """,
-                    (first, when, self.now, relation.to_idea_id),
+                    (first, when, self.now, to_id),
                 )
             elif relation.relation_type == "answers":
                 self.stats.questions_answered += await self._execute(
@@ -456,7 +483,7 @@ class _Writer:
                         updated_at = ?
                     WHERE id = ? AND intent IN ('question', 'problem') AND answered_at IS NULL
                     """,
-                    (first, when, relation.from_line, self.content[first], self.now, relation.to_idea_id),
+                    (first, when, source.source_line, self.content[first], self.now, to_id),
                 )
 
     async def _relate(self, from_id: int, to_id: int, relation_type: str) -> None:

@@ -4,6 +4,16 @@ Field names are the seed's on purpose: the prompt, the offline model, the execut
 all speak this language. Where the seed leaves a reference ambiguous (a line number without a session
 in `answered_questions`, `completed_todos`, `entity_links`, `skip_lines`), the executor resolves it
 against the batch — see `cairn.agent.executor`.
+
+Links inside a batch (issue 15, prompt v2). The seed's references name stored ideas by id, so a
+question asked and answered in one batch, a todo set and done in it, or a fix that replaces a guess
+made a few lines earlier could never be linked: the new ideas have no id until the executor stores
+them. So a new idea may carry a `key` the result assigns (`"i3"`), and every reference to an idea
+(`question_idea_id`, `todo_idea_id`, `to_idea_id`, `related_to`, and a relation's `from_key`) takes
+either a stored idea's id or such a key. The executor stores the ideas first and then resolves the
+keys, in the one transaction that applies the result. Everything here is additive: a result written
+for prompt v1 (ids only) is still valid and applies exactly as before, which keeps recorded runs
+replayable.
 """
 
 from __future__ import annotations
@@ -26,6 +36,11 @@ Mode = Literal["continuous", "backfill"]
 Score = Annotated[float, Field(ge=0.0, le=1.0)]
 Line = Annotated[int, Field(ge=0)]
 Id = Annotated[int, Field(ge=1)]
+Key = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,39}$")]
+"""A new idea's local key. It starts with a letter so it is never mistaken for an id: `"12"` given
+where an idea is named is read as the id 12 (models quote numbers), never as a key."""
+IdeaRef = Id | Key
+"""A reference to an idea: a stored idea's id, or the key of a new idea of the same result."""
 
 
 class _Model(BaseModel):
@@ -113,7 +128,13 @@ class Idea(_Model):
     confidence: Score = 0.7
     importance: Score = 0.5
     entities: list[EntityRef] = Field(default_factory=list)
-    related_to: list[Id] = Field(default_factory=list, description="Existing idea ids this one relates to.")
+    related_to: list[IdeaRef] = Field(
+        default_factory=list, description="Ideas this one relates to: stored ids, or keys of this result's."
+    )
+    key: Key | None = Field(
+        default=None,
+        description="A local key (e.g. 'i3'), unique in the result, by which other items name this new idea.",
+    )
 
 
 class TopicUpdate(_Model):
@@ -136,23 +157,32 @@ class TopicChange(_Model):
 
 
 class AnsweredQuestion(_Model):
-    question_idea_id: Id
+    """A question or problem (stored id, or key of a new idea) answered at a line of the batch."""
+
+    question_idea_id: IdeaRef
     answered_at_line: Line
     answer_summary: str = Field(default="", max_length=2000)
 
 
 class CompletedTodo(_Model):
-    todo_idea_id: Id
+    """A todo (stored id, or key of a new idea) completed at a line of the batch."""
+
+    todo_idea_id: IdeaRef
     completed_at_line: Line
     completion_summary: str = Field(default="", max_length=2000)
 
 
 class Relation(_Model):
-    """From the new idea at (`from_session`, `from_line`) to an existing idea."""
+    """From a new idea to another idea, stored (`to_idea_id` an id) or new (`to_idea_id` its key).
 
-    from_session: str
-    from_line: Line
-    to_idea_id: Id
+    The start is the new idea with key `from_key`, or, as seed 003 has it, every new idea at
+    (`from_session`, `from_line`).
+    """
+
+    from_session: str | None = None
+    from_line: Line | None = None
+    from_key: Key | None = None
+    to_idea_id: IdeaRef
     relation_type: RelationType
 
 
@@ -172,6 +202,8 @@ class SearchAssociation(_Model):
     reason: str = ""
 
 
+# No docstring on purpose: pydantic-ai sends it as the output tool's description, and a changed
+# description would make every recorded run refuse to replay (`cairn.evals.record`).
 class IndexResult(_Model):
     ideas: list[Idea] = Field(default_factory=list)
     topic_updates: list[TopicUpdate] = Field(default_factory=list)

@@ -25,11 +25,17 @@ Decisions where seed 003 leaves room:
   kept — a wrong cross-reference does not make the idea itself wrong. Entity names with nothing to
   match on (`"..."`) are dropped the same way, under `ideas.entities`.
 - **Importance** left out by the model gets seed 003's default for the intent, not the schema's 0.5.
-- **Relations** start at a new idea of this result, found by (`from_session`, `from_line`); a
-  relation to the stored copy of that very idea is a self-relation.
+- **Keys** (prompt v2): a new idea's `key` lets the result's other items name it before it has an
+  id; how keys resolve (several ideas with one key, a key of a rejected idea) is decided in
+  `cairn.agent.links`. A reference that resolves nowhere is rejected with the reason, like an
+  unknown id.
+- **Relations** start at a new idea of this result, found by `from_key` or by (`from_session`,
+  `from_line`); a relation to the stored copy of that very idea, or to the new idea it starts
+  from, is a self-relation. A supersedes between new ideas that would close a cycle is rejected.
 - **Answered questions / completed todos**: the line is looked up in the question's (todo's)
   session if that session is in the batch, else in the one batch session that has the line;
-  ambiguity is rejected.
+  ambiguity is rejected. A new question (todo) answered (completed) at its own line, where no
+  other new idea says the answer, is a self-link and rejected.
 - **Topic changes**: `from_span_id`, when given, must be the session's open span as stored — the
   open span (`end_line IS NULL`) that starts last, since a parent stays open around its children.
   Several changes of one session in one result may all name it: the model cannot know the ids of
@@ -56,6 +62,7 @@ from pydantic import BaseModel
 
 from cairn.agent.batches import PlannedBatch
 from cairn.agent.entities import EntityKey, entity_key
+from cairn.agent.links import KeyTable, SupersedesGraph, Target
 from cairn.agent.schema import (
     CONTEXT_ROLE,
     DEFAULT_IMPORTANCE,
@@ -65,6 +72,7 @@ from cairn.agent.schema import (
     EntityLink,
     EntityRef,
     Idea,
+    IdeaRef,
     IndexResult,
     Relation,
     SearchAssociation,
@@ -173,21 +181,34 @@ class BatchView:
 
 @dataclass(frozen=True)
 class NewIdea:
-    """An accepted idea (content stripped, bad `related_to` ids and entities dropped, importance set)."""
+    """An accepted idea (content stripped, bad `related_to` refs and entities dropped, importance set);
+    `related` is what its `related_to` resolved to."""
 
     idea: Idea
     file: BatchFile
     content_hash: str
+    related: tuple[Target, ...] = ()
 
 
 @dataclass(frozen=True)
 class Resolution:
-    """An accepted answered question or completed todo, with the session its line was found in."""
+    """An accepted answered question or completed todo: the idea it resolved (`target`, named by
+    `ref` in the result), and the session its line was found in."""
 
-    idea_id: int
+    target: Target
+    ref: IdeaRef
     session: str
     line: int
     summary: str
+
+
+@dataclass(frozen=True)
+class Link:
+    """An accepted relation: from the new ideas at `starts` (indexes into `Checked.ideas`) to `target`."""
+
+    relation: Relation
+    starts: tuple[int, ...]
+    target: Target
 
 
 @dataclass(frozen=True)
@@ -213,12 +234,13 @@ class Checked:
     topic_changes: list[TopicChange] = field(default_factory=list)
     answered: list[Resolution] = field(default_factory=list)
     completed: list[Resolution] = field(default_factory=list)
-    relations: list[Relation] = field(default_factory=list)
+    relations: list[Link] = field(default_factory=list)
     entity_links: list[EntityLink] = field(default_factory=list)
     skip_lines: list[tuple[BatchFile, int]] = field(default_factory=list)
     activated: list[int] = field(default_factory=list)
     search_associations: list[SearchAssociation] = field(default_factory=list)
     open_spans: dict[str, SpanRow] = field(default_factory=dict)
+    keys: KeyTable = field(default_factory=KeyTable)
     rejected: list[Rejected] = field(default_factory=list)
 
     def reject(self, name: str, item: BaseModel | dict[str, Any], reason: str) -> None:
@@ -232,16 +254,14 @@ class Checked:
             topic_updates=self.topic_updates,
             topic_changes=self.topic_changes,
             answered_questions=[
-                AnsweredQuestion(
-                    question_idea_id=r.idea_id, answered_at_line=r.line, answer_summary=r.summary
-                )
+                AnsweredQuestion(question_idea_id=r.ref, answered_at_line=r.line, answer_summary=r.summary)
                 for r in self.answered
             ],
             completed_todos=[
-                CompletedTodo(todo_idea_id=r.idea_id, completed_at_line=r.line, completion_summary=r.summary)
+                CompletedTodo(todo_idea_id=r.ref, completed_at_line=r.line, completion_summary=r.summary)
                 for r in self.completed
             ],
-            relations=self.relations,
+            relations=[link.relation for link in self.relations],
             entity_links=self.entity_links,
             skip_lines=list(dict.fromkeys(line for _file, line in self.skip_lines)),
             activated_ideas=self.activated,
@@ -282,20 +302,22 @@ class _StoreFacts:
 
     @classmethod
     async def load(cls, fetch: Fetch, result: IndexResult, view: BatchView) -> _StoreFacts:
-        idea_ids = {i for idea in result.ideas for i in idea.related_to}
-        idea_ids |= {r.to_idea_id for r in result.relations}
-        idea_ids |= {q.question_idea_id for q in result.answered_questions}
-        idea_ids |= {t.todo_idea_id for t in result.completed_todos}
-        idea_ids |= set(result.activated_ideas)
-        ideas = await fetch(
-            f"SELECT id, session_id, intent, answered_at, completed_at FROM ideas WHERE id IN ({_JSON})",
-            (_ids(idea_ids),),
-        )
         hashes = {idea_hash(i.content) for i in result.ideas if i.content.strip()}
         copies = await fetch(
             "SELECT id, source_file_id, source_line, content_hash FROM ideas "
             f"WHERE content_hash IN ({_JSON})",
             (json.dumps(sorted(hashes)),),
+        )
+        refs: list[IdeaRef] = [i for idea in result.ideas for i in idea.related_to]
+        refs += [r.to_idea_id for r in result.relations]
+        refs += [q.question_idea_id for q in result.answered_questions]
+        refs += [t.todo_idea_id for t in result.completed_todos]
+        # A key of an idea stored already resolves to its stored copy: read those rows too.
+        idea_ids = {ref for ref in refs if isinstance(ref, int)} | {row["id"] for row in copies}
+        idea_ids |= set(result.activated_ideas)
+        ideas = await fetch(
+            f"SELECT id, session_id, intent, answered_at, completed_at FROM ideas WHERE id IN ({_JSON})",
+            (_ids(idea_ids),),
         )
         span_ids = {u.span_id for u in result.topic_updates}
         spans = await fetch(
@@ -332,52 +354,96 @@ def _ids(values: Iterable[int]) -> str:
 
 
 def _check_ideas(out: Checked, ideas: list[Idea], store: _StoreFacts) -> None:
-    seen: set[tuple[int, int, str]] = set()
-    for idea in ideas:
+    """Accept or reject each idea, then report them in result order, resolving each accepted idea's
+    key and `related_to` on the way: a key may name a later idea, so acceptance comes first."""
+    seen: dict[tuple[int, int, str], int] = {}  # accepted (file, line, hash) -> index in out.ideas
+    accepted: dict[int, Target] = {}  # position in the result -> what its key resolves to
+    rejected: dict[int, str] = {}
+    placed: dict[int, tuple[BatchFile, str]] = {}  # position -> (file, content hash) of an accepted idea
+    for position, idea in enumerate(ideas):
         batch_file, reason = _locate(out.view, idea)
-        content = idea.content.strip()
         if batch_file is None:
-            out.reject("ideas", idea, reason)
+            rejected[position] = reason
             continue
-        key = (batch_file.file_id, idea.source_line, idea_hash(content))
-        if not content:
+        key = (batch_file.file_id, idea.source_line, idea_hash(idea.content.strip()))
+        if not idea.content.strip():
             reason = "content is empty"
         elif idea.confidence < MIN_CONFIDENCE:
             reason = f"confidence {idea.confidence} is below {MIN_CONFIDENCE}"
         elif key in store.stored_copies:
             reason = f"duplicate: already stored as idea #{store.stored_copies[key]}"
+            accepted[position] = Target.of_stored(store.stored_copies[key])
         elif key in seen:
             reason = "duplicate of an earlier idea in this result"
+            accepted[position] = Target.of_new(seen[key])
         if reason:
-            out.reject("ideas", idea, reason)
+            rejected[position] = reason
             continue
-        seen.add(key)
-        related = []
-        for idea_id in dict.fromkeys(idea.related_to):
-            if idea_id in store.ideas:
-                related.append(idea_id)
-            else:
-                out.reject("ideas.related_to", _where(idea, idea_id=idea_id), f"no idea #{idea_id}")
-        entities: dict[tuple[str, EntityKey], EntityRef] = {}
-        for ref in idea.entities:
-            entity = entity_key(ref.name, ref.type)
-            if entity.stem:
-                entities.setdefault((ref.type, entity), ref)
-            else:
-                item = _where(idea, name=ref.name, type=ref.type)
-                out.reject("ideas.entities", item, "entity name has no letters or digits")
-        importance = (
-            idea.importance if "importance" in idea.model_fields_set else DEFAULT_IMPORTANCE[idea.intent]
-        )
-        accepted = idea.model_copy(
-            update={
-                "content": content,
-                "related_to": related,
-                "entities": list(entities.values()),
-                "importance": importance,
-            }
-        )
-        out.ideas.append(NewIdea(accepted, batch_file, key[2]))
+        seen[key] = len(placed)
+        accepted[position] = Target.of_new(len(placed))
+        placed[position] = (batch_file, key[2])
+    lines: dict[str, list[int]] = {}
+    for idea in ideas:
+        if idea.key is not None:
+            lines.setdefault(idea.key, []).append(idea.source_line)
+    out.keys = KeyTable.build(lines, accepted, rejected, [idea.key for idea in ideas])
+    for position, idea in enumerate(ideas):
+        if position not in placed:
+            out.reject("ideas", idea, rejected[position])
+            continue
+        batch_file, content_hash = placed[position]
+        related_to, related = _related(out, idea, accepted[position], store)
+        cleaned = _cleaned(out, idea, related_to)
+        if idea.key is not None and idea.key not in out.keys.targets:
+            out.reject("ideas.key", _where(idea, key=idea.key), out.keys.resolve(idea.key)[1])
+            cleaned = cleaned.model_copy(update={"key": None})
+        out.ideas.append(NewIdea(cleaned, batch_file, content_hash, related))
+
+
+def _related(
+    out: Checked, idea: Idea, itself: Target, store: _StoreFacts
+) -> tuple[list[IdeaRef], tuple[Target, ...]]:
+    """The idea's `related_to` refs that resolve (each target once) and their targets; the others
+    are reported."""
+    kept: list[IdeaRef] = []
+    targets: list[Target] = []
+    for ref in dict.fromkeys(idea.related_to):
+        target, reason = _target(out, store, ref)
+        if target is not None and target == itself:
+            target, reason = None, "an idea cannot relate to itself"
+        if target is None:
+            out.reject("ideas.related_to", _where(idea, idea_id=ref), reason)
+        elif target not in targets:
+            kept.append(ref)
+            targets.append(target)
+    return kept, tuple(targets)
+
+
+def _cleaned(out: Checked, idea: Idea, related_to: list[IdeaRef]) -> Idea:
+    """The idea as it is stored: content stripped, nameless entities dropped, importance defaulted."""
+    entities: dict[tuple[str, EntityKey], EntityRef] = {}
+    for ref in idea.entities:
+        entity = entity_key(ref.name, ref.type)
+        if entity.stem:
+            entities.setdefault((ref.type, entity), ref)
+        else:
+            item = _where(idea, name=ref.name, type=ref.type)
+            out.reject("ideas.entities", item, "entity name has no letters or digits")
+    importance = idea.importance if "importance" in idea.model_fields_set else DEFAULT_IMPORTANCE[idea.intent]
+    update = {
+        "content": idea.content.strip(),
+        "related_to": related_to,
+        "entities": list(entities.values()),
+        "importance": importance,
+    }
+    return idea.model_copy(update=update)
+
+
+def _target(out: Checked, store: _StoreFacts, ref: IdeaRef) -> tuple[Target | None, str]:
+    """What an idea reference names: a stored idea by id, or whatever its key resolves to."""
+    if isinstance(ref, int):
+        return (Target.of_stored(ref), "") if ref in store.ideas else (None, f"no idea #{ref}")
+    return out.keys.resolve(ref)
 
 
 def _locate(view: BatchView, idea: Idea) -> tuple[BatchFile | None, str]:
@@ -402,33 +468,81 @@ def _where(idea: Idea, **extra: Any) -> dict[str, Any]:
 
 
 def _check_relations(out: Checked, relations: list[Relation], store: _StoreFacts) -> None:
-    new_at = {(n.idea.session, n.idea.source_line) for n in out.ideas}
-    seen: set[tuple[str, int, int, str]] = set()
+    seen: set[tuple[tuple[int, ...], Target, str]] = set()
+    supersedes = SupersedesGraph()
     for relation in relations:
-        start = (relation.from_session, relation.from_line)
-        key = (*start, relation.to_idea_id, relation.relation_type)
-        if relation.relation_type not in RELATION_TYPES:
-            out.reject("relations", relation, f"unknown relation type {relation.relation_type!r}")
-        elif relation.to_idea_id not in store.ideas:
-            out.reject("relations", relation, f"no idea #{relation.to_idea_id}")
-        elif _is_stored_copy(out.view, relation, store):
-            out.reject("relations", relation, "self-relation: the target is the idea it starts from")
-        elif start not in new_at:
-            out.reject("relations", relation, "no new idea of this result at from_session/from_line")
-        elif key in seen:
-            out.reject("relations", relation, "duplicate relation in this result")
-        else:
-            seen.add(key)
-            out.relations.append(relation)
+        link, reason = _link(out, relation, store)
+        if link is not None:
+            key = (link.starts, link.target, relation.relation_type)
+            loops = link.target.new is not None and supersedes.would_loop(link.starts, link.target.new)
+            if key in seen:
+                reason = "duplicate relation in this result"
+            elif relation.relation_type == "supersedes" and loops:
+                reason = "supersedes would close a cycle: the target already supersedes this idea"
+            else:
+                seen.add(key)
+                if relation.relation_type == "supersedes" and link.target.new is not None:
+                    supersedes.add(link.starts, link.target.new)
+                out.relations.append(link)
+                continue
+        out.reject("relations", relation, reason)
 
 
-def _is_stored_copy(view: BatchView, relation: Relation, store: _StoreFacts) -> bool:
-    """Whether `to_idea_id` is stored at the relation's own session and line (a re-extracted idea)."""
-    files = {f.file_id for f in view.sessions.get(relation.from_session, [])}
-    return any(
-        file_id in files and line == relation.from_line and idea_id == relation.to_idea_id
-        for (file_id, line, _hash), idea_id in store.stored_copies.items()
+def _link(out: Checked, relation: Relation, store: _StoreFacts) -> tuple[Link | None, str]:
+    """The relation's start ideas and target, or None and why it cannot be applied."""
+    starts, reason = _starts(out, relation)
+    target, target_reason = _target(out, store, relation.to_idea_id)
+    self_relation = "self-relation: the target is the idea it starts from"
+    if relation.relation_type not in RELATION_TYPES:
+        return None, f"unknown relation type {relation.relation_type!r}"
+    if target is None:
+        return None, target_reason
+    if target.stored is not None and _is_stored_copy(out, relation, starts, target.stored, store):
+        return None, self_relation
+    if reason:
+        return None, reason
+    others = tuple(index for index in starts if index != target.new)
+    if not others:
+        return None, self_relation
+    return Link(relation, others, target), ""
+
+
+def _starts(out: Checked, relation: Relation) -> tuple[tuple[int, ...], str]:
+    """Indexes of the new ideas a relation starts at (`from_key`, else every one at its session and
+    line), or none and why."""
+    if relation.from_key is not None:
+        target, reason = out.keys.resolve(relation.from_key)
+        if target is None:
+            return (), reason
+        if target.new is None:
+            stored = f"idea #{target.stored}, stored already"
+            return (), f"from_key {relation.from_key!r} names {stored}: relations start at new ideas"
+        return (target.new,), ""
+    if relation.from_session is None or relation.from_line is None:
+        return (), "a relation starts at from_key, or at from_session and from_line"
+    starts = tuple(
+        index
+        for index, new in enumerate(out.ideas)
+        if (new.idea.session, new.idea.source_line) == (relation.from_session, relation.from_line)
     )
+    return starts, "" if starts else "no new idea of this result at from_session/from_line"
+
+
+def _is_stored_copy(
+    out: Checked, relation: Relation, starts: tuple[int, ...], idea_id: int, store: _StoreFacts
+) -> bool:
+    """Whether `idea_id` is stored at the relation's own session and line (a re-extracted idea)."""
+    places = {(out.ideas[i].idea.session, out.ideas[i].idea.source_line) for i in starts}
+    if relation.from_key is None and relation.from_session is not None and relation.from_line is not None:
+        places.add((relation.from_session, relation.from_line))
+    for session, line in places:
+        files = {f.file_id for f in out.view.sessions.get(session, [])}
+        if any(
+            file_id in files and stored_line == line and stored_id == idea_id
+            for (file_id, stored_line, _hash), stored_id in store.stored_copies.items()
+        ):
+            return True
+    return False
 
 
 def _check_resolutions(out: Checked, result: IndexResult, store: _StoreFacts) -> None:
@@ -454,32 +568,58 @@ def _resolutions(
     out: Checked,
     store: _StoreFacts,
     name: str,
-    items: list[tuple[BaseModel, int, int, str]],
+    items: list[tuple[BaseModel, IdeaRef, int, str]],
     *,
     intents: tuple[str, ...],
     done: tuple[str, str],
 ) -> list[Resolution]:
-    """Accepted (idea id, line, summary) items: an open question/todo, a line of the batch."""
+    """Accepted (idea, line, summary) items: an open question/todo, stored or new, a line of the batch."""
     column, word = done
     accepted: list[Resolution] = []
-    for item, idea_id, line, summary in items:
-        row = store.ideas.get(idea_id)
-        session, where = (None, "") if row is None else _resolve_line(out.view, row["session_id"], line)
-        if row is None:
-            reason = f"no idea #{idea_id}"
-        elif row["intent"] not in intents:
-            reason = f"idea #{idea_id} is a {row['intent']}, not a {' or '.join(intents)}"
-        elif row[column] is not None:
-            reason = f"idea #{idea_id} is already {word}"
-        elif session is None:
-            reason = where
-        elif any(r.idea_id == idea_id for r in accepted):
-            reason = f"idea #{idea_id} is {word} twice in this result"
-        else:
-            accepted.append(Resolution(idea_id, session, line, summary.strip()))
-            continue
+    for item, ref, line, summary in items:
+        target, reason = _target(out, store, ref)
+        what = f"idea #{ref}" if isinstance(ref, int) else f"idea {ref!r}"
+        if target is not None:
+            session, intent, is_done = _facts(out, store, target)
+            session, where = _resolve_line(out.view, session, line)
+            if intent not in intents:
+                reason = f"{what} is a {intent}, not a {' or '.join(intents)}"
+            elif is_done and target.stored is not None and store.ideas[target.stored][column] is not None:
+                reason = f"{what} is already {word}"
+            elif session is None:
+                reason = where
+            elif any(r.target == target for r in accepted):
+                reason = f"{what} is {word} twice in this result"
+            elif _answers_itself(out, target, session, line):
+                reason = f"{what} is {word} at its own line {line}, where no other new idea says how"
+            else:
+                accepted.append(Resolution(target, ref, session, line, summary.strip()))
+                continue
         out.reject(name, item, reason)
     return accepted
+
+
+def _facts(out: Checked, store: _StoreFacts, target: Target) -> tuple[str | None, str, bool]:
+    """(session, intent, stored) of a target: the session its answering line is looked up in."""
+    if target.stored is not None:
+        row = store.ideas[target.stored]
+        return row["session_id"], row["intent"], True
+    assert target.new is not None
+    idea = out.ideas[target.new].idea
+    return idea.session, idea.intent, False
+
+
+def _answers_itself(out: Checked, target: Target, session: str, line: int) -> bool:
+    """Whether a new idea is resolved at its own line with no other new idea there to say how."""
+    if target.new is None:
+        return False
+    idea = out.ideas[target.new].idea
+    if (idea.session, idea.source_line) != (session, line):
+        return False
+    return not any(
+        index != target.new and (n.idea.session, n.idea.source_line) == (session, line)
+        for index, n in enumerate(out.ideas)
+    )
 
 
 def _resolve_line(view: BatchView, session: str | None, line: int) -> tuple[str | None, str]:

@@ -30,6 +30,7 @@ from cairn.evals.scoring import (
     similarity,
 )
 from cairn.evals.state import StoreState, score
+from cairn.prompts import load_prompt
 from tests.evals import DEMO_LABELS, DEMO_SECRET, make_dataset
 
 IdeaSpec = tuple[int, str, str]  # line, intent, content
@@ -231,7 +232,7 @@ async def test_an_indexer_storing_exactly_the_labels_scores_perfect_ideas(
     assert list(run.case_of_file.values()) == ["demo"]
     assert Path(next(iter(run.case_of_file))).parent == tmp_path.resolve() / "store" / "sessions"
     assert (run.home / "cairn.db").is_file()  # kept for the retrieval eval
-    assert run.model == "scripted" and run.prompt_version == "indexer-v1"
+    assert run.model == "scripted" and run.prompt_version == load_prompt().id
     assert run.cost["batches"] >= 1 and run.cost["failed_runs"] == 0
     assert run.cost["dollars"] is None  # no price known for "scripted"
 

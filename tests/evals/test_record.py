@@ -45,7 +45,7 @@ async def test_offline_recorded_then_replayed_scores_identically(demo: Dataset, 
     recording = tmp_path / "offline.jsonl"
     recorded = await run_indexing(demo, tmp_path / "one", record=recording)
     header = read_recording(recording).header
-    assert header["model"] == "offline" and header["prompt"] == "indexer-v1"
+    assert header["model"] == "offline" and header["prompt"] == load_prompt().id
     # Another directory: the store's paths are placeholders in the recording.
     replayed = await run_indexing(demo, tmp_path / "two", replay=recording)
     assert replayed.model == "offline" and replayed.replayed_from == str(recording)
