@@ -14,16 +14,21 @@ import os
 import pty
 import re
 import select
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
 
 from cairn.cli.progress import JobProgress, duration
+from cairn.progress import Phases
 from cairn.quiet import QUIET_ENV, quiet_third_party
+from cairn.store.store import Store
+from tests.conftest import SHARED_TRANSCRIPTS
 from tests.progress_helpers import (
     PHASE_LINES,
     assert_honest_elapsed,
@@ -241,3 +246,30 @@ def test_the_indexed_table_keys_are_index_json_keys() -> None:
     from cairn.daemon.jobs import INDEX_KEYS, index_json
 
     assert tuple(index_json(IndexReport())) == INDEX_KEYS
+
+
+async def test_embedding_stops_between_batches_and_keeps_the_rest_queued(
+    store: Store, tmp_path: Path
+) -> None:
+    """Ctrl-C while a large history is being embedded stops after the batch in flight, not minutes later."""
+    from cairn.daemon.jobs import capture_phase, embed_phase
+    from cairn.store import outbox
+
+    transcript = tmp_path / "fe5e1c67-5e0c-4d5a-9e8f-000000000001.jsonl"
+    shutil.copy2(
+        SHARED_TRANSCRIPTS / "claude-code-viewer" / "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl", transcript
+    )
+    events: list[dict[str, Any]] = []
+    phases = Phases(events.append)
+    await capture_phase(store, [transcript], store.settings, phases)
+    queued = await outbox.pending(store.db)
+    assert queued > 256, "more than one outbox batch"
+
+    def after_first_batch() -> bool:
+        return any(e["step"] == "update" and e["completed"] > 0 for e in events)
+
+    written = await embed_phase(store, phases, should_stop=after_first_batch)
+    assert written == 256 and await outbox.pending(store.db) == queued - 256
+    assert events[-1] == {"step": "end", "phase": "embed"}
+    assert await embed_phase(store, Phases()) == queued - 256
+    assert await outbox.pending(store.db) == 0

@@ -49,11 +49,32 @@ async def capture_phase(store: Store, files: list[Path], settings: Settings, pha
     return report
 
 
-async def embed_phase(store: Store, phases: Phases) -> int:
-    """Embed every queued vector change ("embed" steps as batches land); how many were applied."""
+class _StopEmbedding(Exception):
+    """Raised from the outbox's progress callback to leave it between two committed batches."""
+
+
+async def embed_phase(store: Store, phases: Phases, should_stop: ShouldStop = _never) -> int:
+    """Embed every queued vector change ("embed" steps as batches land); how many were applied.
+
+    Embedding a large history takes minutes, so `should_stop` is asked after every batch, as the
+    indexer asks it between runs: what is written stays, the outbox keeps the rest for the next run.
+    """
+    written = 0
+
+    def progress(done: int, total: int) -> None:
+        nonlocal written
+        written = done
+        phases.update("embed", done, total)
+        if should_stop():
+            raise _StopEmbedding
+
     phases.start("embed", None, "vectors")
-    written = await store.sync_vectors(progress=lambda done, total: phases.update("embed", done, total))
-    phases.end("embed")
+    try:
+        written = await store.sync_vectors(progress=progress)
+    except _StopEmbedding:
+        pass
+    finally:
+        phases.end("embed")
     return written
 
 
@@ -113,7 +134,7 @@ async def index_job(
     phases = Phases(emit)
     try:
         captured = await capture_phase(store, files, settings, phases)
-        vectors = await embed_phase(store, phases)
+        vectors = await embed_phase(store, phases, should_stop)
         indexed = await index_phase(store, settings, choice, [str(f) for f in files], phases, should_stop)
     finally:
         await choice.aclose()
@@ -229,7 +250,7 @@ async def backfill_job(
                 "total": total.as_dict(prices, model_name),
             }
         assert choice is not None
-        vectors = await embed_phase(store, phases)
+        vectors = await embed_phase(store, phases, should_stop)
         report = await _index_sessions(store, settings, sessions, choice, phases, should_stop)
         return {
             "model": model_name,
