@@ -184,7 +184,7 @@ def test_an_unrefuted_hypothesis_is_kept_tentative() -> None:
     assert idea.intent == "conclusion" and idea.confidence == 0.5
 
 
-def test_a_question_answered_later_in_the_batch_keeps_both_ideas() -> None:
+def test_a_question_answered_later_in_the_batch_is_answered_by_key() -> None:
     result = build_result(
         batch(
             ("user", "Why does the nightly export skip the last customer row?"),
@@ -195,8 +195,12 @@ def test_a_question_answered_later_in_the_batch_keeps_both_ideas() -> None:
         fresh(),
     )
     assert intents(result) == [(1, "question"), (4, "conclusion")]
-    # The question has no id yet, so nothing can mark it answered (documented limitation).
-    assert result.answered_questions == [] and result.relations == []
+    # The question has no id yet: the result names it by key (prompt v2), answered where the cause is
+    # said, not at the preamble "Let me read the exporter." (no `answers` relation: the line says it).
+    key = result.ideas[0].key
+    assert key is not None and result.ideas[1].key is None
+    assert [(a.question_idea_id, a.answered_at_line) for a in result.answered_questions] == [(key, 4)]
+    assert result.relations == []
     assert {"app/export.py"} <= {e.name for e in result.ideas[1].entities}
 
 

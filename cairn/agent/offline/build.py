@@ -1,10 +1,9 @@
 """Assemble the offline indexer's `IndexResult` from a batch and what the tools returned.
 
 Every line in the result is a line of a message of that session's update, and every id is one a tool
-returned in this run; both are checked here rather than trusted to the heuristics. Limitation (of the
-contract, not the heuristics): ideas first seen in this batch have no ids yet, so a question asked and
-answered within one batch, or a todo set and done within it, is stored as a question or todo that
-stays open; the answer or completion is stored as its own idea next to it.
+returned in this run, or a key this result gives one of its own new ideas (prompt v2): a question
+asked and answered within the batch, a todo set and done in it, a guess its correction replaces
+(`inbatch`) name those ideas by key, and only the ideas another item names get one.
 """
 
 from __future__ import annotations
@@ -12,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cairn.agent.offline.extract import Candidate, session_candidates
+from cairn.agent.offline.inbatch import links as in_batch_links
 from cairn.agent.offline.linking import (
     activated,
     answered_questions,
@@ -24,7 +24,16 @@ from cairn.agent.offline.reading import SessionView, read_session
 from cairn.agent.offline.relating import relations
 from cairn.agent.offline.text import query_words
 from cairn.agent.offline.topics import TopicState, topics
-from cairn.agent.schema import AnsweredQuestion, EntityRef, Idea, IndexBatch, IndexResult, SearchAssociation
+from cairn.agent.schema import (
+    AnsweredQuestion,
+    CompletedTodo,
+    EntityRef,
+    Idea,
+    IndexBatch,
+    IndexResult,
+    Relation,
+    SearchAssociation,
+)
 
 MAX_SEARCH_ASSOCIATIONS = 5
 
@@ -48,8 +57,9 @@ def read_batch(batch: IndexBatch, known: Known | None = None) -> list[SessionDra
     return drafts
 
 
-def _idea(candidate: Candidate) -> Idea:
+def _idea(candidate: Candidate, key: str | None = None) -> Idea:
     return Idea(
+        key=key,
         session=candidate.session,
         source_file=candidate.source_file,
         source_line=candidate.line,
@@ -58,6 +68,47 @@ def _idea(candidate: Candidate) -> Idea:
         confidence=candidate.confidence,
         importance=candidate.importance,
         entities=[EntityRef(name=e.name[:200], type=e.type) for e in candidate.entities],
+    )
+
+
+class _Keys:
+    """Keys for the new ideas other items of the result name: `k1`, `k2`, … in the order first named."""
+
+    def __init__(self) -> None:
+        self._by_candidate: dict[int, str] = {}
+
+    def of(self, candidate: Candidate) -> str:
+        return self._by_candidate.setdefault(id(candidate), f"k{len(self._by_candidate) + 1}")
+
+    def get(self, candidate: Candidate) -> str | None:
+        return self._by_candidate.get(id(candidate))
+
+
+@dataclass
+class _Linked:
+    """One update's in-batch links as result items."""
+
+    answered: list[AnsweredQuestion] = field(default_factory=list)
+    completed: list[CompletedTodo] = field(default_factory=list)
+    relations: list[Relation] = field(default_factory=list)
+
+
+def _in_batch(view: SessionView, kept: list[Candidate], keys: _Keys) -> _Linked:
+    """Answers, completions and supersedes between `kept` ideas, naming them by key."""
+    found = in_batch_links(view, kept)
+    return _Linked(
+        [
+            AnsweredQuestion(question_idea_id=keys.of(q), answered_at_line=line, answer_summary=summary)
+            for q, line, summary in found.answered
+        ],
+        [
+            CompletedTodo(todo_idea_id=keys.of(t), completed_at_line=line, completion_summary=summary)
+            for t, line, summary in found.completed
+        ],
+        [
+            Relation(from_key=keys.of(new), to_idea_id=keys.of(old), relation_type="supersedes")
+            for new, old in found.supersedes
+        ],
     )
 
 
@@ -90,11 +141,12 @@ def build_result(batch: IndexBatch, known: Known, *, conservative: bool = False)
     """
     result = IndexResult()
     states: dict[str, TopicState | None] = {}
-    referenced_ids: set[int] = set()
+    referenced_ids: set[int | str] = set()
     everything: list[Candidate] = []
     seen_ideas: set[tuple[str, str, int, str]] = set()
     used_anywhere: set[int] = set()
-    resolved_before: set[int] = set()  # a stored question or todo is resolved once, by the first update
+    resolved_before: set[int | str] = set()  # a stored question or todo is resolved once, by the first update
+    keys = _Keys()
     for draft in read_batch(batch, known):
         view = draft.view
         kept: list[Candidate] = []
@@ -121,21 +173,22 @@ def build_result(batch: IndexBatch, known: Known, *, conservative: bool = False)
         changes, updates, states[view.session] = topics(
             view, span, view.session in known.spans, kept, states.get(view.session), recent
         )
-        result.ideas += [_idea(c) for c in kept]
+        inner = _in_batch(view, kept, keys)  # keys too when conservative: the same ideas, fewer links
+        result.ideas += [_idea(c, keys.get(c)) for c in kept]
         result.topic_changes += changes
         result.search_associations += _associations(view, kept)
         if not conservative:
-            result.answered_questions += answers
-            result.completed_todos += done
-            result.relations += links
+            result.answered_questions += answers + inner.answered
+            result.completed_todos += done + inner.completed
+            result.relations += links + inner.relations
             result.entity_links += entity_links(kept, known)
             result.topic_updates += updates
             referenced_ids |= {a.question_idea_id for a in answers} | {t.todo_idea_id for t in done}
             referenced_ids |= {r.to_idea_id for r in links}
         used = (
             {c.line for c in kept}
-            | {a.answered_at_line for a in answers}
-            | {t.completed_at_line for t in done}
+            | {a.answered_at_line for a in answers + inner.answered}
+            | {t.completed_at_line for t in done + inner.completed}
             | {c.start_line for c in changes}
         )
         result.skip_lines += [line for line in view.lines if line not in used]
@@ -167,8 +220,10 @@ def _resolvable(answer: AnsweredQuestion, session: str, known: Known, batch: Ind
 
 
 def _only_known_ids(result: IndexResult, known: Known) -> IndexResult:
-    """`result` without any id no tool returned: the heuristics only use such ids, and this makes it so."""
-    ideas, entities = known.idea_ids(), set(known.entities)
+    """`result` without any id no tool returned: the heuristics only use such ids, and this makes it so.
+    Keys (strings) name this result's own ideas and pass."""
+    ideas: set[int | str] = {*known.idea_ids(), *(i.key for i in result.ideas if i.key is not None)}
+    entities = set(known.entities)
     spans = {span.id for span in known.spans.values() if span is not None}
     result.answered_questions = [a for a in result.answered_questions if a.question_idea_id in ideas]
     result.completed_todos = [t for t in result.completed_todos if t.todo_idea_id in ideas]

@@ -194,6 +194,40 @@ COMPLETION = _any(
     r"passing|passes|passed|in place|works)\b",
     r"[✓✅✔]",
 )
+# Cues of links inside a batch (`inbatch`).
+# Saying an answer will come later is no answer.
+DEFERRAL = _any(
+    r"\bi don'?t know\b|\bnot sure\b|\blater in the session\b",
+    r"\bi'?ll (?:check|look|find out)\b|\blet me (?:check|look|try)\b|\bhard to say\b",
+    r"\b(?:can'?t|cannot) (?:answer|say|tell)\b|\btoo early to (?:say|tell)\b",
+)
+# A reply that says which earlier question it answers ("To your DeepSpeed question: …").
+ANSWER_CUE = _any(
+    r"\bto (?:answer )?your (?:earlier |[\w/.-]+ )?question\b|\bas for your (?:\w+ )?question\b",
+    r"\b(?:that|this) answers the (?:open |earlier )?question\b|^on whether\b",
+)
+# What a correction says besides the refutation cues of `REFUTATION`.
+CORRECTION = _any(
+    r"\b(?:real|actual|true) (?:cause|problem|culprit|issue)\b",
+    r"\b(?:theory|guess|hypothesis|suspicion|read) (?:was|is) wrong\b|\bi was wrong\b",
+    r"\bafter all\b|\boverturns\b|^correction\b|\bsays otherwise\b",
+)
+# A decision that says it changes an earlier one, besides the cues of `SUPERSESSION`.
+CHANGE = _any(
+    r"\bchang(?:e|es|ing) (?:the |my |that |our )?(?:earlier |\w+ )?"
+    r"(?:plan|decision|recommendation|part|approach)\b",
+    r"\bswitching (?:approach|to)\b|\binstead\b",
+)
+# A report that names a todo as done, and a person's "done" in reply to one.
+TODO_DONE = _any(r"\btodos? (?:is |are )?(?:now )?(?:done|finished|complete[d]?)\b")
+SAID_DONE = _any(r"^\s*(?:done|did it|finished|all set)\b")
+# Reports of finished work that `COMPLETION` misses ("the linter todo is done", "Removed the flag").
+DONE_CUE = _any(
+    r"\btodo is done\b|\b(?:is|are) (?:now )?in(?: place)?\b",
+    r"\bnow (?:uses|keeps|reports|runs)\b|\b(?:removed|deleted|added)\b",
+)
+
+
 _FILLER = re.compile(
     r"^(?:(?:so|ok(?:ay)?|well|also|and|but|great|perfect|alright|right|now|then|good|yes|yeah|hmm|sure)"
     r"[,!.]?\s+)+",

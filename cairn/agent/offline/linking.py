@@ -174,7 +174,7 @@ def entity_links(candidates: list[Candidate], known: Known) -> list[EntityLink]:
     return links
 
 
-def activated(candidates: list[Candidate], known: Known, referenced: set[int]) -> list[int]:
+def activated(candidates: list[Candidate], known: Known, referenced: set[int | str]) -> list[int]:
     """Stored ideas the batch is about: the ones it answers, completes or relates to, or clearly restates."""
     chosen = set(referenced)
     for existing in known.ideas.values():
