@@ -121,9 +121,22 @@ async def test_demo_session_yields_the_expected_ideas(settings: Settings) -> Non
         assert "Postgres" in ideas[(19, "question")].content
         assert "load test" in ideas[(20, "todo")].content
         assert (2, "problem") in ideas and (27, "conclusion") in ideas
-        # The refuted first guess (line 8) is not kept; greetings and tool preambles are skipped.
-        assert 8 not in {i.source_line for i in result.ideas}
-        assert {3, 8, 28}.issubset(result.skip_lines)
+        # The refuted first guess (line 8) is kept, superseded by the real cause (line 11), by key;
+        # greetings and tool preambles are skipped.
+        keys = {(i.source_line, i.intent): i.key for i in result.ideas}
+        assert ("conclusion" in {i.intent for i in result.ideas if i.source_line == 8}) and keys[
+            (8, "conclusion")
+        ]
+        assert any(
+            (r.from_key, r.to_idea_id, r.relation_type)
+            == (keys[(11, "conclusion")], keys[(8, "conclusion")], "supersedes")
+            for r in result.relations
+        )
+        assert {3, 28}.issubset(result.skip_lines)
+        superseded = await store.db.scalar(
+            "SELECT count(*) FROM ideas WHERE source_line = 8 AND superseded_by IS NOT NULL"
+        )
+        assert superseded == 1
         assert {"SQLite", "WAL", "PostgreSQL"} <= {e.name for i in result.ideas for e in i.entities}
         [change] = result.topic_changes
         assert change.from_span_id is None and change.start_line == 1

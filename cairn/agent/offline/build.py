@@ -167,13 +167,21 @@ def build_result(batch: IndexBatch, known: Known, *, conservative: bool = False)
         more = [a for a in related.answers if _resolvable(a, view.session, known, batch)]
         answers += more
         resolved_before |= {a.question_idea_id for a in more}
-        links = answer_relations + related.relations
+        inner = _in_batch(view, kept, keys)  # keys too when conservative: the same ideas, fewer links
+        # A change of mind replaces what it names, and the nearest earlier decision or guess of the
+        # same conversation is that: a stored one it also resembles is not replaced too.
+        starts = {r.from_key for r in inner.relations}
+        changed_lines = {c.line for c in kept if keys.get(c) in starts}
+        links = answer_relations + [
+            r
+            for r in related.relations
+            if not (r.relation_type in ("supersedes", "contradicts") and r.from_line in changed_lines)
+        ]
         span = known.spans.get(view.session)
         recent = [idea.content for idea in known.recent.get(view.session, [])]
         changes, updates, states[view.session] = topics(
             view, span, view.session in known.spans, kept, states.get(view.session), recent
         )
-        inner = _in_batch(view, kept, keys)  # keys too when conservative: the same ideas, fewer links
         result.ideas += [_idea(c, keys.get(c)) for c in kept]
         result.topic_changes += changes
         result.search_associations += _associations(view, kept)

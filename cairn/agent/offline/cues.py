@@ -71,7 +71,8 @@ REQUEST = _any(
 # Without a question mark only these openings make a question ("do X" and "is Y" are too often not).
 INTERROGATIVE = _any(r"^(?:why|how|what|which|where|when|who|whose|should we|shall we|is there|are there)\b")
 HYPOTHESIS = _any(
-    r"\bmy (?:first |initial )?(?:guess|hypothesis|theory|suspicion) is\b",
+    r"\bmy (?:first |initial )?(?:guess|hypothesis|theory|suspicion|read) is\b",
+    r"^(?:my |first |initial )*(?:guess|hypothesis|theory|suspicion)\s*:",
     r"\bi suspect\b",
     r"\bprobably (?:because|caused by|due to)\b",
     r"\b(?:likely|possible|probable) (?:cause|culprit|explanation)\b",
@@ -110,6 +111,7 @@ SUPERSESSION = _any(
 )
 CONCLUSION = _any(
     r"\b(?:real |root |actual |underlying )?cause (?:is|was|of (?:the|this) \w+ (?:is|was))\b",
+    r"\b(?:real|actual|true) (?:cause|problem|culprit)\b",
     r"\broot cause\b|\bturns out\b|\bturned out\b",
     r"\bthe (?:problem|issue|bug|reason|culprit|catch) (?:is|was)\b",
     r"\b(?:that|this|which) (?:means|explains|confirms)\b",
@@ -311,7 +313,7 @@ def classify(sentence: str, role: str, *, after_problem: bool = False) -> Classi
             content,
             labelled=label is not None,
             hedged=hedged,
-            supersession=bool(SUPERSESSION.search(raw)),
+            supersession=bool(SUPERSESSION.search(raw) or CHANGE.search(raw)),
             **flags,
         )
 
@@ -325,7 +327,7 @@ def classify(sentence: str, role: str, *, after_problem: bool = False) -> Classi
         return make("conclusion", 0.5, hypothesis=True)
     if REFUTATION.search(raw):
         return make("conclusion", 0.7, refutation=True)
-    if DECISION.search(raw) and not (TOOL_TALK.search(raw) and role != "user"):
+    if (DECISION.search(raw) or CHANGE.search(raw)) and not (TOOL_TALK.search(raw) and role != "user"):
         return make("decision", 0.8)
     if CONCLUSION.search(raw):
         return make("conclusion", 0.8)

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from cairn.agent.offline.cues import (
-    REFUTATION,
+    CORRECTION,
     Classified,
     capitalise,
     classify,
@@ -122,6 +122,16 @@ def _with_neighbours(chosen: Segment, prose: list[Segment], content: str, labell
     return joined if len(joined) <= MAX_CONTENT_CHARS else content
 
 
+def _with_cause(chosen: Segment, prose: list[Segment], content: str) -> str:
+    """A correction ("so my memo hypothesis was wrong", "Found the real cause.") with the sentence
+    after it, which says what the cause really is: the correction alone holds no knowledge."""
+    after = [s for s in prose if s.index > chosen.index and not is_preamble(s.text)]
+    if not after or after[0].text.endswith("?"):
+        return content
+    joined = f"{content} {after[0].text}"
+    return joined if len(joined) <= MAX_CONTENT_CHARS else content
+
+
 def _message_candidates(view: SessionView, message: Message, after_problem: bool) -> list[Candidate]:
     """The ideas of one message: its most confident sentence per intent, and bullets under "Next steps"."""
     best: dict[Intent, tuple[Classified, Segment]] = {}
@@ -148,7 +158,10 @@ def _message_candidates(view: SessionView, message: Message, after_problem: bool
     chosen = ranked[:MAX_IDEAS_PER_MESSAGE] + todos_under_heading[: max(0, 3 - len(ranked))]
     out: list[Candidate] = []
     for found, segment in sorted(chosen, key=lambda item: item[1].index):
-        content = _with_neighbours(segment, message.prose, found.content, found.labelled)
+        if found.intent == "conclusion" and (found.refutation or CORRECTION.search(segment.text)):
+            content = _with_cause(segment, message.prose, found.content)
+        else:
+            content = _with_neighbours(segment, message.prose, found.content, found.labelled)
         out.append(
             Candidate(
                 view.session,
@@ -345,7 +358,6 @@ def session_candidates(view: SessionView, *, open_problem: bool = False) -> list
     after_problem = open_problem
     reports: dict[int, Candidate] = {}
     tool_problem_turns: set[int] = set()
-    refuted_after: list[int] = []
     for message in view.messages:
         if message.role == "tool":
             problem = _tool_error(view, message) if message.turn not in tool_problem_turns else None
@@ -356,8 +368,6 @@ def session_candidates(view: SessionView, *, open_problem: bool = False) -> list
             continue
         if message.role not in ("user", "assistant"):
             continue
-        if any(REFUTATION.search(s.text) for s in message.prose):
-            refuted_after.append(message.line)
         for candidate in _message_candidates(view, message, after_problem):
             if candidate.intent == "context":
                 if len(candidate.terms) >= 4:
@@ -368,9 +378,6 @@ def session_candidates(view: SessionView, *, open_problem: bool = False) -> list
             candidates.append(candidate)
     candidates.extend(reports.values())
     candidates.extend(_todo_write_candidates(view))
-    candidates = [
-        c for c in candidates if not (c.hypothesis and any(line > c.line for line in refuted_after))
-    ]
     said = {m.line: m.timestamp for m in view.messages}
     ordered = sorted(candidates, key=lambda c: c.line)
     candidates = [replace(c, entities=list(c.entities), at=said.get(c.line)) for c in ordered]

@@ -42,7 +42,7 @@ from cairn.agent.offline.evidence import (
 )
 from cairn.agent.offline.extract import Candidate, idea_terms
 from cairn.agent.offline.lookups import Known, KnownIdea
-from cairn.agent.offline.text import overlap
+from cairn.agent.offline.text import overlap, term_set
 from cairn.agent.schema import AnsweredQuestion, Relation, RelationType
 
 # A change of mind names what it changes ("switch the orders database to PostgreSQL instead of
@@ -66,6 +66,7 @@ BUILDS_ON_OVERLAP = 0.5
 RELATES_OVERLAP = 0.4
 # Two: the strongest relative and one more; more would mostly add weaker relates_to links.
 MAX_RELATIONS_PER_IDEA = 2
+_CHANGE_WORDS = term_set("changing change earlier decision plan part approach recommendation switching")
 _STRENGTH: dict[str, int] = {"supersedes": 0, "contradicts": 1, "answers": 2, "builds_on": 3, "relates_to": 4}
 _CONSTRUCTIVE = frozenset({"decision", "solution", "conclusion", "context"})
 _ANSWERING = {"question": ("conclusion", "decision", "solution"), "problem": ("solution", "conclusion")}
@@ -81,8 +82,9 @@ def _changes_mind(candidate: Candidate, existing: KnownIdea) -> bool:
 def _directed(candidate: Candidate, existing: KnownIdea, found: Evidence) -> RelationType | None:
     """Rules 1-4: the relations that say the new idea came after the stored one."""
     if _changes_mind(candidate, existing):
-        # All words count here, technologies included: what changes is often the technology.
-        new, old = candidate.terms, idea_terms(existing.content)
+        # All words count here, technologies included: what changes is often the technology. The
+        # words that say a mind changes ("changing the plan") are no shared subject.
+        new, old = candidate.terms - _CHANGE_WORDS, idea_terms(existing.content) - _CHANGE_WORDS
         if len(new & old) < CHANGE_MIN_SHARED or overlap(new, old) < CHANGE_OVERLAP:
             return None
         return "supersedes" if existing.intent == "decision" and candidate.supersession else "contradicts"
