@@ -186,11 +186,13 @@ class Settings(BaseSettings):
             "question": 0.7,
             "todo": 0.7,
             "context": 0.65,
-            "span": 0.5,
+            "span": 0.3,
             "message": 1.0,
             "tool_result": 0.9,
+            "compact_summary": 0.5,
         },
-        description="Score factor per idea intent, and for topic spans, messages and tool results.",
+        description="Score factor per idea intent, and for topic spans, messages, tool results and "
+        "compaction summaries.",
     )
     search_min_score: float = Field(
         default=0.2, ge=0, le=1, description="Results scoring below this are left out unless asked."
@@ -204,6 +206,13 @@ class Settings(BaseSettings):
     )
     search_context_lines: int = Field(
         default=2, ge=1, le=50, description="How many transcript lines away a message's context reaches."
+    )
+    search_term_window: int = Field(
+        default=60,
+        ge=0,
+        le=10_000,
+        description="A keyword match holding only some of the query's terms counts those within its best "
+        "window of this many words (0: anywhere in the text).",
     )
     search_candidates: int = Field(
         default=100, ge=10, le=1000, description="Candidates per ranking (one per kind and signal)."

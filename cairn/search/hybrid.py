@@ -39,7 +39,7 @@ from cairn.learning.boost import reinforce as reinforce_associations
 from cairn.search.errors import BadContinuationError
 from cairn.search.filters import TABLES, Filters
 from cairn.search.hydrate import Item, load
-from cairn.search.keyword import KeywordHit, keyword_hits, passage_texts, snippet_of
+from cairn.search.keyword import keyword_hits, passage_texts, snippet_of
 from cairn.search.models import (
     KIND_OF_FILTER,
     Kind,
@@ -109,9 +109,7 @@ async def search(
 
     signals: dict[tuple[Kind, int], Signals] = {}
     if use_keywords or not use_vectors:
-        for kind in kinds:
-            hits = await keyword_hits(db, kind, query, filters, settings.search_candidates)
-            _add_keyword_signals(kind, hits, signals)
+        await _add_keyword_signals(db, kinds, query, filters, settings, signals)
         use_keywords = True
 
     vector_skipped = False
@@ -126,9 +124,7 @@ async def search(
         )
         if not vector_used and not use_keywords:
             use_keywords = True
-            for kind in kinds:
-                hits = await keyword_hits(db, kind, query, filters, settings.search_candidates)
-                _add_keyword_signals(kind, hits, signals)
+            await _add_keyword_signals(db, kinds, query, filters, settings, signals)
         use_vectors = vector_used
 
     lifts: dict[int, AssociationBoost] = {}
@@ -217,13 +213,22 @@ def tied_ranks(keys: list[tuple[float, ...]]) -> list[int]:
     return ranks
 
 
-def _add_keyword_signals(
-    kind: Kind, hits: list[KeywordHit], signals: dict[tuple[Kind, int], Signals]
+async def _add_keyword_signals(
+    db: Database,
+    kinds: tuple[Kind, ...],
+    query: FtsQuery,
+    filters: Filters,
+    settings: Settings,
+    signals: dict[tuple[Kind, int], Signals],
 ) -> None:
-    for rank, hit in zip(tied_ranks([(h.strength, h.bm25) for h in hits]), hits, strict=True):
-        signals[(kind, hit.row_id)] = Signals(
-            keyword_rank=rank, keyword=hit.strength, bm25=hit.bm25, passage_id=hit.passage_id
+    for kind in kinds:
+        hits = await keyword_hits(
+            db, kind, query, filters, settings.search_candidates, settings.search_term_window
         )
+        for rank, hit in zip(tied_ranks([(h.strength, h.bm25) for h in hits]), hits, strict=True):
+            signals[(kind, hit.row_id)] = Signals(
+                keyword_rank=rank, keyword=hit.strength, bm25=hit.bm25, passage_id=hit.passage_id
+            )
 
 
 def _decisive(signals: dict[tuple[Kind, int], Signals], settings: Settings) -> bool:
@@ -389,16 +394,20 @@ def _fold(ranked: list[_Ranked]) -> list[_Ranked]:
     """Best first, a message an idea was extracted from folded into the idea: it says the same thing,
     less distilled. The idea takes the better of the two places, so folding never buries what the
     message alone would have shown."""
-    best: dict[str, float] = {}
+    best: dict[tuple[int, int], float] = {}
+    lead: dict[tuple[int, int], _Ranked] = {}
     for r in ranked:
-        if r.item.source_key and r.item.kind in ("idea", "message"):
-            best[r.item.source_key] = max(best.get(r.item.source_key, r.final), r.final)
-    idea_sources = {r.item.source_key for r in ranked if r.item.kind == "idea" and r.item.source_key}
+        key = r.item.source_key
+        if key is None or r.item.kind not in ("idea", "message"):
+            continue
+        best[key] = max(best.get(key, r.final), r.final)
+        if r.item.kind == "idea" and (key not in lead or r.final > lead[key].final):
+            lead[key] = r
     kept = []
     for r in ranked:
-        if r.item.kind == "message" and r.item.source_key in idea_sources:
+        if r.item.kind == "message" and r.item.source_key in lead:
             continue
-        if r.item.kind == "idea" and r.item.source_key:
+        if r.item.kind == "idea" and r.item.source_key and lead[r.item.source_key] is r:
             r.final = best[r.item.source_key]
         kept.append(r)
     kept.sort(key=lambda r: (-r.final, _KIND_ORDER[r.item.kind], r.item.row_id))

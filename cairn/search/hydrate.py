@@ -14,6 +14,8 @@ from cairn.search.filters import TABLES, Filters
 from cairn.search.models import Kind, SessionInfo, SourceLocation, SupersededBy, item_id, preview
 from cairn.store.db import Database
 
+# Message kinds weighed by their own `search_boosts` entry; other messages (prose) use "message".
+_OWN_BOOST = frozenset({"tool_result", "compact_summary"})
 _CONTEXT = """
     se.started_at AS started_at, p.path AS project, p.name AS project_name, f.path AS file
 """
@@ -128,7 +130,8 @@ async def load(db: Database, kind: Kind, ids: list[int], filters: Filters) -> di
         elif kind == "span":
             boost_key = "span"
         else:
-            boost_key = "tool_result" if row["message_kind"] == "tool_result" else "message"
+            kind_of_message = str(row["message_kind"])
+            boost_key = kind_of_message if kind_of_message in _OWN_BOOST else "message"
         file_id, line = row["file_id"], row["line"]
         items[int(row["id"])] = Item(
             kind=kind,

@@ -171,9 +171,10 @@ def plain(text: str) -> str:
 
 
 async def keyword_hits(
-    db: Database, kind: Kind, query: FtsQuery, filters: Filters, n: int
+    db: Database, kind: Kind, query: FtsQuery, filters: Filters, n: int, window: int = 0
 ) -> list[KeywordHit]:
-    """The best `n` rows of `kind` matching `query` under `filters`, strongest first."""
+    """The best `n` rows of `kind` matching `query` under `filters`, strongest first; a partial match
+    counts the terms within its best `window` words (0: anywhere; `cairn.search.tiers`)."""
     spec = TABLES[kind]
     where, params = filters.sql(kind)
     marked = " || ' ' || ".join(
@@ -212,7 +213,7 @@ async def keyword_hits(
             (query.combined, n * FAST_OVERFETCH, *params, n),
         )
         marks = {int(row["id"]): str(row["marked"] or "") for row in rows}
-    tiers = Tiers(query, await term_weights(db, spec.table, spec.fts, query))
+    tiers = Tiers(query, await term_weights(db, spec.table, spec.fts, query), window)
     hits = [
         KeywordHit(int(row["id"]), tiers.strength(marks.get(int(row["id"]), "")), float(row["bm25"]))
         for row in rows

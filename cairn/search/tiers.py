@@ -10,7 +10,12 @@ marked words and the short gaps between them, never every word of a long text:
   snippet uses); a word the porter stemmer matched that this stemming misses goes to the term it
   shares the longest prefix with;
 - **near**: word positions come from counting FTS tokens in the gaps between marks; a gap longer
-  than `FAR_GAP_CHARS` holds more than `NEAR_DISTANCE` words in any text worth the name.
+  than `FAR_GAP_CHARS` holds more than `NEAR_DISTANCE` words in any text worth the name;
+- **some terms**: the weighted share of the key terms that occur together within the best window of
+  `window` words (the `search_term_window` setting), when one is set. A long file read or JSON tool
+  result holds most of a question's words somewhere by chance; an answer holds them in a sentence or
+  two. Counting them anywhere let such texts outrank the answer (coding-qa-dev: a `Read` of a source
+  file above the message that explained it).
 """
 
 from __future__ import annotations
@@ -41,12 +46,13 @@ def stem(word: str) -> str:
 class Tiers:
     """The tier strength of marked texts for one query."""
 
-    def __init__(self, query: FtsQuery, weights: list[float] | None = None) -> None:
+    def __init__(self, query: FtsQuery, weights: list[float] | None = None, window: int = 0) -> None:
         self.terms = [stem(term) for term in query.terms]
         self.weights = weights if weights and len(weights) == len(self.terms) else [1.0] * len(self.terms)
         self._total = sum(self.weights) or 1.0
         self.single = len(query.terms) == 1 and query.phrase is None
         self.phrase_tokens = len(_FTS_TOKEN.findall(query.phrase)) if query.phrase is not None else 0
+        self.window = window
         self._terms_of: dict[str, int] = {}
 
     def _term(self, word: str) -> int:
@@ -87,6 +93,8 @@ class Tiers:
         terms = [self._term(run) for run in runs]
         covered = set(terms)
         if len(covered) < len(self.terms):
+            if self.window:
+                return ALL_TERMS * self._window_share(terms, gaps)
             return ALL_TERMS * sum(self.weights[t] for t in covered) / self._total
         positions: list[tuple[int, int]] = []
         position = 0
@@ -95,6 +103,26 @@ class Tiers:
             position += 1
             position += len(_FTS_TOKEN.findall(gap)) if len(gap) <= FAR_GAP_CHARS else NEAR_DISTANCE + 1
         return NEAR if near(positions, len(self.terms)) else ALL_TERMS
+
+    def _window_share(self, terms: list[int], gaps: list[str]) -> float:
+        """The largest weighted share of key terms that some `window`-word stretch holds. Gaps are
+        counted in FTS tokens; one longer than 8 characters a word is past the window whatever it holds."""
+        longest = 8 * self.window
+        best, left, position = 0.0, 0, 0
+        positions: list[int] = []
+        counts: dict[int, int] = {}
+        for term, gap in zip(terms, gaps, strict=True):
+            positions.append(position)
+            counts[term] = counts.get(term, 0) + 1
+            while position - positions[left] > self.window:
+                dropped = terms[left]
+                counts[dropped] -= 1
+                if not counts[dropped]:
+                    del counts[dropped]
+                left += 1
+            best = max(best, sum(self.weights[t] for t in counts))
+            position += 1 + (len(_FTS_TOKEN.findall(gap)) if len(gap) <= longest else self.window)
+        return best / self._total
 
 
 def _shared_prefix(a: str, b: str) -> int:

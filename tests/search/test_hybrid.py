@@ -440,3 +440,47 @@ async def test_a_kind_with_no_rows_yet_answers_empty(store: Store) -> None:
     found = await conversation_store(store, {"s": [(1, "user", "the cache keeps sessions warm")]})
     page = await run(store, "cache sessions warm", mode="keyword", kind="all")
     assert ids(page) == [f"m{found['s:1']}"]
+
+
+async def test_a_compaction_summary_ranks_below_the_turn_it_restates(store: Store) -> None:
+    # A compaction summary restates a whole session: it holds the query's words wherever the answer is.
+    found = await conversation_store(
+        store, {"s": [(4, "assistant", "The flaky upload test fails from a timezone bug in the fixture")]}
+    )
+    async with store.db.write() as conn:
+        file_id = (await (await conn.execute("SELECT id FROM transcript_files")).fetchone())[0]
+        summary = await add_message(
+            conn,
+            "s",
+            file_id,
+            90,
+            "Summary: the flaky upload test fails from a timezone bug in the fixture; we also fixed CI",
+            kind="compact_summary",
+        )
+    await store.sync_vectors()
+    page = await run(store, "why does the flaky upload test fail", kind="messages", min_score=0)
+    order = ids(page)
+    assert order.index(f"m{found['s:4']}") < order.index(f"m{summary}")
+    by_id = {r.id: r for r in page.results}
+    assert by_id[f"m{summary}"].scores.boost == store.settings.search_boosts["compact_summary"] < 1
+
+
+async def test_one_message_gives_its_place_to_one_idea_only(store: Store) -> None:
+    # Two ideas drawn from one message: the better one takes the message's place, the other keeps its
+    # own score, so one message cannot fill two places of a page.
+    found = await conversation_store(
+        store,
+        {"s": [(7, "assistant", "Retries use exponential backoff; the gateway also caps them at five")]},
+    )
+    async with store.db.write() as conn:
+        file_id = (await (await conn.execute("SELECT id FROM transcript_files")).fetchone())[0]
+        strong = await add_idea(conn, "s", "decision", "Retries use exponential backoff", 7, file_id=file_id)
+        weak = await add_idea(conn, "s", "context", "The gateway caps retries at five", 7, file_id=file_id)
+    await store.sync_vectors()
+    page = await run(store, "retries exponential backoff", kind="all", min_score=0)
+    scores = {r.id: r.score for r in page.results}
+    assert f"m{found['s:7']}" not in scores
+    assert ids(page)[0] == str(strong)
+    assert scores[str(weak)] < scores[str(strong)]
+    alone = await run(store, "retries exponential backoff", kind="messages", min_score=0)
+    assert scores[str(strong)] >= alone.results[0].score
