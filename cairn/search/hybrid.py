@@ -53,7 +53,7 @@ from cairn.search.paging import MAX_SEEN, decode_token, encode_token
 from cairn.search.projects import resolve_projects
 from cairn.search.query import FtsQuery, build
 from cairn.search.ranking import Scale, Signals, relevance, score
-from cairn.search.semantic import cosines, vector_matches
+from cairn.search.semantic import PASSAGES, cosines, vector_matches
 from cairn.store.db import Database
 from cairn.store.store import iso_utc
 from cairn.store.usage import record_use
@@ -67,6 +67,8 @@ log = logging.getLogger(__name__)
 
 _KIND_ORDER: dict[Kind, int] = {"idea": 0, "span": 1, "message": 2}
 _TOKEN = "search"
+# Rows counted for the "still waiting for vectors" notice, at most.
+PENDING_CAP = 10_001
 
 
 @dataclass
@@ -127,6 +129,8 @@ async def search(
             await _add_keyword_signals(db, kinds, query, filters, settings, signals)
         use_vectors = vector_used
 
+    if use_vectors or vector_skipped:
+        await _note_pending_vectors(db, kinds, notices)
     lifts: dict[int, AssociationBoost] = {}
     vector = (await embedding)[0] if use_vectors and embedding is not None else None
     if "idea" in kinds:
@@ -269,6 +273,30 @@ async def _add_vector_signals(
             entry.vector_rank = entry.cosine = None
         return False
     return True
+
+
+async def _note_pending_vectors(db: Database, kinds: tuple[Kind, ...], notices: list[str]) -> None:
+    """Say so when rows of the searched kinds still wait for their vectors (a backfill or a busy daemon
+    embeds after capture): keyword matches already cover them, semantic matches only once embedded.
+    Counting stops at `PENDING_CAP` rows, so a large backlog costs no more than a small one."""
+    collections = [TABLES[kind].vectors for kind in kinds]
+    if "message" in kinds:
+        collections.append(PASSAGES)
+    marks = ", ".join("?" * len(collections))
+    waiting = int(
+        await db.scalar(
+            "SELECT count(*) FROM (SELECT 1 FROM vector_outbox "
+            f"WHERE op = 'upsert' AND kind IN ({marks}) LIMIT {PENDING_CAP})",
+            tuple(collections),
+        )
+        or 0
+    )
+    if waiting:
+        count = f"over {PENDING_CAP - 1:,}" if waiting >= PENDING_CAP else f"{waiting:,}"
+        notices.append(
+            f"{count} items are still waiting for their vectors: keyword matches cover them, "
+            "semantic matches follow as they are embedded (`cairn stats`: pending vectors)"
+        )
 
 
 async def _idea_lifts(

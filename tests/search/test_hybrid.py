@@ -484,3 +484,26 @@ async def test_one_message_gives_its_place_to_one_idea_only(store: Store) -> Non
     assert scores[str(weak)] < scores[str(strong)]
     alone = await run(store, "retries exponential backoff", kind="messages", min_score=0)
     assert scores[str(strong)] >= alone.results[0].score
+
+
+async def test_search_says_when_vectors_are_still_being_built(store: Store) -> None:
+    # Captured, not yet embedded: keyword matches answer at once and the page says vectors lag behind.
+    lines = {"s": [(n, "user", f"note {n} about the cache warmer") for n in range(1, 4)]}
+    found: dict[str, int] = {}
+    async with store.db.write() as conn:
+        project = await insert(conn, "INSERT INTO projects (path, name) VALUES ('/work/w', 'w')")
+        await conn.execute(
+            "INSERT INTO sessions (id, project_id, started_at, last_at) VALUES ('s', ?, ?, ?)",
+            (project, ago(3), ago(2)),
+        )
+        file_id = await insert(conn, "INSERT INTO transcript_files (path, session_id) VALUES ('/t/s', 's')")
+        for line, role, text in lines["s"]:
+            found[str(line)] = await add_message(conn, "s", file_id, line, text, role=role)
+    waiting = await run(store, "cache warmer", kind="messages", min_score=0)
+    assert set(ids(waiting)) == {f"m{i}" for i in found.values()}
+    assert any("3 items are still waiting for their vectors" in n for n in waiting.notices)
+    keyword = await run(store, "cache warmer", kind="messages", mode="keyword", min_score=0)
+    assert not any("waiting for their vectors" in n for n in keyword.notices)  # keyword mode needs none
+    await store.sync_vectors()
+    done = await run(store, "cache warmer", kind="messages", min_score=0)
+    assert not any("waiting for their vectors" in n for n in done.notices)
