@@ -181,3 +181,31 @@ def test_chart_without_matplotlib_says_how_to_install_it(
 def test_chart_needs_a_run(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         render_chart([], tmp_path / "f1.png")
+
+
+def test_a_run_of_the_previous_prompt_compares_with_one_of_the_current(tmp_path: Path) -> None:
+    """Issue 15 bumped the indexer prompt to v2 (links inside a batch): runs saved with v1 stay
+    comparable — both files load, every field of both shows a delta, the labels tell them apart."""
+    from cairn.evals.runs import load_run, save_run
+    from cairn.prompts import load_prompt
+
+    fields = ("ideas", "relations", "answered", "completed", "topics", "entities")
+    before = {f: {"precision": 1.0, "recall": 0.0, "f1": 0.0, "tp": 0, "fp": 0, "fn": 9} for f in fields}
+    after = {f: {"precision": 0.8, "recall": 0.5, "f1": 0.6154, "tp": 5, "fp": 1, "fn": 4} for f in fields}
+    old = {"model": "offline", "prompt_version": "indexer-v1", "created_at": "2026-11-26T10:00:00Z"}
+    new = {
+        "model": "offline",
+        "prompt_version": load_prompt("indexer").id,
+        "created_at": "2026-11-26T11:00:00Z",
+    }
+    a = load_run(save_run({**old, "dataset": "core", "metrics": {**before, "skip": {"n": 0}}}, tmp_path))
+    b = load_run(save_run({**new, "dataset": "core", "metrics": {**after, "skip": {"n": 0}}}, tmp_path))
+    assert len(list(tmp_path.glob("*.json"))) == 2
+    comparison = compare_runs(a, b)
+    assert (comparison["a"]["label"], comparison["b"]["label"]) == (
+        "offline / indexer-v1",
+        f"offline / {new['prompt_version']}",
+    )
+    deltas = {(row["group"], row["metric"]): row["delta"] for row in comparison["extraction"]}
+    assert {group for group, _metric in deltas} == set(fields)
+    assert deltas[("answered", "f1")] == 0.6154
