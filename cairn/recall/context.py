@@ -9,6 +9,9 @@ neutralised, so no idea can close the wrapper and speak outside it.
 Each idea is one line, `#<id> <intent> (<date>) <preview>`, at most 200 characters: the agent reads
 an index, not the memory itself, and expands the few ids worth it with the MCP `show` tool. This
 module only reads the store; `cairn.recall.ops` records what was injected.
+
+Both leave out what the conversation moved past (`cairn.recall.abandoned`: superseded ideas,
+contradicted ones, guesses a firm conclusion followed): the trail of a bug hunt is not its result.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cairn.config import Settings
+from cairn.recall.abandoned import ABANDONED, abandoned
 from cairn.search.filters import SPAN_SAID_AT
 from cairn.search.models import MAX_LIMIT, MAX_QUERY_CHARS, SearchRequest, preview
 from cairn.search.projects import resolve_projects
@@ -124,15 +128,19 @@ async def find_project(db: Database, cwd: str | None) -> Project | None:
 
 _OPEN_QUESTIONS = "i.intent IN ('question', 'problem') AND i.answered_at IS NULL"
 _OPEN_TODOS = "i.intent = 'todo' AND i.completed_at IS NULL"
-_DECISIONS = "i.intent IN ('decision', 'conclusion')"
+_DECISIONS = "i.intent = 'decision'"
+_FIXES = "i.intent = 'solution'"
+_CONCLUSIONS = "i.intent = 'conclusion'"
 
 
 async def session_context(db: Database, settings: Settings, project: Project | None) -> Recall:
     """The SessionStart index of `project`'s memory within `settings.recall_session_tokens`.
 
     Sections, each skipped when empty: the current topic, open questions, open todos, the latest
-    decisions and conclusions — what a fresh context most needs to pick the work up. Superseded ideas
-    are left out everywhere: they were replaced, and showing both would contradict itself.
+    decisions, fixes and conclusions — what a fresh context most needs to pick the work up:
+    what is still open, what was chosen, and what was found to work (a fix is what the next session
+    hitting the same bug needs most). Abandoned ideas (`cairn.recall.abandoned`) are left out
+    everywhere: they were replaced or given up, and showing both would contradict itself.
     """
     if project is None:
         return Recall()
@@ -143,7 +151,9 @@ async def session_context(db: Database, settings: Settings, project: Project | N
     for heading, state in (
         ("Open questions:", _OPEN_QUESTIONS),
         ("Open todos:", _OPEN_TODOS),
-        ("Latest decisions and conclusions:", _DECISIONS),
+        ("Latest decisions:", _DECISIONS),
+        ("Latest fixes:", _FIXES),
+        ("Latest conclusions:", _CONCLUSIONS),
     ):
         lines = await _idea_lines(db, project, state)
         if lines:
@@ -180,7 +190,7 @@ async def _idea_lines(db: Database, project: Project, state: str) -> list[_Line]
         f"""
         SELECT i.id, i.intent, i.content, i.said_at FROM ideas i
         WHERE i.session_id IN (SELECT id FROM sessions WHERE project_id IN ({marks}))
-          AND i.superseded_by IS NULL AND {state}
+          AND {state} AND NOT {ABANDONED}
         ORDER BY i.said_at DESC, i.id DESC LIMIT ?
         """,
         (*project.ids, SECTION_LINES),
@@ -246,7 +256,8 @@ async def prompt_context(
 
     The floor is what keeps an unrelated prompt ("fix this typo") from injecting anything: a search
     always has a best result, so only an absolute score can say it is not worth the tokens. The
-    excluded ideas are asked for on top of the lines wanted, so dropping them leaves the next best.
+    excluded ideas are asked for on top of the lines wanted, and as many again for abandoned ones
+    (guesses rank high: they share the bug's words), so dropping them leaves the next best.
     """
     if project is None or not prompt or not prompt.strip():
         return Recall()
@@ -258,13 +269,15 @@ async def prompt_context(
         kind="ideas",
         project=project.path,
         min_score=settings.recall_min_score,
-        limit=min(MAX_LIMIT, wanted + len(exclude)),
+        limit=min(MAX_LIMIT, 2 * wanted + len(exclude)),
     )
     page = await search(db, vectors, settings, request, record_usage=False)
+    ideas = [r for r in page.results if r.kind == "idea" and int(r.id) not in exclude and not r.superseded]
+    left_out = await abandoned(db, (int(r.id) for r in ideas))
     lines: list[_Line] = []
-    for result in page.results:
+    for result in ideas:
         idea = int(result.id)
-        if result.kind != "idea" or idea in exclude or result.superseded:
+        if idea in left_out:
             continue
         lines.append(_Line(idea_line(idea, str(result.intent), result.said_at, result.content), idea))
         if len(lines) == wanted:

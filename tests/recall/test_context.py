@@ -135,17 +135,17 @@ async def test_session_start_indexes_the_project_in_order(store: Store, world: W
     topic = next(line for line in lines if line.startswith("Current topic:"))
     assert topic.startswith("Current topic: Upload timeouts (")
     headings = [line for line in lines if line.endswith(":") and not line.startswith("#")]
-    assert headings[-3:] == ["Open questions:", "Open todos:", "Latest decisions and conclusions:"]
+    assert headings[-4:] == ["Open questions:", "Open todos:", "Latest decisions:", "Latest conclusions:"]
     assert lines.index(topic) < lines.index("Open questions:")
     i = world.ideas
-    # Questions and problems newest first, then todos, then decisions and conclusions newest first.
+    # Questions and problems newest first, then todos, then decisions, then conclusions, newest first.
     assert idea_ids(text) == [
         i["upload"],
         i["backoff"],
         i["migration"],
-        i["timezone"],
         i["postgres"],
         i["wal"],
+        i["timezone"],
     ]
     assert result["ids"] == idea_ids(text)
     # Left out: the superseded decision, the answered question, the completed todo, context, `web`.
