@@ -20,6 +20,7 @@ from cairn.cli.common import (
     load_settings,
     long_request,
     print_json,
+    recall_summary,
     run_async,
     uptime,
 )
@@ -65,6 +66,14 @@ def status(
             f"{today.runs} run(s), {today.failed_runs} failed, "
             f"{today.input_tokens:,} tokens in, {today.output_tokens:,} out"
         )
+    recall = state.recall
+    summary["recall"] = recall_summary(
+        recall.injections, recall.hits, recall.hit_rate, recall.drops, recall.drops_by_reason
+    )
+    if recall.last_drop:
+        last = recall.last_drop
+        reason = str(last.get("reason")).replace("_", " ")
+        summary["last drop"] = f"{last.get('at')} {last.get('event')} ({reason})"
     summary["log"] = daemon.log
     console.print(key_value_table("cairn status", summary))
     if state.parked:

@@ -293,7 +293,11 @@ def render_stats(stats: Any) -> None:
         data.pop("vectors_error", None)
     data["db_size"] = f"{data.pop('db_size_bytes', 0) / 1_048_576:.1f} MiB"
     data["recall"] = recall_summary(
-        data.pop("recall_injections", 0), data.pop("recall_hits", 0), data.pop("recall_hit_rate", None)
+        data.pop("recall_injections", 0),
+        data.pop("recall_hits", 0),
+        data.pop("recall_hit_rate", None),
+        data.pop("recall_drops", 0),
+        data.pop("recall_drops_by_reason", {}),
     )
     data["file_index"] = files_summary(
         data.pop("file_documents", 0), data.pop("file_chunks", 0), data.pop("file_requests_by_status", {})
@@ -323,12 +327,24 @@ def learning_summary(sessions: dict[str, int], associations: int) -> str:
     )
 
 
-def recall_summary(injections: int, hits: int, hit_rate: float | None) -> str:
-    """One line for `cairn stats`: how many ideas recall injected and how many the agent expanded."""
+def recall_summary(
+    injections: int,
+    hits: int,
+    hit_rate: float | None,
+    drops: int = 0,
+    drops_by_reason: dict[str, int] | None = None,
+) -> str:
+    """One line for `cairn stats` and `cairn status`: how many ideas recall injected, how many the agent
+    expanded, and how many hook calls were dropped (late, failed, no daemon) — a drop is silent in the
+    session, so this line is where a user sees that recall is missing prompts."""
     if not injections:
-        return "nothing injected yet"
-    rate = f"{hit_rate:.0%}" if hit_rate is not None else "n/a"
-    return f"{injections} ideas injected, {hits} expanded by the agent (hit rate {rate})"
+        line = "nothing injected yet"
+    else:
+        rate = f"{hit_rate:.0%}" if hit_rate is not None else "n/a"
+        line = f"{injections} ideas injected, {hits} expanded by the agent (hit rate {rate})"
+    reasons = {k.replace("_", " "): v for k, v in (drops_by_reason or {}).items() if v}
+    dropped = f"{plural(drops, 'hook call')} dropped" + (f" ({counts(reasons)})" if reasons else "")
+    return f"{line}; {dropped}"
 
 
 def index_json(report: Any) -> dict[str, Any]:

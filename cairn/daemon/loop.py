@@ -34,7 +34,7 @@ from cairn.agent.indexer import index_batch
 from cairn.agent.models import ModelChoice, ModelConfigError, resolve_model
 from cairn.config import Settings
 from cairn.daemon import queue
-from cairn.daemon.process import remove_pidfile, write_pidfile
+from cairn.daemon.process import remove_pidfile, remove_warm_marker, write_pidfile, write_warm_marker
 from cairn.daemon.server import SocketServer
 from cairn.ingest import sync_file
 from cairn.store.failures import describe_write_failure
@@ -253,7 +253,11 @@ LOCK_WAIT_SECONDS = 2.0
 
 def _warm_up(store: Store) -> None:
     """Load the tokenizer and the embedding model now, in a thread, rather than in the first request:
-    a recall hook gives the daemon a quarter of a second, and loading both takes longer than that."""
+    a recall hook gives the daemon a quarter of a second, and loading both takes longer than that.
+
+    Then say so in `daemon.warm`: until it names this process, the recall hook waits longer for an
+    answer (`cairn.daemon.recall.adapt`). Also after a failure — waiting longer would not help then.
+    """
     try:
         from cairn.tokens import count_tokens
 
@@ -261,6 +265,10 @@ def _warm_up(store: Store) -> None:
         store.vectors.embed(["warm up"])
     except Exception:
         log.warning("warming up the tokenizer and embedding model failed", exc_info=True)
+    try:
+        write_warm_marker(store.settings)
+    except OSError:
+        log.warning("could not write the warm-up marker", exc_info=True)
 
 
 async def run_daemon(settings: Settings) -> int:
@@ -332,6 +340,7 @@ async def run_daemon(settings: Settings) -> int:
         try:
             await server.close()  # no request may outlive the store it reads
         finally:
+            remove_warm_marker(settings)
             remove_pidfile(settings)
             try:
                 await choice.aclose()

@@ -118,6 +118,27 @@ def remove_pidfile(settings: Settings) -> None:
             settings.pid_path.unlink()
 
 
+# Written by a daemon once its tokenizer and embedding model are loaded; read by the recall hook, which
+# gives a daemon that has not written it yet a longer deadline (`cairn.daemon.recall.WARM_MARKER`).
+WARM_MARKER = "daemon.warm"
+
+
+def write_warm_marker(settings: Settings) -> None:
+    """Record that this process, the daemon, is warm: atomically, like the pidfile."""
+    path = settings.home / WARM_MARKER
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(f"{os.getpid()}\n")
+    os.replace(tmp, path)
+
+
+def remove_warm_marker(settings: Settings) -> None:
+    """Remove the warm marker if it is this process's (a newer daemon's must survive an old one's exit)."""
+    path = settings.home / WARM_MARKER
+    with contextlib.suppress(OSError, ValueError):
+        if int(path.read_text().split()[0]) == os.getpid():
+            path.unlink()
+
+
 def start(settings: Settings, *, timeout: float = START_TIMEOUT) -> int:
     """Spawn `python -m cairn daemon run` detached and return its pid once its pidfile names it.
 

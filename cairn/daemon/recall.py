@@ -10,8 +10,12 @@ cheap and to never be the reason the user waits:
 - It does no searching itself. The daemon already holds the store, the index and the embedding
   model warm, so the hook forwards the payload as one `recall` request over `$CAIRN_HOME/cairn.sock`
   and relays the answer.
-- Everything it does fits in one hard deadline measured from its start (`DEADLINE_S`). A daemon that
-  is not running, refuses, or answers too late means "nothing to inject", never an error or a delay.
+- Everything it does fits in one hard deadline measured from its start: `DEFAULT_DEADLINE_S`, or
+  `WARMUP_DEADLINE_S` while a daemon that started moments ago has not yet reported its embedding
+  model warm (`daemon.warm`): the first prompt after a start would otherwise always be dropped, since
+  loading the model takes longer than the default. `$CAIRN_RECALL_DEADLINE_MS` replaces both. A daemon
+  that is not running, refuses, or answers too late means "nothing to inject", never an error or a
+  delay — and one drop more in the count `cairn status` shows (`recall_drops`).
 
 What it prints is exactly Claude Code's documented hook output, and only when there is something
 to add: `{"hookSpecificOutput": {"hookEventName": EVENT, "additionalContext": TEXT}}`. In every other
@@ -39,30 +43,85 @@ STARTED = time.monotonic()
 # The capture hook's helpers (home, log, daemon start). Run as a script under `-S -E` the package may
 # not be importable, but the script's own directory is `sys.path[0]`.
 if __package__:
-    from cairn.daemon import hook
+    from cairn.daemon import hook, recall_drops
 else:
     import hook  # type: ignore[no-redef]
+    import recall_drops  # type: ignore[no-redef]
 
 EVENTS = frozenset({"SessionStart", "UserPromptSubmit"})
 # From this module's first line. The shell and interpreter start before it (~10 ms, several times that
 # on a loaded machine) and the exit after it must fit too: a hook that waits out this deadline still
 # ends well inside the 300 ms it may ever take (benchmarks/recall.py measures it).
 DEFAULT_DEADLINE_S = 0.2
+# While the daemon warms up: inside the 3 s Claude Code gives the hook (`install.RECALL_TIMEOUT_S`).
+WARMUP_DEADLINE_S = 2.5
+# A daemon that has not reported warm this long after its start never will (it predates the marker,
+# or its warm-up hangs): it gets the default deadline, so it cannot hold every prompt up.
+WARMUP_WINDOW_S = 120.0
+# The daemon writes its pid here once its tokenizer and embedding model are loaded (`loop._warm_up`).
+WARM_MARKER = "daemon.warm"
 
 
-def _deadline() -> float:
-    """`DEFAULT_DEADLINE_S`, or `$CAIRN_RECALL_DEADLINE_MS` where waiting longer is wanted.
+def _configured() -> float | None:
+    """`$CAIRN_RECALL_DEADLINE_MS` in seconds (at most 60), or None when it is unset or not a number.
 
-    That is for tests that check what is injected on a loaded machine, not how fast (a late answer
-    would make them flaky), and for a user who would rather wait than miss the memory.
+    That is for a user who would rather wait than miss the memory, and for tests that check what is
+    injected on a loaded machine, not how fast (a late answer would make them flaky).
     """
     try:
         return min(60.0, max(0.0, float(os.environ["CAIRN_RECALL_DEADLINE_MS"]) / 1000))
     except (KeyError, ValueError):
-        return DEFAULT_DEADLINE_S
+        return None
 
 
-DEADLINE_S = _deadline()
+CONFIGURED_S = _configured()
+# Until `adapt` knows the daemon's state: reading the payload needs no more than the default.
+DEADLINE_S = DEFAULT_DEADLINE_S if CONFIGURED_S is None else CONFIGURED_S
+
+
+def _first_line(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii") as fh:
+            return fh.readline().strip()
+    except (OSError, ValueError):
+        return None
+
+
+def warming(home: str, now: float | None = None) -> bool:
+    """Whether the daemon started less than `WARMUP_WINDOW_S` ago and has not reported warm yet.
+
+    The pidfile's lines are the daemon's pid and start time; `daemon.warm` names the pid of the daemon
+    that finished warming up, so one left by an earlier daemon does not count for the next.
+    """
+    try:
+        with open(os.path.join(home, "daemon.pid"), encoding="ascii") as fh:
+            pid, started = fh.readline().strip(), float(fh.readline().strip() or 0)
+    except (OSError, ValueError):
+        return False
+    if not pid or (time.time() if now is None else now) - started > WARMUP_WINDOW_S:
+        return False
+    return _first_line(os.path.join(home, WARM_MARKER)) != pid
+
+
+def adapt(home: str) -> float:
+    """Set and return the deadline for asking the daemon: the configured one if there is one, else
+    the warm-up deadline while the daemon warms up, else the default."""
+    global DEADLINE_S
+    if CONFIGURED_S is not None:
+        DEADLINE_S = CONFIGURED_S
+    else:
+        DEADLINE_S = WARMUP_DEADLINE_S if warming(home) else DEFAULT_DEADLINE_S
+    return DEADLINE_S
+
+
+def drop(home: str, event: str, reason: str) -> None:
+    """Count one drop; a count that cannot be written is logged, never raised."""
+    try:
+        recall_drops.count_drop(home, event, reason, DEADLINE_S * 1000)
+    except (OSError, ValueError) as exc:
+        log(home, f"could not count a dropped {event} recall: {type(exc).__name__}: {exc}")
+
+
 # Claude Code's payload is small, except for a pasted prompt; anything beyond this is not a payload.
 MAX_STDIN_BYTES = 4 * 1024 * 1024
 # The daemon embeds only a prompt's start, and its request line is limited to 1 MiB.
@@ -179,6 +238,7 @@ def run(home: str) -> str | None:
         raw = read_stdin()
     except Late:
         log(home, "the hook payload did not arrive in time; nothing injected")
+        drop(home, "unknown", "late")
         return None
     if raw is None:
         log(home, f"hook payload over {MAX_STDIN_BYTES} bytes; nothing injected")
@@ -193,23 +253,28 @@ def run(home: str) -> str | None:
     args = request_args(payload)
     if args is None:
         return None
-    event = args["event"]
+    event = str(args["event"])
+    adapt(home)
     try:
         reply = ask(home, args)
     except Late:
         log(home, f"the daemon did not answer {event} within {DEADLINE_S * 1000:.0f} ms; nothing injected")
+        drop(home, event, "late")
         return None
     except (FileNotFoundError, ConnectionRefusedError):
+        drop(home, event, "no_daemon")
         if event == "SessionStart":
             hook.spawn_daemon(home, source="cairn-recall")
         return None
     except (OSError, ValueError) as exc:
         log(home, f"could not ask the daemon for {event} recall: {type(exc).__name__}: {exc}")
+        drop(home, event, "failed")
         return None
     try:
         text = context_of(reply)
     except ValueError as exc:
         log(home, f"bad {event} recall answer from the daemon ({exc}); nothing injected")
+        drop(home, event, "failed")
         return None
     if text is None:
         return None

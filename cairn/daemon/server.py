@@ -63,7 +63,15 @@ class BadArgumentsError(ValueError):
 
 
 async def _stats(store: Store) -> Any:
-    return (await store.stats()).model_dump(mode="json")
+    """The store's statistics, plus the recall hook's drop counts (`recall_drops`, per reason in
+    `recall_drops_by_reason`): the hook counts them in a file of the home, since it never opens the store."""
+    from cairn.daemon.recall_drops import read_drops
+
+    data = (await store.stats()).model_dump(mode="json")
+    drops = read_drops(store.settings.home)
+    data["recall_drops"] = drops["total"]
+    data["recall_drops_by_reason"] = drops["by_reason"]
+    return data
 
 
 async def _ideas(

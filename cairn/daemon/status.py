@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from cairn.config import Settings
 from cairn.daemon import process
 from cairn.daemon.queue import STATUSES
+from cairn.daemon.recall_drops import read_drops
 
 RECENT_RUNS = 10
 
@@ -74,6 +75,20 @@ class Today:
 
 
 @dataclass
+class Recall:
+    """What recall brought into sessions and what it could not: ideas injected, the injections the agent
+    expanded (`hits`, `hit_rate`), and hook calls dropped because the daemon did not serve them in time
+    (`drops`, per reason: late, failed, no_daemon; `last_drop` says when and which)."""
+
+    injections: int = 0
+    hits: int = 0
+    hit_rate: float | None = None
+    drops: int = 0
+    drops_by_reason: dict[str, int] = field(default_factory=dict)
+    last_drop: dict[str, object] | None = None
+
+
+@dataclass
 class Status:
     """Everything `cairn status` shows; `store` is False when there is no store (yet) to read."""
 
@@ -87,6 +102,7 @@ class Status:
     today: Today | None = None
     ideas: int = 0
     messages: int = 0
+    recall: Recall = field(default_factory=Recall)
     error: str | None = None
 
     @property
@@ -152,6 +168,11 @@ def _read(conn: sqlite3.Connection, state: Status, recent: int, now: datetime) -
     state.today = Today(date, int(runs), int(failed), int(tokens_in), int(tokens_out))
     state.ideas = int(conn.execute("SELECT count(*) FROM ideas").fetchone()[0])
     state.messages = int(conn.execute("SELECT count(*) FROM messages").fetchone()[0])
+    injections, hits = conn.execute(
+        "SELECT count(idea_id), count(CASE WHEN idea_id IS NOT NULL THEN hit_at END) FROM recall_injections"
+    ).fetchone()
+    state.recall.injections, state.recall.hits = int(injections), int(hits)
+    state.recall.hit_rate = round(hits / injections, 4) if injections else None
 
 
 def read_status(settings: Settings, *, recent: int = RECENT_RUNS, now: datetime | None = None) -> Status:
@@ -162,6 +183,8 @@ def read_status(settings: Settings, *, recent: int = RECENT_RUNS, now: datetime 
     crashes is useless exactly when something is wrong.
     """
     state = Status(home=str(settings.home), store=settings.db_path.exists(), daemon=process.status(settings))
+    drops = read_drops(settings.home)
+    state.recall = Recall(drops=drops["total"], drops_by_reason=drops["by_reason"], last_drop=drops["last"])
     if not state.store:
         return state
     from cairn.store.db import read_only_uri
