@@ -159,13 +159,15 @@ def main(
     """
 
 
-async def open_store(settings: Settings, *, read_only_ok: bool = False):
-    """The store, for a command; `read_only_ok` for reading commands, which work on a read-only home."""
+async def open_store(settings: Settings, *, read_only_ok: bool = False, busy_ok: bool = False):
+    """The store, for a command; `read_only_ok` for reading commands, which work on a read-only home,
+    and `busy_ok` with it for those that also read a store another process is writing (a backfill
+    run without the daemon): by keyword, at once, rather than failing until the job ends."""
     from cairn.store.lock import StoreLockedError
     from cairn.store.store import Store
 
     try:
-        return await Store.open(settings, read_only_ok=read_only_ok)
+        return await Store.open(settings, read_only_ok=read_only_ok, busy_ok=busy_ok)
     except StoreLockedError as exc:
         raise fail(str(exc)) from exc
 
@@ -188,7 +190,7 @@ async def request(settings: Settings, op: str, args: dict[str, Any] | None = Non
     Both paths run the same `run_op`, so what a command prints does not depend on which one answered.
     """
     from cairn.daemon.client import DaemonRefusal, DaemonRequestError, NoDaemon, daemon_request
-    from cairn.daemon.server import run_op
+    from cairn.daemon.server import WRITING_OPS, run_op
 
     try:
         return await daemon_request(settings, op, args)
@@ -198,7 +200,8 @@ async def request(settings: Settings, op: str, args: dict[str, Any] | None = Non
         raise fail(exc.reason) from exc
     except DaemonRequestError as exc:
         raise fail(str(exc)) from exc
-    store = await open_store(settings, read_only_ok=True)  # an op that writes says it cannot, in one line
+    # An op that writes says it cannot, in one line; one that reads also reads a store being written.
+    store = await open_store(settings, read_only_ok=True, busy_ok=op not in WRITING_OPS)
     try:
         return await run_op(store, op, args)
     except ValueError as exc:  # a refusal (bad id, damaged token, invalid argument): the daemon's answer too

@@ -150,6 +150,10 @@ OPS: dict[str, Op] = {
     "recall": recall_ops.recall_op,
 }
 
+#: The ops above that write. The others also answer, by keyword, from a store another process is
+#: writing (`Store.open(busy_ok=True)`); these wait for it instead.
+WRITING_OPS = frozenset({"enqueue", "learn_forget"})
+
 
 def _long_ops() -> dict[str, Op]:
     from cairn.daemon import jobs

@@ -86,7 +86,7 @@ class Backend:
 
     async def _direct_call(self, op: str, args: dict[str, Any]) -> Any:
         """Open the store, run `op`, close it: the lock is held for this call only."""
-        from cairn.daemon.server import run_op
+        from cairn.daemon.server import WRITING_OPS, run_op
         from cairn.store.failures import describe_write_failure
         from cairn.store.lock import StoreLockedError
         from cairn.store.store import Store
@@ -98,6 +98,7 @@ class Backend:
                     self.settings,
                     vectors=VectorIndex(self.settings, self.embedding_function()),
                     read_only_ok=True,  # a read-only home still answers searches; writes say why not
+                    busy_ok=op not in WRITING_OPS,  # a store a backfill is writing answers by keyword
                 )
             except StoreLockedError:
                 raise

@@ -24,13 +24,16 @@ class StoreLockedError(RuntimeError):
         self.store = store
         self.pid = pid
         self.description = description
-        who = f"process {pid}" if pid else "another process"
-        if description:
-            who += f" ({description})"
         super().__init__(
-            f"cairn store at {store} is in use by {who}; "
+            f"cairn store at {store} is in use by {self.holder}; "
             "stop it with `cairn daemon stop` or wait for it to finish"
         )
+
+    @property
+    def holder(self) -> str:
+        """Who holds the lock, for messages: `process 123 (cairn backfill)`."""
+        who = f"process {self.pid}" if self.pid else "another process"
+        return f"{who} ({self.description})" if self.description else who
 
 
 def _describe_self() -> str:

@@ -33,7 +33,7 @@ from cairn.recall.injections import stats as recall_stats
 from cairn.store import outbox
 from cairn.store.db import Database, DatabaseError
 from cairn.store.failures import StoreReadOnlyError, disk_full, unwritable_reason
-from cairn.store.lock import StoreLock
+from cairn.store.lock import StoreLock, StoreLockedError
 from cairn.transcripts import passages as passage_split
 from cairn.transcripts.discover import is_subagent_file, session_id_for
 from cairn.transcripts.normalise import ToolCall
@@ -150,7 +150,12 @@ class Store:
 
     @classmethod
     async def open(
-        cls, settings: Settings, *, vectors: VectorIndex | None = None, read_only_ok: bool = False
+        cls,
+        settings: Settings,
+        *,
+        vectors: VectorIndex | None = None,
+        read_only_ok: bool = False,
+        busy_ok: bool = False,
     ) -> Store:
         """Take the store's lock and open its database, creating `settings.home` (mode 0700) if needed.
 
@@ -158,7 +163,10 @@ class Store:
         A home that cannot be written (a read-only file system, permissions) raises
         `StoreReadOnlyError` — or, with `read_only_ok`, opens the store for reading: no lock (none can
         be taken; SQLite's own locking protects the reads), a read-only database, and no vectors
-        (`read_only` says why). Raises `StoreLockedError` when another process owns the store,
+        (`read_only` says why). With `busy_ok` too, a store another process owns (a backfill writing
+        it) opens the same way: SQLite's WAL lets a reader see every committed row while the owner
+        writes, so a search answers by keyword at once instead of waiting for the job to end.
+        Otherwise raises `StoreLockedError` when another process owns the store,
         `DatabaseError` when the database cannot be used, `SchemaTooNewError` when a newer cairn wrote it.
         """
         reason = unwritable_reason(settings.home)
@@ -168,6 +176,10 @@ class Store:
                 settings.home.mkdir(parents=True, exist_ok=True, mode=0o700)
                 lock = StoreLock(settings.lock_path)
                 lock.acquire()
+            except StoreLockedError as exc:
+                if not (busy_ok and read_only_ok):
+                    raise
+                reason, lock = f"{exc.holder} is writing it", None
             except PermissionError as exc:  # e.g. a lock file another user owns
                 reason, lock = exc.strerror or "permission denied", None
             except OSError as exc:

@@ -1,0 +1,80 @@
+"""Searching while another process writes the store (a `cairn backfill` run without the daemon): reading
+commands answer at once by keyword from SQLite, which WAL lets a reader see while the owner writes, and say
+why vectors are left out; writing commands still refuse with who holds the store. Real `cairn` processes
+against a store whose lock a real second process holds while it writes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests import hostile_disks
+from tests.hostile_disks import run_cairn
+
+# Holds the store lock as a backfill does, writes one message a little later, and waits to be killed.
+_OWNER = textwrap.dedent(
+    """
+    import sqlite3, sys
+    from pathlib import Path
+    from cairn.store.lock import StoreLock
+
+    home = Path(sys.argv[1])
+    lock = StoreLock(home / "store.lock")
+    lock.acquire()
+    db = sqlite3.connect(home / "cairn.db", isolation_level=None)
+    db.execute("BEGIN IMMEDIATE")
+    db.execute(
+        "INSERT INTO messages (session_id, file_id, line, end_line, byte_start, byte_end, role, kind, "
+        "text, content_hash, timestamp) SELECT session_id, file_id, 9999, 9999, 0, 1, 'user', 'text', "
+        "'the zanzibar migration plan is written down', 'busy-test', timestamp FROM messages LIMIT 1"
+    )
+    db.execute("COMMIT")
+    print("holding", flush=True)
+    sys.stdin.read()
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def synced_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return hostile_disks.demo_home(tmp_path_factory)
+
+
+@pytest.fixture
+def busy_home(synced_home: Path, tmp_path: Path) -> Iterator[Path]:
+    home = hostile_disks.copy_home(synced_home, tmp_path)
+    owner = subprocess.Popen(
+        [sys.executable, "-c", _OWNER, str(home)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert owner.stdout is not None
+        assert owner.stdout.readline().strip() == "holding"  # blocks until the lock is held and written
+        yield home
+    finally:
+        owner.kill()
+        owner.wait(timeout=60)
+
+
+def test_search_answers_by_keyword_while_another_process_writes(busy_home: Path) -> None:
+    proc = run_cairn(busy_home, "search", "zanzibar migration", "--json")
+    assert proc.returncode == 0, proc.stderr
+    page = json.loads(proc.stdout)
+    assert any("zanzibar" in r["content"] for r in page["results"])  # committed by the writer a moment ago
+    assert any("is writing it" in n and "python" in n for n in page["notices"]), page["notices"]
+    stats = json.loads(run_cairn(busy_home, "stats", "--json").stdout)
+    assert stats["messages"] > 0
+
+
+def test_a_writing_command_still_waits_for_the_owner(busy_home: Path) -> None:
+    proc = run_cairn(busy_home, "learn", "forget", "1")
+    assert proc.returncode != 0
+    assert "in use by process" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
