@@ -20,7 +20,10 @@ MiniLM manages ~220 texts/s on an idle 2-core machine, so 100K ideas take 10-30 
 identifiers) runs ``--repeats`` times after a warm-up pass, and p50/p95 are reported for:
 
 * ``hybrid`` with ``record_usage=False``, so repeats see fixed data (and once more per query with
-  ``record_usage=True``: what a real call costs, usage write included);
+  ``record_usage=True``: what a real call costs, usage write included). Search keeps the vectors of
+  queries it embedded (`VectorIndex.embed`), so repeats of a query find it kept: ``hybrid, new
+  query`` forgets them before every call — what a query nobody asked before costs, and the figure the
+  target is judged on;
 * ``keyword`` and ``semantic`` alone;
 * the baseline: a bare ``SELECT rowid FROM ideas_fts WHERE ideas_fts MATCH ? ORDER BY rank LIMIT 10``
   with the same FTS5 expression search draws its keyword candidates with, through the same
@@ -28,7 +31,8 @@ identifiers) runs ``--repeats`` times after a warm-up pass, and p50/p95 are repo
 * for reading the semantic figures: embedding one query, and a bare top-10 Chroma query on ideas,
   without and with the metadata filter search applies by default (``superseded: False``).
 
-The target is hybrid p95 under 200 ms at 100K ideas on this 2-core machine.
+The target (issue 13): hybrid p95 (new query) at most 50 ms at 100K ideas on this 2-core machine,
+and at most 3x the bare FTS5 query's p95 in the same run.
 
 **Quality.** ``benchmarks/data/search_queries.json`` holds natural-language questions (worded so
 they do not reuse the transcript's words) and exact look-ups (identifiers, file names, error strings)
@@ -81,7 +85,8 @@ QUERIES_FILE = REPO_ROOT / "benchmarks" / "data" / "search_queries.json"
 
 #: Bump when the generator changes, so a cache built by an older one is rebuilt instead of reused.
 GENERATOR_VERSION = 2
-TARGET_P95_MS = 200.0
+TARGET_P95_MS = 50.0
+TARGET_RATIO = 3.0
 TARGET_SIZE = 100_000
 QUICK_SIZE = 2_000
 MODES: tuple[Mode, ...] = ("hybrid", "keyword", "semantic")
@@ -724,6 +729,7 @@ async def measure_latency(
     store, settings = await open_store(home, ef)
     names = (
         "hybrid",
+        "hybrid_new_query",
         "keyword",
         "semantic",
         "bare_fts",
@@ -741,6 +747,15 @@ async def measure_latency(
             request = SearchRequest(query=q, mode=mode, kind=kind, limit=10)  # type: ignore[arg-type]
             return lambda: search(db, vectors, settings, request, record_usage=record)
 
+        def new_query(q: str) -> Callable[[], Awaitable[SearchPage]]:
+            call = runner(q, "hybrid")
+
+            async def forgetting() -> SearchPage:
+                vectors.forget_queries()
+                return await call()
+
+            return forgetting
+
         def bare(q: str) -> Callable[[], Awaitable[Any]]:
             built = fts_query.build(q)
             assert built is not None, q
@@ -748,7 +763,7 @@ async def measure_latency(
 
         # Reference points for reading the figures: embedding one query, and one bare Chroma query.
         def embed(q: str) -> Callable[[], Awaitable[Any]]:
-            return lambda: asyncio.to_thread(vectors.embed, [q])
+            return lambda: asyncio.to_thread(vectors.embedding_function, [q])  # never a kept vector
 
         embeddings = {q: vectors.embed([q])[0] for q in queries}
 
@@ -769,6 +784,7 @@ async def measure_latency(
             samples["bare_chroma_filtered"] += await time_calls(nearest(q, {"superseded": False}), repeats)
             for mode in MODES:
                 samples[mode] += await time_calls(runner(q, mode), repeats)
+            samples["hybrid_new_query"] += await time_calls(new_query(q), repeats)
         for q in queries:
             usage += await time_calls(runner(q, "hybrid", record=True), 1)
     finally:
@@ -992,20 +1008,33 @@ def print_latency(size: int, info: dict[str, Any], figures: dict[str, Any], quer
         "semantic": "semantic",
         "hybrid": "hybrid (record_usage=False)",
         "hybrid_record_usage": "hybrid (record_usage=True)",
+        "hybrid_new_query": "hybrid, new query",
     }
     for key, label in labels.items():
         row = figures[key]
         print(f"  {label:30} {row['p50_ms']:9.2f} {row['p95_ms']:9.2f}")
-    bare, hybrid = figures["bare_fts"], figures["hybrid"]
-    print(
-        f"  ratio hybrid/bare FTS5: p50 {hybrid['p50_ms'] / bare['p50_ms']:.1f}x, "
-        f"p95 {hybrid['p95_ms'] / bare['p95_ms']:.1f}x"
-    )
-    held = hybrid["p95_ms"] < TARGET_P95_MS
+    bare = figures["bare_fts"]
+    for key in ("hybrid", "hybrid_new_query"):
+        hybrid = figures[key]
+        print(
+            f"  ratio {labels[key].split(' (')[0]}/bare FTS5: p50 {hybrid['p50_ms'] / bare['p50_ms']:.1f}x, "
+            f"p95 {hybrid['p95_ms'] / bare['p95_ms']:.1f}x"
+        )
+    held = meets_target(figures)
     verdict = "holds" if held else "MISSED"
     suffix = "" if size >= TARGET_SIZE else f" (the target is stated at {TARGET_SIZE:,} ideas)"
-    print(f"  hybrid p95 {hybrid['p95_ms']:.1f} ms vs target < {TARGET_P95_MS:.0f} ms: {verdict}{suffix}")
+    p95 = figures["hybrid_new_query"]["p95_ms"]
+    print(
+        f"  hybrid (new query) p95 {p95:.1f} ms vs target <= {TARGET_P95_MS:.0f} ms and <= "
+        f"{TARGET_RATIO:.0f}x bare FTS5 ({TARGET_RATIO * bare['p95_ms']:.1f} ms): {verdict}{suffix}"
+    )
     return held
+
+
+def meets_target(figures: dict[str, Any]) -> bool:
+    """Hybrid p95 for new queries within `TARGET_P95_MS` and `TARGET_RATIO` x bare FTS5's p95."""
+    p95 = figures["hybrid_new_query"]["p95_ms"]
+    return p95 <= TARGET_P95_MS and p95 <= TARGET_RATIO * figures["bare_fts"]["p95_ms"]
 
 
 def print_quality(quality: dict[str, Any]) -> bool:
@@ -1094,7 +1123,7 @@ async def run(args: argparse.Namespace) -> int:
                     held = print_latency(size, info, figures, len(queries))
                     ok = ok and (held or size < TARGET_SIZE)
                 elif size >= TARGET_SIZE:
-                    ok = ok and figures["hybrid"]["p95_ms"] < TARGET_P95_MS
+                    ok = ok and meets_target(figures)
     if not args.skip_quality:
         variants: list[tuple[str, float | None]] = (
             [("default min_score", None), ("min_score=0", 0.0)]

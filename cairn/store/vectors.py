@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,9 @@ from chromadb.errors import NotFoundError
 from cairn.config import Settings
 from cairn.store.embeddings import make_embedding_function
 from cairn.store.failures import describe_write_failure
+
+#: Query vectors `VectorIndex.embed` keeps (384 floats each: ~3 MB for 256).
+QUERY_CACHE = 256
 
 VECTOR_KINDS = ("ideas", "spans", "entities", "messages", "chunks", "associations", "passages")
 COLLECTION_PREFIX = "cairn_"
@@ -127,6 +131,7 @@ class VectorIndex:
         self._client: ClientAPI | None = None
         self._collections: dict[str, Collection] = {}
         self._lock = threading.RLock()
+        self._queries: OrderedDict[str, tuple[float, ...]] = OrderedDict()
 
     # Client and collections
 
@@ -293,8 +298,32 @@ class VectorIndex:
                 collection.delete(ids=unique[start : start + step])
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        """The configured function's vectors for `texts` (embed a query once, search several kinds)."""
-        return [list(map(float, vector)) for vector in self.embedding_function(texts)]
+        """The configured function's vectors for `texts` (embed a query once, search several kinds).
+
+        A single text is a search query: its vector is kept (`QUERY_CACHE` texts, least recently used
+        dropped first), because the same query comes back — the next page of a search re-runs it, an
+        agent repeats a search — and embedding it is the largest single step of a search (~7 ms of
+        CPU on 2 cores). The function is deterministic, so a kept vector is the one it would compute.
+        """
+        if len(texts) != 1:
+            return [list(map(float, vector)) for vector in self.embedding_function(texts)]
+        text = texts[0]
+        with self._lock:
+            kept = self._queries.get(text)
+            if kept is not None:
+                self._queries.move_to_end(text)
+                return [list(kept)]
+        vector = [float(value) for value in self.embedding_function([text])[0]]
+        with self._lock:
+            self._queries[text] = tuple(vector)
+            while len(self._queries) > QUERY_CACHE:
+                self._queries.popitem(last=False)
+        return [vector]
+
+    def forget_queries(self) -> None:
+        """Drop the kept query vectors (`embed`): for measuring what a new query costs."""
+        with self._lock:
+            self._queries.clear()
 
     def query(
         self,

@@ -403,3 +403,25 @@ def test_a_server_lost_mid_run_is_reported_as_unavailable(
         ):
             with pytest.raises(VectorStoreUnavailable, match=url):
                 call()
+
+
+def test_a_query_text_is_embedded_once(settings: Settings) -> None:
+    calls: list[list[str]] = []
+
+    class Counting(_HashEmbedding):
+        def __call__(self, input: Documents) -> Embeddings:
+            calls.append(list(input))
+            return super().__call__(input)
+
+    vectors = VectorIndex(settings, embedding_function=Counting())
+    first = vectors.embed(["sqlite locking"])
+    first[0][0] = 99.0  # a caller's changes never reach the kept vector
+    again = vectors.embed(["sqlite locking"])
+    assert calls == [["sqlite locking"]]
+    assert again[0] == vectors.embed(["sqlite locking"])[0] != first[0]
+    vectors.embed(["a", "b"])
+    vectors.embed(["a", "b"])
+    assert calls[1:] == [["a", "b"], ["a", "b"]]  # batches are documents, not queries: not kept
+    vectors.forget_queries()
+    vectors.embed(["sqlite locking"])
+    assert calls[-1] == ["sqlite locking"]
