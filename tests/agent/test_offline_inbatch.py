@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cairn.agent.offline import build_result
+from cairn.agent.schema import IndexResult
 from cairn.config import Settings
 from cairn.store.store import Store
 from tests.agent.test_offline_agent import _index_all
+from tests.agent.test_offline_heuristics import batch, fresh
 from tests.conftest import REPO_ROOT
 
 CASE = REPO_ROOT / "evals" / "datasets" / "core" / "sessions" / "02-ledger-postgres-migration.jsonl"
@@ -53,3 +56,57 @@ async def test_a_question_a_todo_and_a_guess_are_linked_inside_one_batch(
 
         # Applied once: nothing is left to index, so nothing can be linked twice.
         assert await _index_all(store, settings, [path]) == []
+
+
+# Team-written snippets for each rule, through `build_result` (the offline model's last step).
+
+
+def _keys(result: IndexResult) -> dict[int, str | None]:
+    return {idea.source_line: idea.key for idea in result.ideas}
+
+
+def test_a_todo_done_later_in_the_batch_is_completed_by_key() -> None:
+    result = build_result(
+        batch(
+            ("user", "The nightly export drops rows with a NULL region."),
+            ("assistant", "TODO: add a regression test for NULL regions in the nightly export."),
+            ("assistant", "Exit code 0"),
+            ("assistant", "Added `test_null_region_rows_are_exported`; it passes, so that todo is done."),
+        ),
+        fresh(),
+    )
+    keys = _keys(result)
+    assert keys[2] is not None
+    assert [(t.todo_idea_id, t.completed_at_line) for t in result.completed_todos] == [(keys[2], 4)]
+
+
+def test_a_changed_plan_supersedes_the_decision_it_changes() -> None:
+    result = build_result(
+        batch(
+            ("assistant", "Decision: we'll cache quotes in Redis with a 10 minute TTL."),
+            ("user", "a TTL means stale prices for 10 minutes, that's too long"),
+            (
+                "assistant",
+                "Changing the plan: drop the TTL cache and version the quote keys in Redis instead.",
+            ),
+        ),
+        fresh(),
+    )
+    keys = _keys(result)
+    assert [(r.from_key, r.to_idea_id, r.relation_type) for r in result.relations] == [
+        (keys[3], keys[1], "supersedes")
+    ]
+
+
+def test_a_question_put_off_is_answered_where_the_reply_says_so() -> None:
+    result = build_result(
+        batch(
+            ("user", "which Postgres version does the RDS instance run?"),
+            ("assistant", "I can't answer that yet; I'll look at the Terraform later."),
+            ("assistant", "The migration script copies all rows with their types."),
+            ("assistant", "To answer your earlier question: the RDS instance runs Postgres 16.4."),
+        ),
+        fresh(),
+    )
+    keys = _keys(result)
+    assert [(a.question_idea_id, a.answered_at_line) for a in result.answered_questions] == [(keys[1], 4)]

@@ -9,7 +9,8 @@ Modules: `text` (sentences, terms), `gazetteer` (technology names), `entities` (
 technologies), `cues` (intent from cue phrases), `reading` (roles, turns, tool calls), `extract`
 (candidate ideas), `lookups` (tool plan and answers), `linking` (answers, todos, duplicates, entity
 links, activation), `evidence` (what a new and a stored idea share), `relating` (relations between
-them), `topics` (spans), `build` (the result), `model` (the `FunctionModel` state machine).
+them), `inbatch` (answers, completions and supersedes between the batch's own new ideas, by key),
+`topics` (spans), `build` (the result), `model` (the `FunctionModel` state machine).
 """
 
 from cairn.agent.offline.build import build_result, read_batch

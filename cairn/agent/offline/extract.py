@@ -3,8 +3,10 @@
 Per message at most one idea per intent (the most confident sentence wins) and at most three in all,
 so a long assistant summary yields its few points instead of a dozen near-duplicates. Context is
 kept sparse: one accomplishment ("I've created…") per turn, from the turn's last report. A hedged
-hypothesis that a later message in the batch refutes ("that guess was wrong") is dropped: the
-correction carries the knowledge.
+hypothesis ("My first guess is…") is kept even when a later message refutes it: `inbatch` marks it
+superseded by the correction, so the chain of reasoning stays findable while recall can leave the
+guess out. A correction ("that guess was wrong", "Found the real cause.") takes the sentence after
+it, which says what the cause is.
 """
 
 from __future__ import annotations

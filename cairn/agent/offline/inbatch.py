@@ -2,20 +2,24 @@
 finishes, guesses and corrects — all inside the batch, so the result names the ideas by key.
 
 Before prompt v2 the result could only name stored ideas, so a question answered ten lines later in
-the same batch stayed open forever. Three rules, each erring towards no link (a wrong answer closes
-a question that is still open; a missed one only leaves it open):
+the same batch stayed open forever. Almost every question in a conversation is answered somewhere,
+so the rules look for *where*, in order of how plainly the transcript says it:
 
-- **Answered.** A new question or problem is answered at the first later line — a new idea of an
-  answering intent or a plain statement (not a question, preamble or deferral such as "I'll check
-  later") — that covers `ANSWER_COVERAGE` of its terms with at least two in common; among equally
-  good lines the earliest wins, because answers follow questions closely.
-- **Completed.** A new todo is completed at the first later message that reports work done
-  (`COMPLETION` cues, "that todo is done") and shares `TODO_MIN_SHARED` of its terms, or covers
-  `TODO_COVERAGE` of them; each report completes one todo, the one it covers best.
+- **Answered.** A person's question: a later reply that says which question it answers ("To your
+  DeepSpeed question: …", sharing a word with it); else the assistant's first words after it in its
+  turn — not a preamble ("Let me read the exporter.") and not a deferral ("I can't answer that
+  yet", which sends the search on); else the earliest later line covering `ANSWER_COVERAGE` of
+  its terms with at least `ANSWER_MIN_SHARED` in common. A problem: the first later fix, cause or
+  decision about it that held — no guess, nothing superseded in the batch. No `answers` relation
+  is added: the answered line already says where.
+- **Completed.** A new todo is completed by a later report of work done (`COMPLETION` cues) that
+  shares `TODO_MIN_SHARED` of its terms or covers `TODO_COVERAGE` of them; a report that says a todo
+  is done ("that todo is done", a person's "done, …") needs one word in common and comes first.
+  Each report completes one todo, each todo once.
 - **Supersedes.** A correction (a refutation or "the real cause") supersedes the latest earlier
   guess of the batch not yet superseded; a change-of-mind decision ("changing the plan", "instead
-  of") supersedes the latest earlier decision it shares words with. Never the other way round, and
-  never twice: so no cycle can arise.
+  of") supersedes the latest earlier decision it shares a word with. Always a later idea over an
+  earlier one, each replaced once: no cycle can arise.
 """
 
 from __future__ import annotations
