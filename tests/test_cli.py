@@ -190,10 +190,13 @@ def test_a_second_process_gets_a_clear_error(cairn_home: Path) -> None:
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
-        proc = cairn("stats", check=False)
+        proc = cairn("sync", "--demo", check=False)  # a writing command waits for the owner
         assert proc.returncode == 1
         assert f"process {holder.pid}" in proc.stderr
         assert "Traceback" not in proc.stderr
+        reading = cairn("stats", check=False)  # a reading one answers from SQLite, read-only
+        assert reading.returncode == 0, reading.stderr
+        assert "Traceback" not in reading.stderr
     finally:
         holder.communicate("\n", timeout=30)
     assert cairn_json("stats")["sessions"] == 1
