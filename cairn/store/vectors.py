@@ -12,6 +12,7 @@ a Chroma server owns it instead.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
@@ -34,6 +35,8 @@ from cairn.store.failures import describe_write_failure
 
 #: Query vectors `VectorIndex.embed` keeps (384 floats each: ~3 MB for 256).
 QUERY_CACHE = 256
+#: Metadata key holding a digest of the text a vector was made from (`text_key`).
+TEXT_KEY = "text_sha"
 
 VECTOR_KINDS = ("ideas", "spans", "entities", "messages", "chunks", "associations", "passages")
 COLLECTION_PREFIX = "cairn_"
@@ -87,6 +90,11 @@ def parse_chroma_url(url: str) -> tuple[str, int, bool]:
     return parts.hostname, port, ssl
 
 
+def text_key(text: str) -> str:
+    """A short digest of `text`: equal texts have equal vectors under one embedding function."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
 def sanitize_metadata(metadata: Mapping[str, Any] | None) -> dict[str, MetadataValue] | None:
     """A copy Chroma accepts: None values and empty lists dropped, None when nothing is left.
 
@@ -132,6 +140,9 @@ class VectorIndex:
         self._collections: dict[str, Collection] = {}
         self._lock = threading.RLock()
         self._queries: OrderedDict[str, tuple[float, ...]] = OrderedDict()
+        #: Texts `upsert` embedded, and those it found a vector for already (`_known_vectors`).
+        self.embedded = 0
+        self.reused = 0
 
     # Client and collections
 
@@ -275,15 +286,40 @@ class VectorIndex:
         step = self._max_batch()
         for start in range(0, len(positions), step):
             chunk = positions[start : start + step]
-            chunk_metadatas = [sanitize_metadata(metadatas[i]) for i in chunk] if metadatas else None
-            if chunk_metadatas is not None and all(m is None for m in chunk_metadatas):
-                chunk_metadatas = None
-            embeddings = self.embedding_function([documents[i] for i in chunk])
+            keys = [text_key(documents[i]) for i in chunk]
+            chunk_metadatas = [
+                sanitize_metadata({**(metadatas[i] if metadatas else {}), TEXT_KEY: key})
+                for i, key in zip(chunk, keys, strict=True)
+            ]
+            vectors = self._known_vectors(collection, keys)
+            missing = {key: documents[i] for i, key in zip(chunk, keys, strict=True) if key not in vectors}
+            if missing:
+                computed = self.embedding_function(list(missing.values()))
+                vectors.update(zip(missing, computed, strict=True))
+            self.embedded += len(missing)
+            self.reused += len(chunk) - len(missing)
             collection.upsert(
                 ids=[ids[i] for i in chunk],
-                embeddings=embeddings,
+                embeddings=[vectors[key] for key in keys],  # type: ignore[misc]
                 metadatas=chunk_metadatas,  # type: ignore[arg-type]
             )
+
+    @staticmethod
+    def _known_vectors(collection: Collection, keys: list[str]) -> dict[str, Any]:
+        """Vectors this collection already holds for texts with these keys (`TEXT_KEY` metadata): the
+        same text embeds to the same vector, so a message a resumed session repeats, or an idea said
+        twice, is embedded once. The lookup is one indexed metadata query; vectors written before the
+        key existed simply never match."""
+        unique = list(dict.fromkeys(keys))
+        found = collection.get(where={TEXT_KEY: {"$in": unique}}, include=["embeddings", "metadatas"])
+        embeddings = found.get("embeddings")
+        if embeddings is None:
+            return {}
+        return {
+            str(meta[TEXT_KEY]): vector
+            for meta, vector in zip(found.get("metadatas") or [], embeddings, strict=False)
+            if meta and TEXT_KEY in meta
+        }
 
     def delete(self, kind: str, ids: list[str]) -> None:
         """Remove the vectors of `ids`; ids that are not there are ignored."""

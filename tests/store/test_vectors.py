@@ -171,6 +171,34 @@ def test_writes_and_reads_are_chunked_by_the_max_batch(
     assert index.get_ids("spans") == {"7", "8", "9"}
 
 
+def test_a_text_already_embedded_is_not_embedded_again(
+    settings: Settings, minilm: MiniLMInt8Embedding
+) -> None:
+    embedded: list[str] = []
+
+    def counting(texts: Documents) -> Embeddings:
+        embedded.extend(texts)
+        return minilm(texts)
+
+    vectors = VectorIndex(settings, embedding_function=minilm)
+    try:
+        assert vectors.count("messages") == vectors.count("ideas") == 0  # collections made with MiniLM
+        vectors.embedding_function = counting  # type: ignore[assignment]
+        vectors.upsert("messages", ["1", "2"], ["run the migrations first", "then restart the api"])
+        # A resumed session repeats a message; another repeats itself within one call.
+        vectors.upsert("messages", ["3", "4", "5"], ["run the migrations first", "new text", "new text"])
+        assert embedded == ["run the migrations first", "then restart the api", "new text"]
+        assert (vectors.embedded, vectors.reused) == (3, 2)
+        stored = vectors.get_embeddings("messages", ["1", "3", "4", "5"])
+        assert np.allclose(stored["1"], stored["3"]) and np.allclose(stored["4"], stored["5"])
+        assert vectors.query("messages", "run the migrations first", n=2)[0].score > 0.99
+        # Other kinds keep their own vectors: the same text as an idea is embedded for that collection.
+        vectors.upsert("ideas", ["1"], ["run the migrations first"])
+        assert embedded[-1] == "run the migrations first" and len(embedded) == 4
+    finally:
+        vectors.close()
+
+
 def test_none_metadata_is_dropped(index: VectorIndex) -> None:
     index.upsert("ideas", ["1", "2"], ["a", "b"], [{"topic": None}, {"topic": "x", "tags": []}])
     assert index.count("ideas") == 2
