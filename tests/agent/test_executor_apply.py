@@ -7,7 +7,6 @@ entities; round 2 answers, completes, supersedes, changes topic and reuses the e
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -42,13 +41,6 @@ from tests.agent.executor_helpers import (
     stamp,
     write_round_one,
 )
-
-
-@pytest.fixture
-async def store(settings: Settings) -> AsyncIterator[Store]:
-    opened = await Store.open(settings)
-    yield opened
-    await opened.close()
 
 
 @pytest.fixture

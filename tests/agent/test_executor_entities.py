@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -98,13 +97,6 @@ class FakeEmbedding:
         slot = group if group is not None else len(self.groups) + self._own.setdefault(text, len(self._own))
         vector[slot] = 1.0
         return vector
-
-
-@pytest.fixture
-async def store(settings: Settings) -> AsyncIterator[Store]:
-    opened = await Store.open(settings)
-    yield opened
-    await opened.close()
 
 
 async def apply_entities(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +28,6 @@ from tests.agent.executor_helpers import (
     write_round_one,
 )
 from tests.store.procs import run
-
-
-@pytest.fixture
-async def store(settings: Settings) -> AsyncIterator[Store]:
-    opened = await Store.open(settings)
-    yield opened
-    await opened.close()
 
 
 @pytest.fixture

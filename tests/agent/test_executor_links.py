@@ -9,7 +9,6 @@ reference that resolves nowhere.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +44,6 @@ LINES = (
     (ASSISTANT, "My guess: the slow export comes from the ORM's N+1 queries."),
     (ASSISTANT, "Found it: a missing index on orders.customer_id; adding it fixed the export."),
 )
-
-
-@pytest.fixture
-async def store(settings: Settings) -> AsyncIterator[Store]:
-    opened = await Store.open(settings)
-    yield opened
-    await opened.close()
 
 
 @pytest.fixture

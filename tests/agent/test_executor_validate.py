@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +33,6 @@ from tests.agent.executor_helpers import (
 )
 
 IDEA = "INSERT INTO ideas (session_id, source_file_id, source_line, intent, content, content_hash"
-
-
-@pytest.fixture
-async def store(settings: Settings) -> AsyncIterator[Store]:
-    opened = await Store.open(settings)
-    yield opened
-    await opened.close()
 
 
 @pytest.fixture
