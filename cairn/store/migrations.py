@@ -26,6 +26,8 @@ never handed to another row, so a stale id from a model or in Chroma can never h
    a project, merge repeats of a query and have vectors (the outbox is rebuilt to allow the new kinds).
 9. passages: long messages cut into passages (`cairn.transcripts.passages`) with their character
    ranges, full-text indexed and queued for vectors (the outbox is rebuilt again to allow them).
+10. reindex: `cairn reindex` jobs and the sessions each has swapped to its new generation, so a rerun
+   after a crash resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -851,6 +853,35 @@ _PASSAGES = Migration(
     ),
 )
 
+_REINDEX = Migration(
+    10,
+    "reindex: re-index jobs and the sessions each has swapped in",
+    (
+        # A `cairn reindex` run: what it rebuilds (`selection`: its filters as JSON) with which model.
+        # `finished_at` stays NULL until every selected session is swapped, so a rerun of the same
+        # command finds the job and goes on with the sessions it has not done yet.
+        """
+        CREATE TABLE reindex_jobs (
+            id           INTEGER PRIMARY KEY,
+            model        TEXT NOT NULL,
+            selection    TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(selection)),
+            started_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            finished_at  TEXT
+        )
+        """,
+        # Written in the transaction that swaps the session's new generation in: done means swapped.
+        """
+        CREATE TABLE reindex_sessions (
+            job_id      INTEGER NOT NULL REFERENCES reindex_jobs (id) ON DELETE CASCADE,
+            session_id  TEXT NOT NULL,
+            ideas       INTEGER NOT NULL DEFAULT 0,
+            done_at     TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            PRIMARY KEY (job_id, session_id)
+        ) WITHOUT ROWID
+        """,
+    ),
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     _CAPTURE,
     _MEMORY,
@@ -861,6 +892,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _RECALL,
     _FILES_AND_LEARNING,
     _PASSAGES,
+    _REINDEX,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

@@ -264,6 +264,10 @@ ROWS: dict[int, list[tuple[str, dict[str, Any]]]] = {
             {"message_id": 2, "seq": 1, "char_start": 21, "char_end": 39, "text": "skipped sidechains"},
         ),
     ],
+    10: [
+        ("reindex_jobs", {"id": 1, "model": "offline", "selection": '{"project": "alpha"}'}),
+        ("reindex_sessions", {"job_id": 1, "session_id": "s-1", "ideas": 2}),
+    ],
 }
 
 
