@@ -377,7 +377,14 @@ async def estimate(db: Database, session: Session, overhead: int) -> Estimate:
     counted, since Claude runs use prompt caching, which bills those re-reads at a tenth. Output:
     `OUTPUT_RATIO` of the input, seed 003's ~5K per ~50K-token run.
     """
-    planned = await plan_batches(db, mode="backfill", paths=session_paths(session))
+    return await estimate_paths(db, session_paths(session), overhead)
+
+
+async def estimate_paths(db: Database, paths: list[str] | None, overhead: int) -> Estimate:
+    """`estimate` for the stored files `paths` (None: every file with messages past its cursor).
+
+    `cairn reindex --dry-run` calls it on a scratch copy whose cursors are back at line 0."""
+    planned = await plan_batches(db, mode="backfill", paths=paths)
     result = Estimate(
         batches=len(planned),
         messages=sum(p.message_count for p in planned),

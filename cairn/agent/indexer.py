@@ -263,14 +263,17 @@ async def index_batch(
     settings: Settings,
     *,
     prompt: Prompt | None = None,
+    embed: Embed | None = None,
 ) -> RunOutcome:
     """Run the agent on `planned` and apply its result; every outcome is recorded in `index_runs`.
 
     A failed run is returned, not raised, and leaves the batch's cursors where they were. Only a
-    failure of the store itself (the database unusable while recording) propagates.
+    failure of the store itself (the database unusable while recording) propagates. `embed` matches
+    entity names by embedding (default: the store's own embedding function); a store without vectors
+    of its own (`cairn.reindex`'s scratch store) passes its owner's.
     """
     prompt = prompt or load_prompt()
-    deps = ToolDeps(db=store.db, vectors=store.vectors, max_tool_calls=settings.max_tool_calls)
+    deps = ToolDeps(db=store.db, vectors=store.vectors_or_none, max_tool_calls=settings.max_tool_calls)
     usage = RunUsage()  # filled in place, so a run that raises is still accounted
     started = time.perf_counter()
     try:
@@ -304,7 +307,9 @@ async def index_batch(
     record = _record(choice, prompt, planned, usage, time.perf_counter() - started)
     record.outcome = TOOL_BUDGET if deps.tool_calls > deps.max_tool_calls else OK
     try:
-        stats = await executor.apply(store.db, planned, run.output, record, embed=_embedder(store))
+        stats = await executor.apply(
+            store.db, planned, run.output, record, embed=embed or store_embedder(store)
+        )
     except StaleBatchError as exc:
         # Another writer indexed these messages since the batch was planned: the run is accounted,
         # its result dropped, and the next plan starts from the moved cursors.
@@ -321,7 +326,7 @@ async def index_batch(
     return applied
 
 
-def _embedder(store: Store) -> Embed:
+def store_embedder(store: Store) -> Embed:
     """The store's embedding function as a plain `texts → vectors` callable, for entity matching."""
     function = store.vectors.embedding_function
 
@@ -341,6 +346,7 @@ async def index_pending(
     prompt: Prompt | None = None,
     on_batch: BatchCallback | None = None,
     should_stop: Callable[[], bool] | None = None,
+    embed: Embed | None = None,
 ) -> IndexReport:
     """Index every stored, not-yet-indexed message (of `paths`, default all) in planned batches.
 
@@ -366,7 +372,7 @@ async def index_pending(
             if report.stopped is not None or files & blocked:
                 report.skipped_batches += 1
                 continue
-            run = await index_batch(store, planned, choice, settings, prompt=prompt)
+            run = await index_batch(store, planned, choice, settings, prompt=prompt, embed=embed)
             report.add(run)
             if not run.ok:
                 blocked |= files

@@ -7,7 +7,17 @@ from __future__ import annotations
 
 from typer.models import CommandInfo
 
-from cairn.cli import admin, capture, daemon, eval, learn, memory, redact, search  # noqa: F401  (registers the commands)
+from cairn.cli import (  # noqa: F401  (registers the commands)
+    admin,
+    capture,
+    daemon,
+    eval,
+    learn,
+    memory,
+    redact,
+    reindex,
+    search,
+)
 from cairn.cli.common import app
 
 __all__ = ["app"]
@@ -17,6 +27,7 @@ _HELP_ORDER = (
     "sync",
     "index",
     "backfill",
+    "reindex",
     "stats",
     "status",
     "inspect",

@@ -240,6 +240,7 @@ async def long_request(
         "index": jobs.index_job,
         "backfill": jobs.backfill_job,
         "reindex_vectors": jobs.reindex_vectors_job,
+        "reindex": jobs.reindex_job,
     }[op]
     store = await open_store(settings)
     try:

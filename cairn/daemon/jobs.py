@@ -1,4 +1,4 @@
-"""The long store operations — `index`, `backfill`, `reindex-vectors` — as JSON in, JSON out.
+"""The long store operations — `index`, `backfill`, `reindex`, `reindex-vectors` — as JSON in, JSON out.
 
 The daemon runs them for its socket clients and the CLI runs the very same functions when no daemon
 runs, so a command prints the same either way. Each reports progress through `emit` (plain dicts: the
@@ -303,4 +303,97 @@ async def _index_sessions(
         phases.end("index")
 
 
-JOBS = {"index": index_job, "backfill": backfill_job, "reindex_vectors": reindex_vectors_job}
+async def reindex_job(
+    store: Store,
+    settings: Settings,
+    *,
+    model: str | None = None,
+    project: str | None = None,
+    session: str | None = None,
+    since: str | None = None,
+    dry_run: bool = False,
+    emit: Emit = no_emit,
+    should_stop: ShouldStop = _never,
+) -> dict[str, Any]:
+    """`cairn reindex`: the JSON it prints with `--json`; the dry run prices it as backfill's does."""
+    from cairn.agent.models import resolve_model
+    from cairn.backfill import OUTPUT_RATIO, Estimate, parse_since, run_overhead_tokens
+    from cairn.doctor import default_model
+    from cairn.pricing import PRICES_AS_OF, load_prices
+    from cairn.reindex.run import Selection, estimates, reindex, select_sessions, waiting_messages
+
+    started = time.perf_counter()
+    selection = Selection(project=project, session=session, since=parse_since(since) if since else None)
+    prices = load_prices(settings)
+    sessions = await select_sessions(store.db, selection)
+    model_name = (model or settings.model or default_model()).strip()
+    if dry_run:
+        total, rows = Estimate(), []
+        for stored, est in await estimates(store, settings, sessions, run_overhead_tokens()):
+            total.add(est)
+            rows.append({**stored.describe(), **est.as_dict(prices, model_name)})
+        return {
+            "dry_run": True,
+            "model": model_name,
+            "prices_as_of": PRICES_AS_OF,
+            "output_ratio": OUTPUT_RATIO,
+            "sessions": rows,
+            "total": total.as_dict(prices, model_name),
+        }
+    choice = resolve_model(settings, model)
+    phases = Phases(emit)
+    try:
+        phases.start("index", await waiting_messages(store, sessions), "messages")
+        try:
+            report = await reindex(
+                store,
+                settings,
+                sessions,
+                choice,
+                selection,
+                embed=_embed_or_none(store),
+                should_stop=should_stop,
+                on_batch=lambda planned, run: phases.advance(
+                    "index", planned.message_count, **_batch_counts(run)
+                ),
+                on_session=lambda result: phases.session(
+                    {**result.as_dict(), "of": len(sessions), "elapsed": time.perf_counter() - started}
+                ),
+            )
+        finally:
+            phases.end("index")
+        vectors = await embed_phase(store, phases, should_stop)
+    finally:
+        await choice.aclose()
+    return {
+        "model": choice.name,
+        "job": report.job_id,
+        "sessions_total": report.total,
+        "sessions_already_done": report.already_done,
+        "sessions_swapped": report.swapped,
+        "interrupted": report.interrupted,
+        "vectors_written": vectors,
+        **phases.rounded(),
+        "wall_seconds": round(time.perf_counter() - started, 3),
+        "sessions": [s.as_dict() for s in report.sessions],
+        **index_json(report.index),
+    }
+
+
+def _embed_or_none(store: Store) -> Any:
+    """The store's embedding function for entity matching in the scratch store; None without vectors."""
+    from cairn.agent.indexer import store_embedder
+    from cairn.store.vectors import VectorStoreError
+
+    try:
+        return store_embedder(store)
+    except VectorStoreError:
+        return None
+
+
+JOBS = {
+    "index": index_job,
+    "backfill": backfill_job,
+    "reindex_vectors": reindex_vectors_job,
+    "reindex": reindex_job,
+}

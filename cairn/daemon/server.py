@@ -163,11 +163,12 @@ def _long_ops() -> dict[str, Op]:
         "index": jobs.index_job,
         "backfill": jobs.backfill_job,
         "reindex_vectors": jobs.reindex_vectors_job,
+        "reindex": jobs.reindex_job,
         "redact_rescan": redact_rescan_job,
     }
 
 
-LONG_OPS = ("backfill", "index", "reindex_vectors", "redact_rescan")
+LONG_OPS = ("backfill", "index", "reindex", "reindex_vectors", "redact_rescan")
 
 
 def to_json(value: Any) -> Any:

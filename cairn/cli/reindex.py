@@ -1,0 +1,152 @@
+"""`cairn reindex`: rebuild stored sessions' memory with another model, without re-reading transcripts.
+
+The face of `cairn.reindex`: through the daemon when it runs (like `index` and `backfill`), directly
+otherwise, with the same progress display. A user who indexed offline and later adds an API key runs
+`cairn reindex --model anthropic:…` instead of deleting `~/.cairn`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from typing import Annotated, Any
+
+import typer
+
+from cairn.cli.common import (
+    JsonOpt,
+    ModelOpt,
+    app,
+    console,
+    err,
+    fail,
+    interruptible,
+    key_value_table,
+    load_settings,
+    long_request,
+    print_json,
+    render_index,
+)
+from cairn.cli.progress import JobProgress
+from cairn.cli.summaries import elapsed_rows
+from cairn.clock import process_seconds
+
+
+def reindex_summary(data: dict[str, Any]) -> Any:
+    """The `reindex` table: sessions swapped, ideas before and after, runs, tokens, times."""
+    sessions = data.get("sessions") or []
+    done = data["sessions_swapped"] + data["sessions_already_done"]
+    status = f"{done} of {data['sessions_total']} swapped to the new generation"
+    if data.get("interrupted"):
+        status += ", interrupted"
+    old = sum(int(s.get("old_ideas") or 0) for s in sessions if s.get("swapped"))
+    new = sum(int(s.get("ideas") or 0) for s in sessions if s.get("swapped"))
+    messages = sum(int(s.get("messages") or 0) for s in sessions)
+    rows = {
+        "model": str(data["model"]),
+        "sessions": status,
+        "ideas": f"{old:,} replaced by {new:,}",
+        "runs": f"{data.get('runs_ok', 0)} ok, {data.get('runs_failed', 0)} failed",
+        "tokens": f"{int(data.get('input_tokens', 0)):,} in, {int(data.get('output_tokens', 0)):,} out",
+        **elapsed_rows(data, messages),
+    }
+    return key_value_table("reindex", rows)
+
+
+@app.command()
+def reindex(
+    model: ModelOpt = None,
+    project: Annotated[
+        str | None,
+        typer.Option("--project", help="Only sessions of projects whose path, name or cwd has this."),
+    ] = None,
+    session: Annotated[
+        str | None, typer.Option("--session", help="Only this session (an id or its prefix).")
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since", help="Only sessions active on or after this ISO date (UTC), e.g. 2025-09-01."
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Report the batches, tokens and estimated cost per model; run nothing."
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Rebuild ideas, topics, entities and links from the stored messages, e.g. with a new model.
+
+    Each session is rebuilt aside and swapped in with one transaction once all of it is indexed, so
+    searches see the old memory or the new, never both or neither. Messages are not touched. Ctrl-C
+    stops after the current batch (the session in progress keeps its old memory); rerunning the same
+    command goes on with the sessions not yet swapped.
+    """
+    from cairn.backfill import estimate_tables, parse_since
+    from cairn.pricing import load_prices
+
+    settings = load_settings()
+    try:
+        if since:
+            parse_since(since)
+        load_prices(settings)
+    except ValueError as exc:
+        raise fail(str(exc)) from exc
+    stop_requests = 0
+
+    def on_signal() -> None:
+        nonlocal stop_requests
+        stop_requests += 1
+        if stop_requests == 1:
+            err.print("Stopping after the current batch… (press Ctrl-C again to stop at once)")
+            return
+        err.print("Stopped at once; the session in progress keeps its old memory. Rerun to continue.")
+        os._exit(130)
+
+    def take_over_signals() -> None:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, on_signal)
+
+    args = {
+        "model": model or settings.model,
+        "project": project,
+        "session": session,
+        "since": since,
+        "dry_run": dry_run,
+    }
+    with JobProgress(err) as progress:
+        data = interruptible(
+            lambda: long_request(
+                settings,
+                "reindex",
+                args,
+                progress,
+                should_stop=lambda: stop_requests > 0,
+                on_direct=None if dry_run else take_over_signals,
+            ),
+            "reindex",
+        )
+    if data.get("dry_run"):
+        if as_json:
+            print_json(data)
+        else:
+            for renderable in estimate_tables(data):
+                console.print(renderable)
+        return
+    data["job_seconds"], data["wall_seconds"] = data["wall_seconds"], round(process_seconds(), 3)
+    if as_json:
+        print_json(data)
+    else:
+        console.print(reindex_summary(data))
+        render_index(data)
+    if data["interrupted"]:
+        err.print(
+            "Interrupted. Run the same `cairn reindex` again to go on with the sessions not swapped yet."
+        )
+        raise typer.Exit(130)
+    if data["runs_failed"] and not data["runs_ok"]:
+        raise typer.Exit(1)

@@ -1,0 +1,358 @@
+"""Swap a session's new generation (built in a scratch database) into the store in one transaction.
+
+One `BEGIN IMMEDIATE` transaction deletes the session's old ideas and topic spans (their relations
+and entity links go with them) and inserts the scratch generation with fresh ids, so every reader —
+search, recall, open questions, `show` — sees either the old generation or the new one, never both
+and never neither. The session's indexing cursors and skipped lines become the scratch run's, its
+agent runs are recorded in `index_runs`, and the job's `reindex_sessions` row is written in the same
+transaction: a crash before the commit leaves the old generation and no mark, after it both.
+
+The store's own triggers queue vector work for every deleted and inserted row (deletes for the old
+ideas, spans and entities, upserts for the new ones), so Chroma follows after the commit as it does
+for any indexing.
+
+What other rows learned about an old idea is carried to the new idea said at the same place (same
+file and line; the same text first): its usage count and last use, the recall injections that showed
+it, and the links other sessions' ideas have to it (relations, `superseded_by`, `answered_by`). What
+pointed at an idea with no successor goes with it, as when the executor replaces an idea. An entity
+only the old generation named, and nothing names any more, is deleted.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import aiosqlite
+
+from cairn.store.db import Database
+
+# An idea's links to other ideas, written once all of the generation's ideas have their new ids.
+_IDEA_LINKS = ("answered_by", "superseded_by")
+
+
+class SwapConflictError(RuntimeError):
+    """The session's transcript was rewritten while its new generation was built; run again."""
+
+
+@dataclass
+class SwapStats:
+    old_ideas: int = 0
+    new_ideas: int = 0
+    old_spans: int = 0
+    new_spans: int = 0
+    carried: int = 0  # old ideas whose usage, injections and links moved to a successor
+
+
+@dataclass
+class _Generation:
+    """The scratch database's generation of one session, read before the store's write lock is taken."""
+
+    files: list[sqlite3.Row]
+    runs: list[sqlite3.Row]
+    spans: list[sqlite3.Row]
+    ideas: list[sqlite3.Row]
+    relations: list[sqlite3.Row]
+    links: list[sqlite3.Row]  # idea_entities with the entity's name and type
+    entities: dict[int, sqlite3.Row]
+    aliases: list[sqlite3.Row]
+    skipped: list[sqlite3.Row]
+    associations: list[sqlite3.Row]
+
+
+async def _read(scratch: Database) -> _Generation:
+    links = await scratch.fetchall("SELECT idea_id, entity_id FROM idea_entities")
+    entity_ids = sorted({row["entity_id"] for row in links})
+    return _Generation(
+        files=await scratch.fetchall("SELECT id, indexed_line, generation_start_id FROM transcript_files"),
+        runs=await scratch.fetchall("SELECT * FROM index_runs ORDER BY id"),
+        spans=await scratch.fetchall("SELECT * FROM topic_spans ORDER BY id"),
+        ideas=await scratch.fetchall("SELECT * FROM ideas ORDER BY id"),
+        relations=await scratch.fetchall("SELECT * FROM relations ORDER BY id"),
+        links=links,
+        entities={
+            row["id"]: row
+            for row in await scratch.fetchall(
+                "SELECT * FROM entities WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(entity_ids),),
+            )
+        },
+        aliases=await scratch.fetchall(
+            "SELECT entity_id, alias FROM entity_aliases WHERE entity_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(entity_ids),),
+        ),
+        skipped=await scratch.fetchall("SELECT * FROM skipped_lines"),
+        associations=await scratch.fetchall("SELECT * FROM search_associations ORDER BY id"),
+    )
+
+
+async def copy_runs(main: Database, scratch: Database) -> None:
+    """Record the scratch's agent runs in the store when its generation is not swapped in.
+
+    Every model call is accounted (architecture invariant 6), including those of a session whose
+    re-index failed or was stopped and whose generation is therefore dropped.
+    """
+    runs = await scratch.fetchall("SELECT * FROM index_runs ORDER BY id")
+    if runs:
+        async with main.write() as conn:
+            for run in runs:
+                await _insert(conn, "index_runs", _without_id(run))
+
+
+async def swap_session(main: Database, scratch: Database, session_id: str, job_id: int) -> SwapStats:
+    """Replace `session_id`'s generation in `main` by the one built in `scratch`, in one transaction."""
+    new = await _read(scratch)
+    file_ids = [row["id"] for row in new.files]
+    stats = SwapStats(new_ideas=len(new.ideas), new_spans=len(new.spans))
+    async with main.write() as conn:
+        await _check_files(conn, new.files)
+        old_ideas = await _column(
+            conn,
+            "SELECT id FROM ideas WHERE session_id = ? OR source_file_id IN (SELECT value FROM json_each(?))",
+            (session_id, json.dumps(file_ids)),
+        )
+        old_spans = await _column(
+            conn,
+            "SELECT id FROM topic_spans WHERE session_id = ? OR file_id IN (SELECT value FROM json_each(?))",
+            (session_id, json.dumps(file_ids)),
+        )
+        stats.old_ideas, stats.old_spans = len(old_ideas), len(old_spans)
+        kept = await _Kept.read(conn, old_ideas)
+        await _delete(conn, old_ideas, old_spans, file_ids)
+
+        run_ids = {run["id"]: await _insert(conn, "index_runs", _without_id(run)) for run in new.runs}
+        span_ids = await _insert_spans(conn, new.spans)
+        entity_ids = await _entities(conn, new)
+        idea_ids: dict[int, int] = {}
+        for idea in new.ideas:
+            row = _without_id(idea)
+            row["span_id"] = span_ids.get(idea["span_id"]) if idea["span_id"] is not None else None
+            for column in _IDEA_LINKS:
+                row[column] = None
+            idea_ids[idea["id"]] = await _insert(conn, "ideas", row)
+        for idea in new.ideas:
+            for column in _IDEA_LINKS:
+                if idea[column] is not None:
+                    await conn.execute(
+                        f"UPDATE ideas SET {column} = ? WHERE id = ?",
+                        (idea_ids[idea[column]], idea_ids[idea["id"]]),
+                    )
+        for rel in new.relations:
+            row = _without_id(rel)
+            row["from_idea_id"], row["to_idea_id"] = (
+                idea_ids[rel["from_idea_id"]],
+                idea_ids[rel["to_idea_id"]],
+            )
+            await _insert(conn, "relations", row, ignore=True)
+        for link in new.links:
+            await conn.execute(
+                "INSERT OR IGNORE INTO idea_entities (idea_id, entity_id) VALUES (?, ?)",
+                (idea_ids[link["idea_id"]], entity_ids[link["entity_id"]]),
+            )
+        for skip in new.skipped:
+            row = dict(skip)
+            row["run_id"] = run_ids.get(skip["run_id"]) if skip["run_id"] is not None else None
+            await _insert(conn, "skipped_lines", row, ignore=True)
+        for association in new.associations:
+            await _insert(conn, "search_associations", _without_id(association), ignore=True)
+        stats.carried = await kept.restore(conn, _successors(kept.ideas, new.ideas, idea_ids))
+        await _drop_orphan_entities(conn, kept.entities)
+        for file in new.files:
+            await conn.execute(
+                "UPDATE transcript_files SET indexed_line = ? WHERE id = ?",
+                (file["indexed_line"], file["id"]),
+            )
+        await conn.execute(
+            "INSERT INTO reindex_sessions (job_id, session_id, ideas) VALUES (?, ?, ?)",
+            (job_id, session_id, len(new.ideas)),
+        )
+    return stats
+
+
+async def _check_files(conn: aiosqlite.Connection, files: Iterable[sqlite3.Row]) -> None:
+    for file in files:
+        async with conn.execute(
+            "SELECT generation_start_id FROM transcript_files WHERE id = ?", (file["id"],)
+        ) as cur:
+            row = await cur.fetchone()
+        if row is None or row[0] != file["generation_start_id"]:
+            raise SwapConflictError(
+                f"transcript file {file['id']} was removed or rewritten while its session was re-indexed"
+            )
+
+
+async def _delete(
+    conn: aiosqlite.Connection, old_ideas: list[int], old_spans: list[int], file_ids: list[int]
+) -> None:
+    """Delete the old generation: its relations, entity links and unmatched injections cascade."""
+    await conn.execute(
+        "DELETE FROM ideas WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(old_ideas),)
+    )
+    await conn.execute(
+        "DELETE FROM topic_spans WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(old_spans),)
+    )
+    await conn.execute(
+        "DELETE FROM skipped_lines WHERE file_id IN (SELECT value FROM json_each(?))", (json.dumps(file_ids),)
+    )
+
+
+async def _insert_spans(conn: aiosqlite.Connection, spans: Sequence[sqlite3.Row]) -> dict[int, int]:
+    ids: dict[int, int] = {}
+    for span in spans:
+        row = _without_id(span)
+        row["parent_id"] = None
+        ids[span["id"]] = await _insert(conn, "topic_spans", row)
+    for span in spans:
+        if span["parent_id"] is not None and span["parent_id"] in ids:
+            await conn.execute(
+                "UPDATE topic_spans SET parent_id = ? WHERE id = ?", (ids[span["parent_id"]], ids[span["id"]])
+            )
+    return ids
+
+
+async def _entities(conn: aiosqlite.Connection, new: _Generation) -> dict[int, int]:
+    """The store's id of every entity the new generation names, inserting those it lacks (with aliases)."""
+    ids: dict[int, int] = {}
+    for scratch_id, entity in new.entities.items():
+        async with conn.execute(
+            "SELECT id FROM entities WHERE canonical_name = ? COLLATE NOCASE AND type = ?",
+            (entity["canonical_name"], entity["type"]),
+        ) as cur:
+            found = await cur.fetchone()
+        ids[scratch_id] = found[0] if found else await _insert(conn, "entities", _without_id(entity))
+    for alias in new.aliases:
+        await conn.execute(
+            "INSERT OR IGNORE INTO entity_aliases (entity_id, alias) VALUES (?, ?)",
+            (ids[alias["entity_id"]], alias["alias"]),
+        )
+    return ids
+
+
+async def _drop_orphan_entities(conn: aiosqlite.Connection, entity_ids: list[int]) -> None:
+    """Entities the old generation named that no idea names now (a misreading the new model corrected)."""
+    await conn.execute(
+        """
+        DELETE FROM entities WHERE id IN (SELECT value FROM json_each(?))
+          AND NOT EXISTS (SELECT 1 FROM idea_entities ie WHERE ie.entity_id = entities.id)
+        """,
+        (json.dumps(entity_ids),),
+    )
+
+
+def _successors(
+    old: Sequence[sqlite3.Row], new: Sequence[sqlite3.Row], idea_ids: dict[int, int]
+) -> dict[int, int]:
+    """Old idea id → the new idea said at the same file and line (the same text preferred)."""
+    exact: dict[tuple[Any, Any, Any], int] = {}
+    at_line: dict[tuple[Any, Any], int] = {}
+    for idea in new:
+        exact.setdefault(
+            (idea["source_file_id"], idea["source_line"], idea["content_hash"]), idea_ids[idea["id"]]
+        )
+        at_line.setdefault((idea["source_file_id"], idea["source_line"]), idea_ids[idea["id"]])
+    result: dict[int, int] = {}
+    for idea in old:
+        place = (idea["source_file_id"], idea["source_line"])
+        successor = exact.get((*place, idea["content_hash"])) or at_line.get(place)
+        if successor is not None and idea["source_file_id"] is not None:
+            result[idea["id"]] = successor
+    return result
+
+
+@dataclass
+class _Kept:
+    """What other rows hold about the old ideas, read before they are deleted, restored on successors."""
+
+    ideas: list[sqlite3.Row]
+    injections: list[sqlite3.Row]
+    pointers: list[tuple[str, int, int]]  # (column, idea outside the session, old idea it points at)
+    relations: list[sqlite3.Row]  # with exactly one end among the old ideas
+    entities: list[int]
+
+    @classmethod
+    async def read(cls, conn: aiosqlite.Connection, old: list[int]) -> _Kept:
+        ids = json.dumps(old)
+        in_old = "IN (SELECT value FROM json_each(:ids))"
+        pointers: list[tuple[str, int, int]] = []
+        for column in _IDEA_LINKS:
+            for row in await _rows(
+                conn,
+                f"SELECT id, {column} AS target FROM ideas WHERE {column} {in_old} AND id NOT {in_old}",
+                ids,
+            ):
+                pointers.append((column, row["id"], row["target"]))
+        return cls(
+            ideas=await _rows(
+                conn,
+                f"SELECT id, source_file_id, source_line, content_hash, usage_count, last_used_at "
+                f"FROM ideas WHERE id {in_old}",
+                ids,
+            ),
+            injections=await _rows(conn, f"SELECT * FROM recall_injections WHERE idea_id {in_old}", ids),
+            pointers=pointers,
+            relations=await _rows(
+                conn,
+                f"SELECT * FROM relations WHERE (from_idea_id {in_old}) <> (to_idea_id {in_old})",
+                ids,
+            ),
+            entities=[
+                row["entity_id"]
+                for row in await _rows(
+                    conn, f"SELECT DISTINCT entity_id FROM idea_entities WHERE idea_id {in_old}", ids
+                )
+            ],
+        )
+
+    async def restore(self, conn: aiosqlite.Connection, successor: dict[int, int]) -> int:
+        """Put back on each old idea's successor what was kept about it; how many ideas had one."""
+        for idea in self.ideas:
+            if (new_id := successor.get(idea["id"])) is not None and idea["usage_count"]:
+                await conn.execute(
+                    "UPDATE ideas SET usage_count = usage_count + ?, last_used_at = CASE "
+                    "WHEN ? > coalesce(last_used_at, '') THEN ? ELSE last_used_at END WHERE id = ?",
+                    (idea["usage_count"], idea["last_used_at"], idea["last_used_at"], new_id),
+                )
+        for injection in self.injections:
+            if (new_id := successor.get(injection["idea_id"])) is not None:
+                await _insert(conn, "recall_injections", {**dict(injection), "idea_id": new_id})
+        for column, idea_id, target in self.pointers:
+            if (new_id := successor.get(target)) is not None:
+                await conn.execute(f"UPDATE ideas SET {column} = ? WHERE id = ?", (new_id, idea_id))
+        for rel in self.relations:
+            ends = [successor.get(rel[end], rel[end]) for end in ("from_idea_id", "to_idea_id")]
+            if ends[0] != ends[1] and await _exists(conn, ends[0]) and await _exists(conn, ends[1]):
+                row = {**_without_id(rel), "from_idea_id": ends[0], "to_idea_id": ends[1]}
+                await _insert(conn, "relations", row, ignore=True)
+        return sum(1 for idea in self.ideas if idea["id"] in successor)
+
+
+async def _rows(conn: aiosqlite.Connection, sql: str, ids: str) -> list[sqlite3.Row]:
+    async with conn.execute(sql, {"ids": ids}) as cur:
+        return list(await cur.fetchall())
+
+
+async def _column(conn: aiosqlite.Connection, sql: str, params: Sequence[Any]) -> list[int]:
+    async with conn.execute(sql, params) as cur:
+        return [int(row[0]) for row in await cur.fetchall()]
+
+
+async def _exists(conn: aiosqlite.Connection, idea_id: int) -> bool:
+    async with conn.execute("SELECT 1 FROM ideas WHERE id = ?", (idea_id,)) as cur:
+        return await cur.fetchone() is not None
+
+
+def _without_id(row: sqlite3.Row) -> dict[str, Any]:
+    return {key: value for key, value in dict(row).items() if key != "id"}
+
+
+async def _insert(
+    conn: aiosqlite.Connection, table: str, row: dict[str, Any], *, ignore: bool = False
+) -> int:
+    columns = ", ".join(row)
+    marks = ", ".join("?" for _ in row)
+    verb = "INSERT OR IGNORE" if ignore else "INSERT"
+    async with conn.execute(f"{verb} INTO {table} ({columns}) VALUES ({marks})", tuple(row.values())) as cur:
+        return int(cur.lastrowid or 0)
