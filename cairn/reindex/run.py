@@ -254,11 +254,12 @@ async def _one_session(
         if on_batch is not None:
             on_batch(planned, run)
 
-    scratch_db = await build_scratch(store.db, settings, session.id)
+    scratch = await build_scratch(store.db, settings, session.id)
+    scratch_db = scratch.db
     try:
-        scratch = ScratchStore(settings, scratch_db)
+        scratch_store = ScratchStore(settings, scratch_db)
         indexed = await index_pending(
-            scratch,
+            scratch_store,
             settings,
             model=choice,
             mode="backfill",
@@ -280,7 +281,7 @@ async def _one_session(
             report.interrupted = report.interrupted or (not indexed.failures and not indexed.stopped)
             return indexed.stopped is not None or report.interrupted
         try:
-            result.swap = await swap_session(store.db, scratch_db, session.id, job_id)
+            result.swap = await swap_session(store.db, scratch, job_id)
         except SwapConflictError as exc:
             result.error = str(exc)
             await copy_runs(store.db, scratch_db)
@@ -300,11 +301,11 @@ async def estimates(
     result = []
     try:
         for session in sessions:
-            scratch_db = await build_scratch(store.db, settings, session.id)
+            scratch = await build_scratch(store.db, settings, session.id)
             try:
-                result.append((session, await estimate_paths(scratch_db, None, overhead)))
+                result.append((session, await estimate_paths(scratch.db, None, overhead)))
             finally:
-                await scratch_db.close()
+                await scratch.close()
     finally:
         clear_scratch(settings)
     return result

@@ -3,14 +3,15 @@
 Searches, recall, open questions and the vector index all read the store's `ideas`, `topic_spans`,
 `relations` and `entities` tables. Building a new generation beside the old one in those tables would
 show both (or need a generation filter in every one of those readers), so `cairn reindex` builds it
-in a scratch database instead: a copy of the session's rows the indexer needs — its project, session,
-transcript files (cursors back at line 0) and messages, with their ids kept, plus every entity so the
-new generation names things as the rest of the store does. The ordinary indexer then runs on the
-scratch store unchanged (same planner, agent, validator and executor), and `cairn.reindex.swap` moves
-the finished generation into the store in one transaction.
+in a scratch database instead. It holds the session's transcript files (cursors back at line 0) and
+messages with their ids kept, every entity (so the new generation names things as the store does),
+and every other session's memory, so the agent finds, links, answers and supersedes across sessions
+as it would in the store. The ordinary indexer runs on the scratch store unchanged (same planner,
+agent, validator and executor), and `cairn.reindex.swap` moves the finished generation into the store
+in one transaction.
 
-The scratch store has no vector index: the agent's tools match by FTS5 and LIKE there (its messages
-are the only ones it holds), while entity names are still matched by the owner's embedding function.
+The scratch store has no vector index: the agent's tools match by FTS5 and LIKE there (the session's
+messages are the only ones it holds), while entity names are matched by the owner's embedding function.
 It lives under `CAIRN_HOME` (private, 0700) and is removed after each session; one left by a crash is
 removed by the next run.
 """
@@ -18,6 +19,7 @@ removed by the next run.
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 from cairn.config import Settings
@@ -26,22 +28,58 @@ from cairn.store.store import Store
 
 SCRATCH_DIR = "reindex-scratch"
 
-# What a session's re-index needs, copied with ids kept (`file_ids` is the session's files).
+# What a session's re-index needs, copied with ids kept. The session's own messages are the input;
+# every other session's memory (ideas, spans, their relations and entity links) is the context the
+# agent searches, links to, answers and supersedes, as it would in the store. References into the
+# session's old generation, which is not copied, are cleared (foreign keys are off during the copy).
+_SESSION_FILES = "SELECT id FROM src.transcript_files WHERE session_id = :session"
 _COPIES = (
     "INSERT INTO main.projects SELECT * FROM src.projects",
-    "INSERT INTO main.sessions SELECT * FROM src.sessions WHERE id = :session",
-    "INSERT INTO main.transcript_files SELECT * FROM src.transcript_files WHERE session_id = :session",
-    """
-    INSERT INTO main.messages SELECT * FROM src.messages
-    WHERE file_id IN (SELECT id FROM main.transcript_files)
-    """,
+    "INSERT INTO main.sessions SELECT * FROM src.sessions",
+    "INSERT INTO main.transcript_files SELECT * FROM src.transcript_files",
+    f"INSERT INTO main.messages SELECT * FROM src.messages WHERE file_id IN ({_SESSION_FILES})",
     "INSERT INTO main.entities SELECT * FROM src.entities",
     "INSERT INTO main.entity_aliases SELECT * FROM src.entity_aliases",
-    # Indexed again from the first line; skipped lines are decided again by the new run.
-    "UPDATE main.transcript_files SET indexed_line = 0",
+    f"""
+    INSERT INTO main.topic_spans SELECT * FROM src.topic_spans
+    WHERE session_id <> :session AND (file_id IS NULL OR file_id NOT IN ({_SESSION_FILES}))
+    """,
+    f"""
+    INSERT INTO main.ideas SELECT * FROM src.ideas
+    WHERE (session_id IS NULL OR session_id <> :session)
+      AND (source_file_id IS NULL OR source_file_id NOT IN ({_SESSION_FILES}))
+    """,
+    "UPDATE main.ideas SET superseded_by = NULL WHERE superseded_by NOT IN (SELECT id FROM main.ideas)",
+    "UPDATE main.ideas SET answered_by = NULL WHERE answered_by NOT IN (SELECT id FROM main.ideas)",
+    "UPDATE main.ideas SET span_id = NULL WHERE span_id NOT IN (SELECT id FROM main.topic_spans)",
+    "UPDATE main.topic_spans SET parent_id = NULL WHERE parent_id NOT IN (SELECT id FROM main.topic_spans)",
+    """
+    INSERT INTO main.relations SELECT * FROM src.relations
+    WHERE from_idea_id IN (SELECT id FROM main.ideas) AND to_idea_id IN (SELECT id FROM main.ideas)
+    """,
+    """
+    INSERT INTO main.idea_entities SELECT * FROM src.idea_entities
+    WHERE idea_id IN (SELECT id FROM main.ideas)
+    """,
+    # The session is indexed again from its first line; its skipped lines are decided again.
+    "UPDATE main.transcript_files SET indexed_line = 0 WHERE session_id = :session",
     # Nothing here is ever embedded.
     "DELETE FROM main.vector_outbox",
 )
+
+
+@dataclass(frozen=True)
+class Scratch:
+    """A scratch database for one session; rows with ids above the floors are the new generation's."""
+
+    db: Database
+    session_id: str
+    idea_floor: int
+    span_floor: int
+    relation_floor: int
+
+    async def close(self) -> None:
+        await self.db.close()
 
 
 class ScratchStore(Store):
@@ -68,11 +106,10 @@ def clear_scratch(settings: Settings) -> None:
     shutil.rmtree(scratch_dir(settings), ignore_errors=True)
 
 
-async def build_scratch(main: Database, settings: Settings, session_id: str) -> Database:
+async def build_scratch(main: Database, settings: Settings, session_id: str) -> Scratch:
     """A fresh scratch database holding what re-indexing `session_id` needs; close it when done.
 
-    The copy reads the store through an attached connection after the store's last commit, so it sees
-    exactly the committed messages.
+    The copy reads the store through an attached connection, so it sees exactly what is committed.
     """
     clear_scratch(settings)
     directory = scratch_dir(settings)
@@ -80,6 +117,7 @@ async def build_scratch(main: Database, settings: Settings, session_id: str) -> 
     db = await Database.open(directory / "scratch.db", busy_timeout_ms=settings.sqlite_busy_timeout_ms)
     try:
         await db.conn.execute("ATTACH DATABASE ? AS src", (str(main.path),))
+        await db.conn.execute("PRAGMA foreign_keys = OFF")
         try:
             await db.conn.execute("BEGIN IMMEDIATE")
             for sql in _COPIES:
@@ -88,8 +126,13 @@ async def build_scratch(main: Database, settings: Settings, session_id: str) -> 
         finally:
             if db.conn.in_transaction:
                 await db.conn.execute("ROLLBACK")
+            await db.conn.execute("PRAGMA foreign_keys = ON")
             await db.conn.execute("DETACH DATABASE src")
+        floors = [
+            int(await db.scalar(f"SELECT coalesce(max(id), 0) FROM {table}"))
+            for table in ("ideas", "topic_spans", "relations")
+        ]
     except BaseException:
         await db.close()
         raise
-    return db
+    return Scratch(db, session_id, *floors)

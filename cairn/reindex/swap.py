@@ -28,6 +28,7 @@ from typing import Any
 
 import aiosqlite
 
+from cairn.reindex.scratch import Scratch
 from cairn.store.db import Database
 
 # An idea's links to other ideas, written once all of the generation's ideas have their new ids.
@@ -56,36 +57,58 @@ class _Generation:
     spans: list[sqlite3.Row]
     ideas: list[sqlite3.Row]
     relations: list[sqlite3.Row]
-    links: list[sqlite3.Row]  # idea_entities with the entity's name and type
+    links: list[sqlite3.Row]  # idea_entities of the new ideas
+    resolved: list[sqlite3.Row]  # other sessions' ideas as the new generation left them (answered, …)
     entities: dict[int, sqlite3.Row]
     aliases: list[sqlite3.Row]
     skipped: list[sqlite3.Row]
     associations: list[sqlite3.Row]
 
 
-async def _read(scratch: Database) -> _Generation:
-    links = await scratch.fetchall("SELECT idea_id, entity_id FROM idea_entities")
+async def _read(scratch: Scratch) -> _Generation:
+    db = scratch.db
+    links = await db.fetchall(
+        "SELECT idea_id, entity_id FROM idea_entities WHERE idea_id > ?", (scratch.idea_floor,)
+    )
     entity_ids = sorted({row["entity_id"] for row in links})
     return _Generation(
-        files=await scratch.fetchall("SELECT id, indexed_line, generation_start_id FROM transcript_files"),
-        runs=await scratch.fetchall("SELECT * FROM index_runs ORDER BY id"),
-        spans=await scratch.fetchall("SELECT * FROM topic_spans ORDER BY id"),
-        ideas=await scratch.fetchall("SELECT * FROM ideas ORDER BY id"),
-        relations=await scratch.fetchall("SELECT * FROM relations ORDER BY id"),
+        files=await db.fetchall(
+            "SELECT id, indexed_line, generation_start_id FROM transcript_files WHERE session_id = ?",
+            (scratch.session_id,),
+        ),
+        runs=await db.fetchall("SELECT * FROM index_runs ORDER BY id"),
+        spans=await db.fetchall("SELECT * FROM topic_spans WHERE id > ? ORDER BY id", (scratch.span_floor,)),
+        ideas=await db.fetchall("SELECT * FROM ideas WHERE id > ? ORDER BY id", (scratch.idea_floor,)),
+        relations=await db.fetchall(
+            "SELECT * FROM relations WHERE id > ? ORDER BY id", (scratch.relation_floor,)
+        ),
         links=links,
+        resolved=await db.fetchall(
+            """
+            SELECT id, superseded_by, valid_until, answered_by, answered_at, completed_at, resolved_line,
+                   resolution
+            FROM ideas WHERE id <= ?
+              AND (superseded_by IS NOT NULL OR answered_at IS NOT NULL OR completed_at IS NOT NULL)
+            """,
+            (scratch.idea_floor,),
+        ),
         entities={
             row["id"]: row
-            for row in await scratch.fetchall(
+            for row in await db.fetchall(
                 "SELECT * FROM entities WHERE id IN (SELECT value FROM json_each(?))",
                 (json.dumps(entity_ids),),
             )
         },
-        aliases=await scratch.fetchall(
+        aliases=await db.fetchall(
             "SELECT entity_id, alias FROM entity_aliases WHERE entity_id IN (SELECT value FROM json_each(?))",
             (json.dumps(entity_ids),),
         ),
-        skipped=await scratch.fetchall("SELECT * FROM skipped_lines"),
-        associations=await scratch.fetchall("SELECT * FROM search_associations ORDER BY id"),
+        skipped=await db.fetchall(
+            "SELECT * FROM skipped_lines WHERE file_id IN "
+            "(SELECT id FROM transcript_files WHERE session_id = ?)",
+            (scratch.session_id,),
+        ),
+        associations=await db.fetchall("SELECT * FROM search_associations ORDER BY id"),
     )
 
 
@@ -102,8 +125,9 @@ async def copy_runs(main: Database, scratch: Database) -> None:
                 await _insert(conn, "index_runs", _without_id(run))
 
 
-async def swap_session(main: Database, scratch: Database, session_id: str, job_id: int) -> SwapStats:
-    """Replace `session_id`'s generation in `main` by the one built in `scratch`, in one transaction."""
+async def swap_session(main: Database, scratch: Scratch, job_id: int) -> SwapStats:
+    """Replace the scratch session's generation in `main` by the one built in `scratch`, in one go."""
+    session_id = scratch.session_id
     new = await _read(scratch)
     file_ids = [row["id"] for row in new.files]
     stats = SwapStats(new_ideas=len(new.ideas), new_spans=len(new.spans))
@@ -135,18 +159,21 @@ async def swap_session(main: Database, scratch: Database, session_id: str, job_i
             idea_ids[idea["id"]] = await _insert(conn, "ideas", row)
         for idea in new.ideas:
             for column in _IDEA_LINKS:
-                if idea[column] is not None:
+                if (target := _target(idea[column], idea_ids)) is not None and await _exists(conn, target):
                     await conn.execute(
-                        f"UPDATE ideas SET {column} = ? WHERE id = ?",
-                        (idea_ids[idea[column]], idea_ids[idea["id"]]),
+                        f"UPDATE ideas SET {column} = ? WHERE id = ?", (target, idea_ids[idea["id"]])
                     )
         for rel in new.relations:
-            row = _without_id(rel)
-            row["from_idea_id"], row["to_idea_id"] = (
-                idea_ids[rel["from_idea_id"]],
-                idea_ids[rel["to_idea_id"]],
-            )
-            await _insert(conn, "relations", row, ignore=True)
+            ends = [_target(rel[end], idea_ids) for end in ("from_idea_id", "to_idea_id")]
+            if (
+                ends[0] is not None
+                and ends[1] is not None
+                and await _exists(conn, ends[0])
+                and await _exists(conn, ends[1])
+            ):
+                row = {**_without_id(rel), "from_idea_id": ends[0], "to_idea_id": ends[1]}
+                await _insert(conn, "relations", row, ignore=True)
+        await _resolve_others(conn, new.resolved, idea_ids)
         for link in new.links:
             await conn.execute(
                 "INSERT OR IGNORE INTO idea_entities (idea_id, entity_id) VALUES (?, ?)",
@@ -240,6 +267,37 @@ async def _drop_orphan_entities(conn: aiosqlite.Connection, entity_ids: list[int
         """,
         (json.dumps(entity_ids),),
     )
+
+
+def _target(idea_id: int | None, idea_ids: dict[int, int]) -> int | None:
+    """A scratch idea id as the store's: a new idea's new id, another session's idea's own id."""
+    return None if idea_id is None else idea_ids.get(idea_id, idea_id)
+
+
+async def _resolve_others(
+    conn: aiosqlite.Connection, resolved: Sequence[sqlite3.Row], idea_ids: dict[int, int]
+) -> None:
+    """What the new generation did to other sessions' ideas — answered, completed, superseded them —
+    applied where the store has not recorded it already (the executor only ever fills these in)."""
+    for row in resolved:
+        if row["answered_at"] is not None:
+            by = _target(row["answered_by"], idea_ids)
+            await conn.execute(
+                "UPDATE ideas SET answered_by = ?, answered_at = ?, resolved_line = ?, resolution = ? "
+                "WHERE id = ? AND answered_at IS NULL",
+                (by, row["answered_at"], row["resolved_line"], row["resolution"], row["id"]),
+            )
+        if row["completed_at"] is not None:
+            await conn.execute(
+                "UPDATE ideas SET completed_at = ?, resolved_line = ?, resolution = ? "
+                "WHERE id = ? AND completed_at IS NULL",
+                (row["completed_at"], row["resolved_line"], row["resolution"], row["id"]),
+            )
+        if (by := _target(row["superseded_by"], idea_ids)) is not None:
+            await conn.execute(
+                "UPDATE ideas SET superseded_by = ?, valid_until = ? WHERE id = ? AND superseded_by IS NULL",
+                (by, row["valid_until"], row["id"]),
+            )
 
 
 def _successors(
