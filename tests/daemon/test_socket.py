@@ -245,6 +245,32 @@ def test_reindex_vectors_and_backfill_dry_run_through_the_daemon(
     assert query(synced, "SELECT count(*) FROM index_runs WHERE model != 'offline'") == [(0,)]
 
 
+def test_reindex_runs_in_the_daemon_and_streams_its_progress(
+    synced: Path, daemons: Daemons, settings: Settings
+) -> None:
+    old = query(synced, "SELECT id FROM ideas ORDER BY id")
+    messages = query(synced, "SELECT id, content_hash FROM messages ORDER BY id")
+    pid = daemons.start()
+    dry = cairn("reindex", "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    priced = json.loads(dry.stdout)
+    assert (
+        priced["dry_run"] is True
+        and priced["total"]["batches"] > 0
+        and "claude-haiku-4-5" in priced["total"]["cost_usd"]
+    )
+    events: list[dict[str, object]] = []
+    result = asyncio.run(
+        daemon_request(settings, "reindex", {"model": "offline"}, on_progress=events.append, timeout=None)
+    )
+    assert result["sessions_swapped"] == result["sessions_total"] == 1 and result["runs_failed"] == 0
+    assert {e.get("phase") for e in events} >= {"index"} and any(e.get("step") == "session" for e in events)
+    new = query(synced, "SELECT id FROM ideas ORDER BY id")
+    assert len(new) == len(old) and not set(new) & set(old)
+    assert query(synced, "SELECT id, content_hash FROM messages ORDER BY id") == messages
+    assert alive(pid)
+
+
 def test_long_ops_refuse_bad_arguments(daemons: Daemons, settings: Settings) -> None:
     daemons.start()
     with pytest.raises(DaemonRequestError, match="bad arguments for 'index'"):
