@@ -105,6 +105,7 @@ async def test_what_other_rows_learned_moves_to_the_successor(store: Store, sett
             "INSERT INTO relations (from_idea_id, to_idea_id, relation_type) VALUES (?, ?, 'builds_on')",
             (other, target),
         )
+        await conn.execute("UPDATE ideas SET superseded_by = ? WHERE id = ?", (other, target))
     (place,) = await rows(
         store, "SELECT source_file_id, source_line, content FROM ideas WHERE id = ?", target
     )
@@ -125,6 +126,8 @@ async def test_what_other_rows_learned_moves_to_the_successor(store: Store, sett
     assert await rows(store, "SELECT to_idea_id FROM relations WHERE from_idea_id = ?", other) == [
         (successor[0],)
     ]
+    # Superseded by another session's idea, it stays superseded under its successor.
+    assert await rows(store, "SELECT id FROM ideas WHERE superseded_by = ?", other) == [(successor[0],)]
     # The other session was not re-indexed.
     assert [
         i for (i,) in await rows(store, "SELECT id FROM ideas WHERE session_id = ?", other_session)

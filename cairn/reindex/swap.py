@@ -329,6 +329,8 @@ class _Kept:
     pointers: list[tuple[str, int, int]]  # (column, idea outside the session, old idea it points at)
     relations: list[sqlite3.Row]  # with exactly one end among the old ideas
     entities: list[int]
+    # Old ideas answered or superseded by another session's idea: the successor keeps that state.
+    resolved_outside: list[sqlite3.Row]
 
     @classmethod
     async def read(cls, conn: aiosqlite.Connection, old: list[int]) -> _Kept:
@@ -362,6 +364,16 @@ class _Kept:
                     conn, f"SELECT DISTINCT entity_id FROM idea_entities WHERE idea_id {in_old}", ids
                 )
             ],
+            resolved_outside=await _rows(
+                conn,
+                f"""
+                SELECT id, answered_by, answered_at, resolved_line, resolution, superseded_by, valid_until
+                FROM ideas WHERE id {in_old}
+                  AND ((answered_by IS NOT NULL AND answered_by NOT {in_old})
+                       OR (superseded_by IS NOT NULL AND superseded_by NOT {in_old}))
+                """,
+                ids,
+            ),
         )
 
     async def restore(self, conn: aiosqlite.Connection, successor: dict[int, int]) -> int:
@@ -376,6 +388,21 @@ class _Kept:
         for injection in self.injections:
             if (new_id := successor.get(injection["idea_id"])) is not None:
                 await _insert(conn, "recall_injections", {**dict(injection), "idea_id": new_id})
+        for row in self.resolved_outside:
+            if (new_id := successor.get(row["id"])) is None:
+                continue
+            if row["answered_by"] is not None and row["answered_by"] not in successor:
+                await conn.execute(
+                    "UPDATE ideas SET answered_by = ?, answered_at = ?, resolved_line = ?, resolution = ? "
+                    "WHERE id = ? AND answered_at IS NULL AND intent IN ('question', 'problem')",
+                    (row["answered_by"], row["answered_at"], row["resolved_line"], row["resolution"], new_id),
+                )
+            if row["superseded_by"] is not None and row["superseded_by"] not in successor:
+                await conn.execute(
+                    "UPDATE ideas SET superseded_by = ?, valid_until = ? "
+                    "WHERE id = ? AND superseded_by IS NULL",
+                    (row["superseded_by"], row["valid_until"], new_id),
+                )
         for column, idea_id, target in self.pointers:
             if (new_id := successor.get(target)) is not None:
                 await conn.execute(f"UPDATE ideas SET {column} = ? WHERE id = ?", (new_id, idea_id))
