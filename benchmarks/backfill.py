@@ -1,6 +1,7 @@
 """Backfill throughput with the offline indexer, next to capture alone as the baseline; passages off and on.
 
-Usage: ``.venv/bin/python benchmarks/backfill.py [COPIES] [--repeats N]`` (default 4 copies, 1 repeat).
+Usage: ``.venv/bin/python benchmarks/backfill.py [COPIES] [--repeats N]`` (default 4 copies, 1 repeat),
+or ``... benchmarks/backfill.py --realistic [--copies N]`` for issue 16's realistic history (below).
 The shared fixtures under ``../shared/fixtures/transcripts`` are laid out as a Claude Code projects
 directory COPIES times (each copy its own sessions), then fresh stores are filled from it, each by a
 real process:
@@ -20,13 +21,25 @@ second; the ratio says how much of capture's speed a backfill keeps once indexin
 after/before how much passages cost. Vectors per message counts the message and passage vectors the
 capture stored (`cairn stats`) over the messages. The offline indexer stands in for a model, so this
 measures cairn's own overhead (planning, tools, validation, applying, embedding), not an API's latency.
+
+``--realistic`` (issue 16, "Done when") lays the fixtures out as a Claude Code projects directory N
+times, each copy its own project directories, and rewrites every UUID in the files (file names,
+`sessionId`, `uuid`, `parentUuid`, tool ids) per copy: the store keys a session by the `sessionId` in
+its lines, so merely renamed copies would merge into the first copy's sessions and dedupe by uuid.
+It then times, in the same run and each from process start, capture alone (``cairn sync --no-index
+--no-vectors``, the baseline) and ``cairn backfill --model offline`` to a fully embedded store (it
+checks that no vector waits in the outbox afterwards), and reports messages/s, the backfill/capture
+time ratio (issue 16's target: <= 6) and each process's peak RSS (its own `wait4` rusage; target
+< 500 MB).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -55,6 +68,87 @@ def lay_out(projects: Path, copies: int) -> int:
     return count
 
 
+UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def copied_uuid(copy: int, original: bytes) -> bytes:
+    """A UUID unique to `copy`, the same wherever `original` appears, so references stay consistent."""
+    digest = hashlib.md5(b"%d:" % copy + original).hexdigest()
+    return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}".encode()
+
+
+def lay_out_realistic(projects: Path, copies: int) -> int:
+    """The fixtures as `copies` distinct histories: a project directory per fixture project and copy,
+    every UUID rewritten per copy; mtimes kept (see `lay_out`). Returns the file count."""
+    count = 0
+    for copy in range(copies):
+
+        def rewrite(data: bytes, copy: int = copy) -> bytes:
+            return UUID.sub(lambda m: copied_uuid(copy, m.group()), data)
+
+        for path in sorted(FIXTURES.rglob("*.jsonl")):
+            relative = path.relative_to(FIXTURES)
+            root = projects / f"-home-dev-{relative.parts[0]}-{copy}"
+            name = rewrite(path.name.encode()).decode()
+            if name == path.name:
+                name = f"{path.stem}-{copy}{path.suffix}"
+            target = root.joinpath(*relative.parts[1:-1], name)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(rewrite(path.read_bytes()))
+            shutil.copystat(path, target)
+            count += 1
+    return count
+
+
+def measured(args: list[str], env: dict[str, str]) -> tuple[float, int, Any]:
+    """Wall seconds from process start to exit, the process's peak RSS in bytes, its JSON output."""
+    started = time.perf_counter()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cairn", *args, "--json"], stdout=out, stderr=errors, env=env
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        errors.seek(0)
+        if proc.returncode != 0:
+            raise SystemExit(f"cairn {' '.join(args)} failed ({proc.returncode}):\n{errors.read().decode()}")
+        return seconds, usage.ru_maxrss * 1024, json.loads(out.read())
+
+
+def realistic(copies: int) -> None:
+    """Issue 16's realistic run: capture only, then a full backfill, each from process start."""
+    with tempfile.TemporaryDirectory(prefix="cairn-bench-realistic-") as tmp:
+        base = Path(tmp)
+        files = lay_out_realistic(base / "projects", copies)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_") and k != "ANTHROPIC_API_KEY"}
+        env["CAIRN_CLAUDE_PROJECTS_DIR"] = str(base / "projects")
+        capture_env = {**env, "CAIRN_HOME": str(base / "capture")}
+        capture_s, capture_rss, captured = measured(["sync", "--no-index", "--no-vectors"], capture_env)
+        backfill_env = {**env, "CAIRN_HOME": str(base / "backfill")}
+        backfill_s, backfill_rss, filled = measured(["backfill", "--model", "offline"], backfill_env)
+        _, _, stats = measured(["stats"], backfill_env)
+    messages = captured["sync"]["messages_added"]
+    assert filled["messages_added"] == messages, (filled["messages_added"], messages)
+    queued = stats["pending_vectors"]
+    assert queued == 0, f"{queued} vectors still queued after the backfill"
+    vectors = dict(stats["vectors"] or {})
+    print(
+        f"{files} files, {filled['sessions_total']} sessions, {messages} messages ({copies} copies), "
+        f"{sum(vectors.values())} vectors {vectors}"
+    )
+    for label, took, rss in (
+        ("capture only (sync --no-index --no-vectors)", capture_s, capture_rss),
+        ("backfill --model offline, fully embedded", backfill_s, backfill_rss),
+    ):
+        print(f"{label:44s} {took:7.1f} s {messages / took:7.1f} messages/s  peak RSS {rss / 2**20:6.0f} MB")
+    timings = {k.removesuffix("_seconds"): v for k, v in filled.items() if k.endswith("_seconds")}
+    phases = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in timings.items())
+    print(f"backfill phases: {phases}")
+    print(f"backfill / capture-only time: {backfill_s / capture_s:.2f}x (target <= 6)")
+
+
 def timed(args: list[str], env: dict[str, str]) -> tuple[float, Any]:
     started = time.perf_counter()
     proc = subprocess.run(
@@ -75,7 +169,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="backfill throughput, passages off (before) and on (after)")
     parser.add_argument("copies", nargs="?", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--realistic", action="store_true", help="issue 16's run (see the module docstring)")
+    parser.add_argument("--copies", dest="realistic_copies", type=int, default=None)
     options = parser.parse_args()
+    if options.realistic:
+        realistic(options.realistic_copies or options.copies)
+        return
     copies, repeats = options.copies, options.repeats
     configs = {"before": {"CAIRN_PASSAGES": "false"}, "after": {}}
     seconds: dict[tuple[str, str], list[float]] = {}
