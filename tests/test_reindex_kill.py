@@ -1,4 +1,4 @@
-"""`cairn reindex` killed with SIGKILL half-way, in a real process: a rerun finishes it.
+"""`cairn reindex` stopped half-way (Ctrl-C, or SIGKILL), in a real process: a rerun finishes it.
 
 The store is built by a real `cairn backfill --model offline`; the re-index runs a changed offline
 model (every idea gains a mark) in a child process, which is killed once a few sessions have been
@@ -19,6 +19,8 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+
+import pytest
 
 from tests.builders import Transcript
 from tests.test_backfill import DEMO_PROJECT, rows
@@ -92,7 +94,10 @@ def searched(env: dict[str, str]) -> dict[str, set[bool]]:
     return result
 
 
-def test_a_reindex_killed_half_way_is_finished_by_a_rerun(cairn_home: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL], ids=["sigint", "sigkill"])
+def test_a_reindex_stopped_half_way_is_finished_by_a_rerun(
+    cairn_home: Path, tmp_path: Path, signum: signal.Signals
+) -> None:
     projects = Path(os.environ["CAIRN_CLAUDE_PROJECTS_DIR"])
     distinct_sessions(projects)
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
@@ -108,7 +113,7 @@ def test_a_reindex_killed_half_way_is_finished_by_a_rerun(cairn_home: Path, tmp_
     command = [sys.executable, str(script), "reindex", "--model", "offline", "--json"]
     proc = subprocess.Popen(
         command,
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env={**env, "CAIRN_TEST_SLOW": "0.4"},
@@ -122,9 +127,16 @@ def test_a_reindex_killed_half_way_is_finished_by_a_rerun(cairn_home: Path, tmp_
             break
         time.sleep(0.01)
     assert proc.poll() is None, f"the re-index ended before it could be killed: {proc.stderr}"
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate(timeout=60)
-    assert proc.returncode == -signal.SIGKILL
+    proc.send_signal(signum)
+    stdout, stderr = proc.communicate(timeout=120)
+    if signum == signal.SIGINT:
+        # Ctrl-C: the batch in flight ends, the session in progress is dropped, the report says so.
+        assert proc.returncode == 130, stderr
+        assert "Traceback" not in stderr and "cairn reindex` again" in stderr
+        report = json.loads(stdout)
+        assert report["interrupted"] and report["sessions_swapped"] < report["sessions_total"]
+    else:
+        assert proc.returncode == -signal.SIGKILL
 
     at_kill = generations(env)
     done = {s for (s,) in rows(cairn_home, "SELECT session_id FROM reindex_sessions")}
