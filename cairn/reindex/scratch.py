@@ -119,7 +119,8 @@ async def build_scratch(main: Database, settings: Settings, session_id: str) -> 
         await db.conn.execute("ATTACH DATABASE ? AS src", (str(main.path),))
         await db.conn.execute("PRAGMA foreign_keys = OFF")
         try:
-            await db.conn.execute("BEGIN IMMEDIATE")
+            # Deferred: IMMEDIATE would take the store's write lock too (it locks every attached database).
+            await db.conn.execute("BEGIN")
             for sql in _COPIES:
                 await db.conn.execute(sql, {"session": session_id})
             await db.conn.execute("COMMIT")
