@@ -4,6 +4,7 @@ local fake endpoint, and Chroma's registration/config round-trip."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import threading
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ from cairn.store.embeddings import (
     MiniLMInt8Embedding,
     OpenAICompatibleEmbedding,
     default_model_path,
+    default_threads,
     default_tokenizer_path,
     describe,
     make_embedding_function,
@@ -80,6 +82,16 @@ def test_batches_give_the_same_vectors_in_input_order(minilm: MiniLMInt8Embeddin
     one_by_one = np.concatenate([minilm.embed([text]) for text in texts])
     for ef in (minilm, MiniLMInt8Embedding(batch_size=2), MiniLMInt8Embedding(max_batch_tokens=16)):
         np.testing.assert_allclose(ef.embed(texts), one_by_one, atol=1e-5)
+
+
+def test_the_session_uses_every_core_and_plans_no_memory_per_shape(minilm: MiniLMInt8Embedding) -> None:
+    """Both cores of a 2-core machine (up to 4), and no per-shape memory plans: every batch has its own
+    (texts, width) shape, so the plans only grew the arena (issue 16, part 4)."""
+    assert minilm._loaded is not None
+    options = minilm._loaded.session.get_session_options()
+    assert options.intra_op_num_threads == default_threads() == min(4, len(os.sched_getaffinity(0)))
+    assert options.enable_mem_pattern is False
+    assert minilm.max_batch_tokens == 512
 
 
 def test_batches_are_grouped_by_length_within_both_limits() -> None:
