@@ -20,6 +20,7 @@ from rich.text import Text
 from cairn import __version__
 from cairn.cli.safe import SafeConsole, plain_text
 from cairn.config import Settings
+from cairn.malloc import limit_malloc_arenas
 from cairn.quiet import quiet_third_party
 
 #: cairn's own files are the user's alone (invariant 8): whatever the shell's umask, everything cairn
@@ -36,6 +37,7 @@ class _Cairn(typer.Typer):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         os.umask(UMASK)
         quiet_third_party()  # before any command can run an agent (pydantic-ai's banner)
+        limit_malloc_arenas()  # before threads allocate (peak RSS of a backfill)
         try:
             return super().__call__(*args, **kwargs)
         except Exception as exc:
