@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
@@ -34,6 +33,7 @@ from cairn.cli.common import (
 )
 from cairn.cli.progress import JobProgress, duration
 from cairn.cli.safe import plain_text
+from cairn.cli.stoppable import printed_dry_run, run_stoppable
 from cairn.cli.summaries import backfill_summary, elapsed_rows
 from cairn.clock import process_seconds
 from cairn.config import Settings
@@ -294,12 +294,9 @@ def backfill(
     current batch (twice: at once); a rerun continues from the stored offsets and cursors, with nothing
     indexed twice. Use --dry-run first to see what it would cost.
     """
-    import os
-    import signal
 
     from cairn.backfill import (
         discover_sessions,
-        estimate_tables,
         parse_since,
         select_sessions,
     )
@@ -330,25 +327,6 @@ def backfill(
             f"Backfilling {len(sessions)} session(s) ({len(files)} file(s)) from "
             f"{', '.join(map(str, roots))}{' — dry run' if dry_run else f' with {model_name}'}"
         )
-    stop_requests = 0
-
-    def on_signal() -> None:
-        nonlocal stop_requests
-        stop_requests += 1
-        if stop_requests == 1:
-            err.print("Stopping after the current batch… (press Ctrl-C again to stop at once)")
-            return
-        # Equivalent to a crash, which the store survives: the batch in flight is simply not applied.
-        err.print(
-            "Stopped at once; the batch in progress was not applied. Rerun `cairn backfill` to continue."
-        )
-        os._exit(130)
-
-    def take_over_signals() -> None:
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, on_signal)
-
     args = {
         "paths": [str(p.resolve()) for p in roots],
         "model": model or settings.model,
@@ -356,28 +334,10 @@ def backfill(
         "project": project,
         "dry_run": dry_run,
     }
-    with JobProgress(err) as progress:
-        data = interruptible(
-            lambda: long_request(
-                settings,
-                "backfill",
-                args,
-                progress,
-                should_stop=lambda: stop_requests > 0,
-                on_direct=None if dry_run else take_over_signals,
-            ),
-            "backfill",
-        )
-    if data.get("dry_run"):
-        if as_json:
-            print_json(data)
-        else:
-            for renderable in estimate_tables(data):
-                console.print(renderable)
+    stopped = "Stopped at once; the batch in progress was not applied. Rerun `cairn backfill` to continue."
+    data = run_stoppable(settings, "backfill", args, stopped_at_once=stopped)
+    if printed_dry_run(data, as_json):
         return
-    # What the user waited — interpreter, imports, store, every phase — not only what the job timed.
-    data["job_seconds"], data["wall_seconds"] = data["wall_seconds"], round(process_seconds(), 3)
-
     if as_json:
         print_json(data)
     else:

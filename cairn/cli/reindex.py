@@ -7,9 +7,6 @@ otherwise, with the same progress display. A user who indexed offline and later 
 
 from __future__ import annotations
 
-import asyncio
-import os
-import signal
 from typing import Annotated, Any
 
 import typer
@@ -21,16 +18,13 @@ from cairn.cli.common import (
     console,
     err,
     fail,
-    interruptible,
     key_value_table,
     load_settings,
-    long_request,
     print_json,
     render_index,
 )
-from cairn.cli.progress import JobProgress
+from cairn.cli.stoppable import printed_dry_run, run_stoppable
 from cairn.cli.summaries import elapsed_rows
-from cairn.clock import process_seconds
 
 
 def reindex_summary(data: dict[str, Any]) -> Any:
@@ -85,7 +79,7 @@ def reindex(
     stops after the current batch (the session in progress keeps its old memory); rerunning the same
     command goes on with the sessions not yet swapped.
     """
-    from cairn.backfill import estimate_tables, parse_since
+    from cairn.backfill import parse_since
     from cairn.pricing import load_prices
 
     settings = load_settings()
@@ -95,22 +89,6 @@ def reindex(
         load_prices(settings)
     except ValueError as exc:
         raise fail(str(exc)) from exc
-    stop_requests = 0
-
-    def on_signal() -> None:
-        nonlocal stop_requests
-        stop_requests += 1
-        if stop_requests == 1:
-            err.print("Stopping after the current batch… (press Ctrl-C again to stop at once)")
-            return
-        err.print("Stopped at once; the session in progress keeps its old memory. Rerun to continue.")
-        os._exit(130)
-
-    def take_over_signals() -> None:
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, on_signal)
-
     args = {
         "model": model or settings.model,
         "project": project,
@@ -118,26 +96,10 @@ def reindex(
         "since": since,
         "dry_run": dry_run,
     }
-    with JobProgress(err) as progress:
-        data = interruptible(
-            lambda: long_request(
-                settings,
-                "reindex",
-                args,
-                progress,
-                should_stop=lambda: stop_requests > 0,
-                on_direct=None if dry_run else take_over_signals,
-            ),
-            "reindex",
-        )
-    if data.get("dry_run"):
-        if as_json:
-            print_json(data)
-        else:
-            for renderable in estimate_tables(data):
-                console.print(renderable)
+    stopped = "Stopped at once; the session in progress keeps its old memory. Rerun to continue."
+    data = run_stoppable(settings, "reindex", args, stopped_at_once=stopped)
+    if printed_dry_run(data, as_json):
         return
-    data["job_seconds"], data["wall_seconds"] = data["wall_seconds"], round(process_seconds(), 3)
     if as_json:
         print_json(data)
     else:
