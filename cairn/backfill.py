@@ -199,10 +199,10 @@ def session_paths(session: Session) -> list[str]:
 
 
 @dataclass
-class SessionResult:
-    """What backfilling one session did."""
+class RunTally:
+    """What the indexing runs of one session added up to: batches, messages, ideas, tokens, time, failures
+    (shared by backfill and `cairn reindex`, which both index a session batch by batch)."""
 
-    session: Session
     batches: int = 0
     messages: int = 0
     ideas: int = 0
@@ -210,7 +210,6 @@ class SessionResult:
     output_tokens: int = 0
     seconds: float = 0.0
     failures: int = 0
-    complete: bool = False  # every pending message of the session was indexed
 
     def add(self, planned: PlannedBatch, run: RunOutcome) -> None:
         self.batches += 1
@@ -223,9 +222,8 @@ class SessionResult:
         else:
             self.failures += 1
 
-    def as_dict(self) -> dict[str, object]:
+    def figures(self) -> dict[str, object]:
         return {
-            **self.session.describe(),
             "batches": self.batches,
             "messages": self.messages,
             "ideas": self.ideas,
@@ -234,6 +232,17 @@ class SessionResult:
             "seconds": round(self.seconds, 3),
             "failures": self.failures,
         }
+
+
+@dataclass
+class SessionResult(RunTally):
+    """What backfilling one session did."""
+
+    session: Session = field(kw_only=True)
+    complete: bool = False  # every pending message of the session was indexed
+
+    def as_dict(self) -> dict[str, object]:
+        return {**self.session.describe(), **self.figures()}
 
 
 @dataclass
@@ -280,7 +289,7 @@ async def run_backfill(
         if should_stop():
             report.interrupted = True
             break
-        result = SessionResult(session)
+        result = SessionResult(session=session)
         report.sessions.append(result)
 
         def batch_done(planned: PlannedBatch, run: RunOutcome, result: SessionResult = result) -> None:

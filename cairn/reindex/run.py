@@ -25,7 +25,7 @@ from cairn.agent.batches import PlannedBatch, pending_files
 from cairn.agent.entities import Embed
 from cairn.agent.indexer import IndexReport, RunOutcome, index_pending
 from cairn.agent.models import ModelChoice
-from cairn.backfill import Estimate, estimate_paths
+from cairn.backfill import Estimate, RunTally, estimate_paths
 from cairn.config import Settings
 from cairn.reindex.scratch import ScratchStore, build_scratch, clear_scratch
 from cairn.reindex.swap import SwapConflictError, SwapStats, copy_runs, swap_session
@@ -134,44 +134,20 @@ async def waiting_messages(store: Store, sessions: list[StoredSession]) -> int:
 
 
 @dataclass
-class SessionResult:
+class SessionResult(RunTally):
     """What re-indexing one session did; `swapped` when its new generation replaced the old."""
 
-    session: StoredSession
-    batches: int = 0
-    messages: int = 0
-    ideas: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    seconds: float = 0.0
-    failures: int = 0
+    session: StoredSession = field(kw_only=True)
     swapped: bool = False
     error: str | None = None
     swap: SwapStats | None = None
 
-    def add(self, planned: PlannedBatch, run: RunOutcome) -> None:
-        self.batches += 1
-        self.input_tokens += run.input_tokens
-        self.output_tokens += run.output_tokens
-        self.seconds += run.seconds
-        if run.ok:
-            self.messages += planned.message_count
-            self.ideas += sum(run.stats.ideas_by_intent.values()) if run.stats else 0
-        else:
-            self.failures += 1
-
     def as_dict(self) -> dict[str, object]:
         return {
             **self.session.describe(),
-            "batches": self.batches,
-            "messages": self.messages,
-            "ideas": self.ideas,
+            **self.figures(),
             "old_ideas": self.swap.old_ideas if self.swap else None,
             "carried": self.swap.carried if self.swap else None,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "seconds": round(self.seconds, 3),
-            "failures": self.failures,
             "swapped": self.swapped,
             "error": self.error,
         }
@@ -217,7 +193,7 @@ async def reindex(
         if should_stop():
             report.interrupted = True
             break
-        result = SessionResult(session)
+        result = SessionResult(session=session)
         report.sessions.append(result)
         stopped = await _one_session(
             store, settings, session, choice, job_id, result, report, embed, should_stop, on_batch
