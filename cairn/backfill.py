@@ -21,7 +21,7 @@ import json
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -159,15 +159,10 @@ def discover_sessions(roots: Iterable[Path]) -> list[Session]:
 
 
 def parse_since(text: str) -> datetime:
-    """`--since`: an ISO date (midnight UTC, as transcripts keep UTC times) or date-time."""
-    try:
-        if len(text) == 10:
-            day = date.fromisoformat(text)
-            return datetime(day.year, day.month, day.day, tzinfo=UTC)
-        parsed = datetime.fromisoformat(text)
-    except ValueError as exc:
-        raise ValueError(f"--since wants an ISO date such as 2025-09-01, not {text!r}") from exc
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    """`--since` by cairn's one date parser (`cairn.dates`): ISO, `today`, `yesterday` or an age like 3d."""
+    from cairn.dates import parse_when
+
+    return parse_when(text, "--since")
 
 
 def matches_project(session: Session, project: str) -> bool:

@@ -269,7 +269,7 @@ def backfill(
     since: Annotated[
         str | None,
         typer.Option(
-            "--since", help="Only sessions active on or after this ISO date (UTC), e.g. 2025-09-01."
+            "--since", help="Only sessions active on or after: 2025-09-01 (local), yesterday, 3d, 12h, 2w."
         ),
     ] = None,
     project: Annotated[
@@ -309,6 +309,9 @@ def backfill(
         raise fail(f"no such file or directory: {', '.join(map(str, missing))}")
     try:
         since_at = parse_since(since) if since else None
+    except ValueError as exc:  # a bad date is a usage error: exit 2
+        raise fail(str(exc), 2) from exc
+    try:
         load_prices(settings)  # a bad price file is reported before any work
     except ValueError as exc:
         raise fail(str(exc)) from exc
@@ -330,7 +333,7 @@ def backfill(
     args = {
         "paths": [str(p.resolve()) for p in roots],
         "model": model or settings.model,
-        "since": since,
+        "since": since_at.isoformat() if since_at else None,  # one instant for CLI and daemon
         "project": project,
         "dry_run": dry_run,
     }

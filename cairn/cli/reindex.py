@@ -61,7 +61,7 @@ def reindex(
     since: Annotated[
         str | None,
         typer.Option(
-            "--since", help="Only sessions active on or after this ISO date (UTC), e.g. 2025-09-01."
+            "--since", help="Only sessions active on or after: 2025-09-01 (local), yesterday, 3d, 12h, 2w."
         ),
     ] = None,
     dry_run: Annotated[
@@ -84,8 +84,10 @@ def reindex(
 
     settings = load_settings()
     try:
-        if since:
-            parse_since(since)
+        since_at = parse_since(since) if since else None
+    except ValueError as exc:  # a bad date is a usage error: exit 2
+        raise fail(str(exc), 2) from exc
+    try:
         load_prices(settings)
     except ValueError as exc:
         raise fail(str(exc)) from exc
@@ -93,7 +95,7 @@ def reindex(
         "model": model or settings.model,
         "project": project,
         "session": session,
-        "since": since,
+        "since": since_at.isoformat() if since_at else None,  # one instant for CLI and daemon
         "dry_run": dry_run,
     }
     stopped = "Stopped at once; the session in progress keeps its old memory. Rerun to continue."

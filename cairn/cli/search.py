@@ -10,7 +10,7 @@ control character a transcript holds (`ESC[2J`, an OSC title, a bidi override) r
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -65,11 +65,6 @@ PageLimitOpt = Annotated[int, typer.Option("--limit", min=1, max=100, help="Resu
 
 _BOLD = re.compile(r"\*\*(.+?)\*\*", re.S)
 
-# Ages for --since/--until; no `m`, which could be read as minutes or as months.
-_RELATIVE = re.compile(r"^(\d{1,5})\s*([hdw])$", re.I)
-
-_UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
-
 
 def _ask(op: str, args: dict[str, Any]) -> Any:
     """Run `op` through the daemon or directly; a refusal (bad id, damaged token, invalid filter) is
@@ -78,36 +73,17 @@ def _ask(op: str, args: dict[str, Any]) -> Any:
 
 
 def parse_when(value: str | None, option: str) -> str | None:
-    """An ISO date or time, `today`/`yesterday`, or an age like `3d`/`12h`/`2w`, as an ISO string.
+    """`value` as an ISO string by cairn's one date parser (`cairn.dates`), or a one-line error, exit 2.
 
     Checked here rather than left to the op so a typo gets an answer naming the option and the accepted
-    forms; a date without a zone is the user's local time, as they read it.
+    forms.
     """
-    if value is None:
-        return None
-    text = value.strip().lower()
-    now = datetime.now().astimezone()
-    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    if text == "now":
-        return now.isoformat()
-    if text == "today":
-        return midnight.isoformat()
-    if text == "yesterday":
-        return (midnight - timedelta(days=1)).isoformat()
-    relative = _RELATIVE.match(text)
-    if relative:
-        return (now - int(relative[1]) * _UNITS[relative[2].lower()]).isoformat()
+    from cairn.dates import DateError, parse_when_iso
+
     try:
-        moment = datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise fail(
-            f"{option} {value!r} is not a date: use 2025-01-31, 2025-01-31T14:00, today, yesterday, "
-            "or an age such as 3d, 12h, 2w",
-            2,
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.astimezone()
-    return moment.isoformat()
+        return parse_when_iso(value, option)
+    except DateError as exc:
+        raise fail(str(exc), 2) from None
 
 
 def bold_marked(text: str, style: str = "") -> Text:

@@ -1,0 +1,61 @@
+"""The one parser for every date cairn takes from a person or an agent (CLI `--since`, MCP `since`, ...).
+
+A user types `3d` in one place and `2025-01-31` in another; an agent copies whatever it saw. Every face
+accepts the same forms and says the same thing about a bad one, so what works in `cairn search` works
+in `cairn backfill`, `cairn reindex` and the MCP `search` tool alike.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timedelta
+
+#: The forms `parse_when` accepts, for error messages and help texts.
+ACCEPTED = "2025-01-31, 2025-01-31T14:00, today, yesterday, now, or an age such as 3d, 12h, 2w"
+
+# Ages; no `m`, which could be read as minutes or as months.
+_AGE = re.compile(r"^(\d{1,5})\s*([hdw])$", re.I)
+_UNITS = {
+    "h": timedelta(hours=1),
+    "d": timedelta(days=1),
+    "w": timedelta(weeks=1),
+}
+
+
+class DateError(ValueError):
+    """A value that is none of the accepted forms; its message names what was given and what works."""
+
+
+def parse_when(value: str, what: str = "date", *, now: datetime | None = None) -> datetime:
+    """An aware datetime for `value`: an ISO date or date-time, `today`, `yesterday`, `now`, or an age.
+
+    A date or time without a zone is the user's local time, as they read it on their clock; an age
+    (`3d`, `12h`, `2w`) counts back from `now`. `what` names the option or argument in the
+    error (`--since`, `since`), so the one line says which value to fix.
+    """
+    current = (now or datetime.now()).astimezone()
+    text = value.strip().lower()
+    midnight = current.replace(hour=0, minute=0, second=0, microsecond=0)
+    if text == "now":
+        return current
+    if text == "today":
+        return midnight
+    if text == "yesterday":
+        return midnight - timedelta(days=1)
+    age = _AGE.match(text)
+    if age:
+        return current - int(age[1]) * _UNITS[age[2].lower()]
+    try:
+        if len(text) == 10:
+            day = date.fromisoformat(text)
+            moment = datetime(day.year, day.month, day.day)
+        else:
+            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise DateError(f"{what} {value!r} is not a date: use {ACCEPTED}") from None
+    return moment if moment.tzinfo else moment.astimezone()
+
+
+def parse_when_iso(value: str | None, what: str = "date") -> str | None:
+    """`parse_when` as an ISO string, passing None through: the form ops and the daemon's JSON carry."""
+    return None if value is None else parse_when(value, what).isoformat()

@@ -1,0 +1,45 @@
+"""cairn's one date parser: the forms every face accepts, and the one line a bad value gets."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from cairn.dates import DateError, parse_when
+
+NOW = datetime(2026, 3, 10, 15, 30, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("3d", NOW - timedelta(days=3)),
+        ("12h", NOW - timedelta(hours=12)),
+        ("2w", NOW - timedelta(weeks=2)),
+        (" 2W ", NOW - timedelta(weeks=2)),
+        ("now", NOW),
+        ("2025-01-31T14:00:00+02:00", datetime(2025, 1, 31, 12, 0, tzinfo=UTC)),
+        ("2025-01-31T14:00:00Z", datetime(2025, 1, 31, 14, 0, tzinfo=UTC)),
+    ],
+)
+def test_ages_and_zoned_times_are_exact(value: str, expected: datetime) -> None:
+    assert parse_when(value, now=NOW) == expected
+
+
+def test_dates_without_a_zone_are_local_time() -> None:
+    assert parse_when("2025-01-31") == datetime(2025, 1, 31).astimezone()
+    assert parse_when("2025-01-31T14:00") == datetime(2025, 1, 31, 14, 0).astimezone()
+    local_now = NOW.astimezone()
+    midnight = local_now.replace(hour=0, minute=0, second=0, microsecond=0)
+    assert parse_when("today", now=NOW) == midnight
+    assert parse_when("Yesterday", now=NOW) == midnight - timedelta(days=1)
+
+
+@pytest.mark.parametrize("value", ["last tuesday", "3m", "2025-13-01", "", "d3"])
+def test_a_bad_value_names_itself_and_the_accepted_forms(value: str) -> None:
+    with pytest.raises(DateError) as caught:
+        parse_when(value, "--since")
+    message = str(caught.value)
+    assert message.startswith(f"--since {value!r} is not a date") and "3d" in message
+    assert "\n" not in message
