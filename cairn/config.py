@@ -6,19 +6,73 @@ derived from it, so two stores (a user's and a test's, say) never touch each oth
 
 from __future__ import annotations
 
+import difflib
 import os
+import re
+import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 from pydantic_settings import (
     BaseSettings,
+    InitSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
-    TomlConfigSettingsSource,
 )
 
 DEFAULT_HOME = Path("~/.cairn")
+
+ENV_PREFIX = "CAIRN_"
+
+#: `CAIRN_*` variables that are not settings but are read elsewhere (the hooks, their launcher, the
+#: recall hook's deadline, tests); anything else with the prefix that names no setting is a typo.
+OTHER_ENV = frozenset(
+    {
+        "CAIRN_HOME",
+        "CAIRN_PYTHON",
+        "CAIRN_SQLITE3",
+        "CAIRN_HOOK_NO_SPAWN",
+        "CAIRN_RECALL_DEADLINE_MS",
+        "CAIRN_LAUNCHER",
+    }
+)
+OTHER_ENV_PREFIXES = ("CAIRN_TEST_",)
+
+_TOML_POSITION = re.compile(r"^(?P<what>.*?)\s*\(at line (?P<line>\d+), column (?P<col>\d+)\)\s*$")
+
+
+class ConfigError(ValueError):
+    """`config.toml` cannot be read as TOML; the message is one line: file, line, column, what to do."""
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The table `config.toml` holds, `{}` when there is no file; raises `ConfigError` on bad TOML.
+
+    Read here rather than by pydantic-settings' TOML source, whose `TOMLDecodeError` surfaces as a
+    traceback far from the file; this one names the file, line and column and says what to do.
+    """
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config file ({exc.strerror or exc})") from exc
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from exc
+    except tomllib.TOMLDecodeError as exc:
+        match = _TOML_POSITION.match(str(exc))
+        if match:
+            where, what = f"{path}:{match['line']}:{match['col']}", match["what"]
+        else:
+            where, what = str(path), str(exc)
+        raise ConfigError(
+            f"{where}: invalid TOML ({what.rstrip('.')}); fix that line (settings look like "
+            f"`recall_enabled = false`) or move the file aside"
+        ) from None
+
 
 EmbeddingName = Literal["minilm-int8", "chroma-onnx", "openai"]
 
@@ -105,6 +159,13 @@ class Settings(BaseSettings):
     )
     passage_tokens: int = Field(
         default=200, ge=32, le=256, description="Target MiniLM word pieces per passage (the model reads 256)."
+    )
+    message_vectors: Literal["prose", "all"] = Field(
+        default="prose",
+        description="Which messages get a vector: 'prose' (all but tool output, whose vectors only crowded "
+        "semantic search in the evals: README \"Search\"), 'all' (tool output too: three times the "
+        "embedding work). Keywords find every message either way. Takes effect for new messages; "
+        "`cairn reindex-vectors` applies it to all.",
     )
     passage_vectors: Literal["none", "text", "prose", "all"] = Field(
         default="text",
@@ -308,9 +369,13 @@ class Settings(BaseSettings):
 
     @classmethod
     def load(cls, home: str | os.PathLike[str] | None = None, **overrides: object) -> Settings:
-        """Read settings for the store at `home` (default: `$CAIRN_HOME` or `~/.cairn`)."""
+        """Read settings for the store at `home` (default: `$CAIRN_HOME` or `~/.cairn`).
+
+        Raises `ConfigError` for a `config.toml` that is not TOML, pydantic's `ValidationError` for a
+        value that does not fit its setting.
+        """
         resolved = resolve_home(home)
-        toml_path = resolved / "config.toml"
+        file_values = known_only(read_config_file(resolved / "config.toml"))
 
         class _Located(cls):  # type: ignore[valid-type, misc]
             @classmethod
@@ -322,11 +387,7 @@ class Settings(BaseSettings):
                 dotenv_settings: PydanticBaseSettingsSource,
                 file_secret_settings: PydanticBaseSettingsSource,
             ) -> tuple[PydanticBaseSettingsSource, ...]:
-                return (
-                    init_settings,
-                    env_settings,
-                    TomlConfigSettingsSource(settings_cls, toml_file=toml_path),
-                )
+                return (init_settings, env_settings, InitSettingsSource(settings_cls, file_values))
 
         loaded = _Located(**{"home": resolved, **overrides})
         return cls.model_validate(loaded.model_dump())
@@ -363,3 +424,75 @@ class Settings(BaseSettings):
     @property
     def projects_dir(self) -> Path:
         return self.claude_projects_dir.expanduser()
+
+
+def setting_names() -> list[str]:
+    """Every setting's name as `config.toml` spells it (`CAIRN_` plus its upper case is the variable)."""
+    return list(Settings.model_fields)
+
+
+def known_only(values: dict[str, Any]) -> dict[str, Any]:
+    """`values` without the keys that name no setting (those are warned about, never fatal)."""
+    names = set(Settings.model_fields)
+    return {key: value for key, value in values.items() if key in names}
+
+
+def _closest(name: str, names: list[str]) -> str:
+    match = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    return f"; did you mean {match[0]!r}?" if match else "; `cairn config` lists the settings"
+
+
+def unknown_setting_warnings(
+    home: Path | None = None, env: dict[str, str] | os._Environ[str] = os.environ
+) -> list[str]:
+    """One line per `config.toml` key and `CAIRN_*` variable that names no setting, with the closest one.
+
+    A misspelled key (`recal_enabled = false`) would otherwise be ignored without a word and the user
+    left wondering why the setting has no effect. Never raises: a broken file is `ConfigError`'s job.
+    """
+    names = setting_names()
+    path = resolve_home(home) / "config.toml"
+    warnings: list[str] = []
+    try:
+        keys = list(read_config_file(path))
+    except ConfigError:
+        keys = []
+    for key in keys:
+        if key not in Settings.model_fields:
+            warnings.append(f"{path}: unknown setting {key!r} is ignored{_closest(key, names)}")
+    env_names = [ENV_PREFIX + name.upper() for name in names]
+    for variable in sorted(env):
+        upper = variable.upper()
+        if (
+            not upper.startswith(ENV_PREFIX)
+            or upper in env_names
+            or upper in OTHER_ENV
+            or upper.startswith(OTHER_ENV_PREFIXES)
+        ):
+            continue
+        close = difflib.get_close_matches(upper, env_names, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]}?" if close else "; `cairn config` lists the settings"
+        warnings.append(f"unknown environment variable {variable} is ignored{hint}")
+    return warnings
+
+
+def setting_sources(
+    home: Path | None = None, env: dict[str, str] | os._Environ[str] = os.environ
+) -> dict[str, str]:
+    """Where each setting's value comes from: `environment` (`CAIRN_*`), `file` (`config.toml`) or
+    `default`, in that order of precedence, as `Settings.load` applies them."""
+    resolved = resolve_home(home)
+    try:
+        in_file = set(read_config_file(resolved / "config.toml"))
+    except ConfigError:
+        in_file = set()
+    env_upper = {variable.upper() for variable in env}
+    sources: dict[str, str] = {}
+    for name in setting_names():
+        if ENV_PREFIX + name.upper() in env_upper:
+            sources[name] = "environment"
+        elif name in in_file:
+            sources[name] = "file"
+        else:
+            sources[name] = "default"
+    return sources

@@ -38,8 +38,12 @@ class _Cairn(typer.Typer):
         os.umask(UMASK)
         quiet_third_party()  # before any command can run an agent (pydantic-ai's banner)
         limit_malloc_arenas()  # before threads allocate (peak RSS of a backfill)
+        from cairn.config import ConfigError
+
         try:
             return super().__call__(*args, **kwargs)
+        except ConfigError as exc:  # a broken config.toml met outside `load_settings`
+            raise SystemExit(fail(str(exc), 2).exit_code) from None
         except Exception as exc:
             message = _one_line_failure(exc)
             if message is None:
@@ -126,15 +130,62 @@ def fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
-def load_settings() -> Settings:
-    """Load settings, turning a bad value into a one-line error instead of a traceback."""
+def load_settings(*, log_as: str | None = None) -> Settings:
+    """Load settings, turning a broken `config.toml` or a bad value into one line and exit code 2.
+
+    Unknown keys and `CAIRN_*` variables are warned about on stderr (once a process, never on a
+    `--json` stdout), each with the closest setting name, since cairn otherwise ignores them.
+    `log_as` also writes the error line to `$CAIRN_HOME/logs/hook.log` under that name: the daemon
+    is started by the hook with its output discarded, and that log is where a user looks then.
+    """
     from pydantic import ValidationError
 
+    from cairn.config import ConfigError, resolve_home
+
     try:
-        return Settings.load()
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise fail(f"invalid cairn setting (CAIRN_* variable or config.toml): {problems}") from exc
+        settings = Settings.load()
+    except (ConfigError, ValidationError) as exc:
+        line = str(exc) if isinstance(exc, ConfigError) else invalid_settings_line(exc)
+        if log_as is not None:
+            from cairn.daemon.hook import log
+
+            log(str(resolve_home()), line, source=log_as)
+        raise fail(line, 2) from None
+    _warn_unknown_settings(settings.home)
+    return settings
+
+
+_warned = False
+
+
+def _warn_unknown_settings(home: Path) -> None:
+    global _warned
+    if _warned:
+        return
+    _warned = True
+    from cairn.config import unknown_setting_warnings
+
+    for line in unknown_setting_warnings(home):
+        err.print(Text("warning:", style="yellow") + Text(" ") + plain_text(line), soft_wrap=True)
+
+
+def invalid_settings_line(exc: Any) -> str:
+    """One line for a pydantic `ValidationError` of `Settings`: each bad setting, where it came from."""
+    from cairn.config import ENV_PREFIX, resolve_home, setting_sources
+
+    sources = setting_sources()
+    home = resolve_home()
+    problems = []
+    for error in exc.errors():
+        name = str(error["loc"][0]) if error["loc"] else "?"
+        source = sources.get(name, "default")
+        origin = {
+            "environment": f"${ENV_PREFIX}{name.upper()}",
+            "file": f"{home / 'config.toml'}",
+        }.get(source, "default")
+        problems.append(f"{name} ({origin}): {error['msg']}")
+    listed = "; ".join(problems)
+    return f"invalid cairn setting: {listed}; fix the value or remove it (`cairn config` lists them)"
 
 
 def demo_transcript() -> Path:

@@ -21,7 +21,7 @@ def daemon_run() -> None:
     from cairn.daemon.logs import setup_logging
     from cairn.daemon.loop import run_daemon
 
-    settings = load_settings()
+    settings = load_settings(log_as="cairn-daemon")
     setup_logging(settings, console=sys.stderr.isatty())
     raise typer.Exit(run_async(run_daemon(settings)))
 
@@ -31,7 +31,7 @@ def daemon_start() -> None:
     """Start the daemon detached and return once it owns the store."""
     from cairn.daemon.process import DaemonError, start
 
-    settings = load_settings()
+    settings = load_settings(log_as="cairn-daemon")
     try:
         pid = start(settings)
     except DaemonError as exc:
