@@ -43,6 +43,7 @@ from typing import Any
 from cairn.config import Settings
 from cairn.files import ops as file_ops
 from cairn.learning import ops as learning_ops
+from cairn.lifecycle import ops as lifecycle_ops
 from cairn.recall import ops as recall_ops
 from cairn.search import ops as search_ops
 from cairn.store.store import Store
@@ -146,13 +147,15 @@ OPS: dict[str, Op] = {
     "learner_stats": search_ops.learner_stats,
     "learn_associations": learning_ops.learn_associations,
     "learn_forget": learning_ops.learn_forget,
+    "forget": lifecycle_ops.forget_op,
+    "import": lifecycle_ops.import_op,
     "files": file_ops.files,
     "recall": recall_ops.recall_op,
 }
 
 #: The ops above that write. The others also answer, by keyword, from a store another process is
 #: writing (`Store.open(busy_ok=True)`); these wait for it instead.
-WRITING_OPS = frozenset({"enqueue", "learn_forget"})
+WRITING_OPS = frozenset({"enqueue", "learn_forget", "forget", "import"})
 
 
 def _long_ops() -> dict[str, Op]:

@@ -1,0 +1,205 @@
+"""`cairn forget`, `cairn export` and `cairn import`: the thin face of `cairn.lifecycle`.
+
+`forget` and `import` write, so they go through the daemon when it runs (it owns the store) and take
+the store's lock otherwise, like every writing command; `export` only reads, from a store another
+process may be writing (SQLite's WAL shows it every committed row).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from cairn.cli.common import (
+    JsonOpt,
+    app,
+    console,
+    err,
+    fail,
+    load_settings,
+    open_store,
+    print_json,
+    run_async,
+)
+from cairn.cli.search import parse_when
+from cairn.config import Settings
+
+
+async def _write_request(settings: Settings, op: str, args: dict[str, Any]) -> Any:
+    """A writing op through the daemon (no time limit: a big import takes a while) or directly."""
+    from cairn.daemon.client import DaemonRefusal, DaemonRequestError, NoDaemon, daemon_request
+    from cairn.daemon.server import run_op
+
+    try:
+        return await daemon_request(settings, op, args, timeout=None)
+    except NoDaemon:
+        pass
+    except DaemonRefusal as exc:
+        raise fail(exc.reason) from exc
+    except DaemonRequestError as exc:
+        raise fail(str(exc)) from exc
+    store = await open_store(settings)
+    try:
+        return await run_op(store, op, args)
+    except ValueError as exc:
+        raise fail(str(exc)) from exc
+    finally:
+        await store.close()
+
+
+def _counts_table(counts: dict[str, int], title: str) -> Table:
+    table = Table(title=title)
+    table.add_column("kind")
+    table.add_column("rows", justify="right")
+    for kind, n in counts.items():
+        if n:
+            table.add_row(kind.replace("_", " "), f"{n:,}")
+    return table
+
+
+@app.command("forget")
+def forget_command(
+    project: Annotated[
+        str | None, typer.Option("--project", help="Forget this project (name or path).")
+    ] = None,
+    session: Annotated[
+        list[str] | None, typer.Option("--session", help="Forget this session (repeatable).")
+    ] = None,
+    idea: Annotated[
+        list[int] | None, typer.Option("--idea", help="Forget this idea id (repeatable).")
+    ] = None,
+    before: Annotated[
+        str | None, typer.Option("--before", help="Only what is older: 2025-01-31, 30d, yesterday…")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count what would go; change nothing.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Delete a project's, sessions' or ideas' memory for good: rows, full-text index and vectors.
+
+    The transcripts themselves are left alone, and so is each transcript's read position: a later
+    sync captures only what is appended after the forget.
+    """
+    if sum(bool(x) for x in (project, session, idea)) != 1:
+        raise fail("name exactly one of --project, --session or --idea", 2)
+    settings = load_settings()
+    args: dict[str, Any] = {
+        "project": project,
+        "sessions": list(session or []),
+        "ideas": list(idea or []),
+        "before": parse_when(before, "--before"),
+    }
+    if not dry_run and not yes:
+        if not sys.stdin.isatty():
+            raise fail("cairn forget deletes for good and stdin is not a terminal: pass --yes to confirm", 2)
+        plan = run_async(_write_request(settings, "forget", {**args, "dry_run": True}))
+        if plan["total"] == 0:
+            console.print("Nothing to forget.")
+            return
+        console.print(_counts_table(plan["counts"], "cairn forget would delete"))
+        if not typer.confirm("Delete these for good?", default=False):
+            err.print("Nothing deleted.")
+            raise typer.Exit(1)
+    result = run_async(_write_request(settings, "forget", {**args, "dry_run": dry_run}))
+    if json_out:
+        print_json(result)
+        return
+    verb = "would delete" if dry_run else "deleted"
+    if result["total"] == 0:
+        console.print("Nothing to forget.")
+        return
+    console.print(_counts_table(result["counts"], f"cairn forget {verb}"))
+    if not dry_run:
+        console.print(
+            f"{result['vectors_deleted']:,} vectors removed, {result['vectors_pending']:,} still queued."
+        )
+
+
+@app.command("export")
+def export_command(
+    project: Annotated[
+        str | None, typer.Option("--project", help="Only this project (name or path).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write here (mode 0600) instead of stdout.")
+    ] = None,
+) -> None:
+    """Write the memory as versioned JSONL (one row a line) for `cairn import` here or on another machine."""
+    from cairn.lifecycle.export import export, scope_for
+    from cairn.search.projects import resolve_projects
+
+    settings = load_settings()
+
+    async def run() -> int:
+        store = await open_store(settings, read_only_ok=True, busy_ok=True)
+        try:
+            scope, names = None, None
+            if project is not None:
+                found = await resolve_projects(store.db, project)
+                if not found:
+                    raise fail(
+                        f"no stored project matches {project!r}; `cairn projects` lists what is stored", 2
+                    )
+                scope = await scope_for(store.db, [pid for pid, _ in found])
+                names = [path for _, path in found]
+            if out is None:
+                return await export(store.db, sys.stdout, scope=scope, projects=names)
+            fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                return await export(store.db, handle, scope=scope, projects=names)
+        finally:
+            await store.close()
+
+    count = run_async(run())
+    if out is not None:
+        err.print(f"exported {count:,} rows to {out}")
+
+
+@app.command("import")
+def import_command(
+    file: Annotated[str, typer.Argument(help="An export from `cairn export`, or - for stdin.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Merge an export into this store: rows it already has are skipped, vectors are recomputed."""
+    from cairn.lifecycle.importer import ImportFormatError, check_header
+
+    settings = load_settings()
+    settings.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    temp: Path | None = None
+    if file == "-":
+        with tempfile.NamedTemporaryFile("wb", dir=settings.home, prefix="import-", delete=False) as handle:
+            shutil.copyfileobj(sys.stdin.buffer, handle)
+            temp = Path(handle.name)
+        path = temp
+    else:
+        path = Path(file).expanduser().resolve()
+        if not path.is_file():
+            raise fail(f"no such file: {file}", 2)
+    try:
+        with path.open(encoding="utf-8", errors="replace") as lines:
+            try:
+                check_header(lines.readline())
+            except ImportFormatError as exc:
+                raise fail(str(exc), 2) from None
+        result = run_async(_write_request(settings, "import", {"path": str(path)}))
+    finally:
+        if temp is not None:
+            temp.unlink(missing_ok=True)
+    if json_out:
+        print_json(result)
+        return
+    console.print(_counts_table(result["added"], "cairn import added"))
+    present = sum(result["already_present"].values())
+    console.print(
+        f"{result['total_added']:,} rows added, {present:,} already present, "
+        f"{result['vectors_written']:,} vectors computed."
+    )
+    if result["bad_lines"]:
+        err.print(f"{result['bad_lines']:,} lines skipped: " + "; ".join(result["bad_examples"]))

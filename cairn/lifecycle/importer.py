@@ -1,0 +1,149 @@
+"""`cairn import`: read an export (`cairn.lifecycle.export`) into a store, merging by natural keys.
+
+Each record's row is matched to the row the store already has with the same natural key
+(`cairn.lifecycle.tables`); only rows it lacks are inserted, with their references rewritten to the
+target store's ids. Importing the same file twice therefore changes nothing, and importing into a
+store that already holds some of it adds only the rest. Everything is written in one transaction, so
+a bad file or a crash leaves the store as it was; a line that is not a valid record is counted and
+skipped, never fatal. The vector triggers queue every inserted row in the outbox in that transaction,
+and the vectors are computed after the commit (`Store.sync_vectors`), not copied.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiosqlite
+
+from cairn.lifecycle.tables import BY_NAME, FORMAT, FORMAT_VERSION, Table
+from cairn.store.db import Database
+
+
+class ImportFormatError(ValueError):
+    """The file is not a cairn export this cairn can read (no header, unknown format, newer version)."""
+
+
+@dataclass
+class ImportReport:
+    """What an import did: rows added and already present, per table, and the lines it skipped."""
+
+    added: dict[str, int] = field(default_factory=dict)
+    present: dict[str, int] = field(default_factory=dict)
+    bad_lines: int = 0
+    bad_examples: list[str] = field(default_factory=list)
+    vectors: int = 0
+
+    def bad(self, number: int, why: str) -> None:
+        self.bad_lines += 1
+        if len(self.bad_examples) < 5:
+            self.bad_examples.append(f"line {number}: {why}")
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "added": self.added,
+            "already_present": self.present,
+            "total_added": sum(self.added.values()),
+            "bad_lines": self.bad_lines,
+            "bad_examples": self.bad_examples,
+            "vectors_written": self.vectors,
+        }
+
+
+def check_header(line: str) -> dict[str, Any]:
+    """The parsed header line, or `ImportFormatError` saying why this file cannot be imported."""
+    try:
+        head = json.loads(line)
+    except json.JSONDecodeError:
+        head = None
+    if not isinstance(head, dict) or head.get("format") != FORMAT:
+        raise ImportFormatError("not a cairn export: the first line is not a cairn-export header")
+    version = head.get("version")
+    if not isinstance(version, int) or version < 1 or version > FORMAT_VERSION:
+        raise ImportFormatError(
+            f"this export is format version {version!r} (written by cairn {head.get('cairn')}); this cairn "
+            f"reads versions 1 to {FORMAT_VERSION}: upgrade cairn to import it"
+        )
+    return head
+
+
+class _Importer:
+    def __init__(self, conn: aiosqlite.Connection, report: ImportReport) -> None:
+        self.conn = conn
+        self.report = report
+        self.ids: dict[str, dict[Any, Any]] = {}
+        self.columns: dict[str, set[str]] = {}
+        self.late: list[tuple[str, Any, str, str, Any]] = []
+
+    async def table_columns(self, name: str) -> set[str]:
+        if name not in self.columns:
+            async with self.conn.execute(f"PRAGMA table_info({name})") as cursor:
+                self.columns[name] = {str(row[1]) for row in await cursor.fetchall()}
+        return self.columns[name]
+
+    async def add(self, table: Table, row: dict[str, Any]) -> None:
+        known = await self.table_columns(table.name)
+        if not set(row) <= known or not set(table.key_columns) <= set(row):
+            raise ValueError(f"columns do not match table {table.name}")
+        source_id = row.get("id")
+        values = {k: v for k, v in row.items() if k != "id" or "id" in table.key_columns}
+        for column, target in table.refs.items():
+            if values.get(column) is not None:
+                values[column] = self.ids.get(target, {}).get(values[column])
+        late = {c: values.pop(c) for c in table.late_refs if values.get(c) is not None}
+        key = [values.get(c) for c in table.key_columns]
+        conditions = " AND ".join(table.key)
+        select = "id" if table.has_id else "1"
+        async with self.conn.execute(f"SELECT {select} FROM {table.name} WHERE {conditions}", key) as cursor:
+            found = await cursor.fetchone()
+        if found is not None:
+            local = found[0]
+            self.report.present[table.name] = self.report.present.get(table.name, 0) + 1
+        else:
+            names = list(values)
+            cursor = await self.conn.execute(
+                f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+                [values[n] for n in names],
+            )
+            local = values.get("id", cursor.lastrowid)
+            await cursor.close()
+            self.report.added[table.name] = self.report.added.get(table.name, 0) + 1
+            for column, value in late.items():
+                self.late.append((table.name, local, column, table.late_refs[column], value))
+        if table.has_id and source_id is not None:
+            self.ids.setdefault(table.name, {})[source_id] = local
+
+    async def finish(self) -> None:
+        """Set the self references (an idea answered by a later idea) now that every row has its id."""
+        for name, local, column, target, source in self.late:
+            mapped = self.ids.get(target, {}).get(source)
+            if mapped is not None:
+                await self.conn.execute(f"UPDATE {name} SET {column} = ? WHERE id = ?", (mapped, local))
+
+
+async def import_lines(db: Database, lines: Iterable[str]) -> ImportReport:
+    """Import an export's lines (the first must be the header) in one transaction."""
+    iterator = iter(lines)
+    first = next(iterator, "")
+    check_header(first)
+    report = ImportReport()
+    async with db.write() as conn:
+        importer = _Importer(conn, report)
+        for number, line in enumerate(iterator, start=2):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                table = BY_NAME.get(record.get("type")) if isinstance(record, dict) else None
+                row = record.get("row") if table is not None else None
+                if table is None or not isinstance(row, dict):
+                    report.bad(number, "not an export record")
+                    continue
+                await importer.add(table, row)
+            except (json.JSONDecodeError, ValueError, sqlite3.Error) as exc:
+                report.bad(number, str(exc)[:200])
+        await importer.finish()
+    return report
