@@ -236,7 +236,11 @@ def check_tokenizer(settings: Settings) -> Check:
 
 
 def check_model(settings: Settings) -> Check:
+    from cairn.agent.model_names import unknown_model_message
+
     model = settings.model or default_model()
+    if (unknown := unknown_model_message(model)) is not None:  # before asking for a key it cannot have
+        return Check("model", False, unknown, "Set CAIRN_MODEL (or `model` in config.toml) to a known model.")
     provider = model.split(":", 1)[0]
     key_env = _KEY_ENV.get(provider, f"{provider.upper().replace('-', '_')}_API_KEY")
     if key_env is None:

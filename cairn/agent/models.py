@@ -29,6 +29,7 @@ from pydantic_ai.retries import AsyncHTTPX2TenacityTransport, RetryConfig, wait_
 from pydantic_ai.settings import ModelSettings
 from tenacity import retry_if_exception_type, stop_after_attempt, wait_exponential
 
+from cairn.agent.model_names import unknown_model_message
 from cairn.config import Settings
 from cairn.doctor import default_model
 
@@ -51,6 +52,10 @@ MAX_RETRY_WAIT_SECONDS = 60.0
 
 class ModelConfigError(RuntimeError):
     """The configured model cannot be used as configured (missing key, missing server URL)."""
+
+
+class UnknownModelError(ModelConfigError):
+    """The model string names no model cairn can run (`cairn.agent.model_names`)."""
 
 
 @dataclass
@@ -167,10 +172,13 @@ def _ollama(name: str, model_name: str, settings: Settings) -> ModelChoice:
 def resolve_model(settings: Settings, override: str | None = None) -> ModelChoice:
     """The model for indexing runs: `override`, else `settings.model`, else the default.
 
-    Raises `ModelConfigError` when the model needs a key or URL that is not configured; the message
-    names the variable to set and the `offline` alternative.
+    Raises `UnknownModelError` for a name no provider could serve, `ModelConfigError` when the model
+    needs a key or URL that is not configured; the message names the variable to set and the
+    `offline` alternative.
     """
     name = (override or settings.model or default_model()).strip()
+    if (unknown := unknown_model_message(name)) is not None:
+        raise UnknownModelError(unknown)
     if name == OFFLINE:
         from cairn.agent.offline import offline_model
 

@@ -119,9 +119,12 @@ def status(
 @app.command()
 def doctor(as_json: JsonOpt = False) -> None:
     """Check every component (SQLite, store, Chroma, embeddings, tokenizer, model) and say how to fix it."""
+    from cairn.cli.common import require_known_model
     from cairn.doctor import run_checks
 
-    checks = run_checks(load_settings())
+    settings = load_settings()
+    require_known_model(settings)  # a config error: one line, exit 2, like a broken config.toml
+    checks = run_checks(settings)
     ok = all(c.ok for c in checks)
     if as_json:
         print_json({"ok": ok, "checks": [c.as_dict() for c in checks]})
@@ -152,10 +155,21 @@ def reindex_vectors() -> None:
 
 @app.command("config")
 def show_config(as_json: JsonOpt = False) -> None:
-    """Show the effective settings and the paths derived from CAIRN_HOME."""
+    """Show each setting's effective value and where it came from (default, file or environment), the
+    model indexing runs on, and the paths derived from CAIRN_HOME."""
+    from cairn.config import setting_sources
+    from cairn.doctor import default_model
+
     settings = load_settings()
+    sources = setting_sources(settings.home)
+    values = settings.model_dump(mode="json")
+    model = settings.model or default_model()
     data = {
-        **settings.model_dump(mode="json"),
+        "settings": {name: {"value": value, "source": sources[name]} for name, value in values.items()},
+        "effective_model": model,
+        "effective_model_source": sources["model"]
+        if settings.model
+        else ("default: ANTHROPIC_API_KEY is set" if model != "offline" else "default: no ANTHROPIC_API_KEY"),
         "config_file": str(settings.config_path),
         "config_file_exists": settings.config_path.exists(),
         "db_path": str(settings.db_path),
@@ -166,9 +180,15 @@ def show_config(as_json: JsonOpt = False) -> None:
     if as_json:
         print_json(data)
         return
-    table = Table(show_header=False)
-    for key, value in data.items():
-        table.add_row(key, str(value))
+    table = Table(show_header=True, header_style="bold")
+    for col in ("setting", "value", "source"):
+        table.add_column(col)
+    for name, entry in data["settings"].items():
+        shown = f"{model} (effective)" if name == "model" and settings.model is None else entry["value"]
+        source = data["effective_model_source"] if name == "model" else entry["source"]
+        table.add_row(name, plain_text(str(shown)), source)
+    for key in ("config_file", "db_path", "chroma_dir", "logs_dir", "lock_path"):
+        table.add_row(key, plain_text(str(data[key])), "derived")
     console.print(table)
 
 

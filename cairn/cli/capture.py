@@ -29,6 +29,7 @@ from cairn.cli.common import (
     print_json,
     render_index,
     render_stats,
+    require_known_model,
     run_async,
 )
 from cairn.cli.progress import JobProgress, duration
@@ -73,6 +74,8 @@ def sync(
     from cairn.transcripts.discover import scan_transcripts
 
     settings = load_settings()
+    if not no_index:
+        require_known_model(settings, model)
     if demo:
         roots, source = [demo_transcript()], "the demo session"
     elif paths:
@@ -232,6 +235,7 @@ def index(
     from cairn.transcripts.discover import find_transcripts
 
     settings = load_settings()
+    require_known_model(settings, model)
     missing = [p for p in paths if not p.exists()]
     if missing:
         raise fail(f"no such file or directory: {', '.join(map(str, missing))}")
@@ -304,6 +308,7 @@ def backfill(
     from cairn.pricing import load_prices
 
     settings = load_settings()
+    require_known_model(settings, model)
     missing = [p for p in paths or [] if not p.exists()]
     if missing:
         raise fail(f"no such file or directory: {', '.join(map(str, missing))}")

@@ -188,6 +188,18 @@ def invalid_settings_line(exc: Any) -> str:
     return f"invalid cairn setting: {listed}; fix the value or remove it (`cairn config` lists them)"
 
 
+def require_known_model(settings: Settings, override: str | None = None) -> str:
+    """The model a command will run (`--model`, else `CAIRN_MODEL`, else the default), or one line and
+    exit 2 when it names no model cairn can run — before any work and before asking for its key."""
+    from cairn.agent.model_names import unknown_model_message
+    from cairn.doctor import default_model
+
+    name = (override or settings.model or default_model()).strip()
+    if (unknown := unknown_model_message(name)) is not None:
+        raise fail(unknown, 2)
+    return name
+
+
 def demo_transcript() -> Path:
     """The small demo session cairn ships, used when no Claude Code transcripts exist yet."""
     return Path(str(resources.files("cairn.demo").joinpath("demo-session.jsonl")))

@@ -22,6 +22,7 @@ from cairn.cli.common import (
     load_settings,
     print_json,
     render_index,
+    require_known_model,
 )
 from cairn.cli.stoppable import printed_dry_run, run_stoppable
 from cairn.cli.summaries import elapsed_rows
@@ -83,6 +84,7 @@ def reindex(
     from cairn.pricing import load_prices
 
     settings = load_settings()
+    require_known_model(settings, model)
     try:
         since_at = parse_since(since) if since else None
     except ValueError as exc:  # a bad date is a usage error: exit 2

@@ -16,7 +16,7 @@ from pydantic_ai.models.ollama import OllamaModel
 from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
 from pydantic_ai.models.test import TestModel
 
-from cairn.agent.models import ModelConfigError, resolve_model, retrying_http_client
+from cairn.agent.models import ModelConfigError, UnknownModelError, resolve_model, retrying_http_client
 from cairn.config import Settings
 from tests.agent.fake_anthropic import FakeAnthropic
 
@@ -134,8 +134,8 @@ async def test_openai_without_a_server_needs_a_key(
 
 
 def test_unknown_models_are_a_config_error(settings: Settings) -> None:
-    for name in ("no-such-provider:model", "gibberish"):
-        with pytest.raises(ModelConfigError, match="cannot use model"):
+    for name in ("no-such-provider:model", "gibberish", "gpt-nonsense"):
+        with pytest.raises(UnknownModelError, match=f"^unknown model '{name}'; known: offline"):
             resolve_model(settings, name)
 
 
