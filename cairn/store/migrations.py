@@ -28,13 +28,20 @@ never handed to another row, so a stale id from a model or in Chroma can never h
    ranges, full-text indexed and queued for vectors (the outbox is rebuilt again to allow them).
 10. reindex: `cairn reindex` jobs and the sessions each has swapped to its new generation, so a rerun
    after a crash resumes where it stopped.
+11. projects as repositories: `project_paths` (the cwds, checkouts and Claude Code directory names
+   each project covers) and how each project's root was found; existing projects are regrouped by
+   `cairn.store.projects.regroup` in the same transaction (worktrees and subdirectories merged into
+   their repository's project, nothing deleted but the emptied duplicates).
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import aiosqlite
+
+from cairn.store.projects import regroup
 
 
 class SchemaTooNewError(RuntimeError):
@@ -50,6 +57,8 @@ class Migration:
     version: int
     description: str
     statements: tuple[str, ...]
+    # Work SQL cannot express (it reads the disk), run after the statements in the same transaction.
+    then: Callable[[aiosqlite.Connection], Awaitable[None]] | None = None
 
 
 def _enqueue(kind: str, item: str, op: str) -> str:
@@ -882,6 +891,31 @@ _REINDEX = Migration(
     ),
 )
 
+_PROJECTS = Migration(
+    11,
+    "projects as repositories: project_paths, projects.source, sessions regrouped",
+    (
+        """
+        ALTER TABLE projects ADD COLUMN source TEXT NOT NULL DEFAULT 'cwd'
+            CHECK (source IN ('git', 'layout', 'cwd', 'claude_dir'))
+        """,
+        # What a project covers: `kind` 'cwd' is a directory its sessions ran in, with the `checkout`
+        # (main or worktree top-level) holding it; 'claude_dir' is a Claude Code transcript directory
+        # name. A path belongs to one project; `--project` accepts any of them.
+        """
+        CREATE TABLE project_paths (
+            path        TEXT PRIMARY KEY,
+            project_id  INTEGER NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+            kind        TEXT NOT NULL CHECK (kind IN ('cwd', 'claude_dir')),
+            checkout    TEXT,
+            created_at  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+        ) WITHOUT ROWID
+        """,
+        "CREATE INDEX project_paths_project ON project_paths (project_id)",
+    ),
+    then=regroup,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     _CAPTURE,
     _MEMORY,
@@ -893,6 +927,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _FILES_AND_LEARNING,
     _PASSAGES,
     _REINDEX,
+    _PROJECTS,
 )
 LATEST_VERSION = len(MIGRATIONS)
 
@@ -933,6 +968,8 @@ async def _apply(conn: aiosqlite.Connection, step: Migration) -> None:
         if now < step.version:
             for statement in step.statements:
                 await conn.execute(statement)
+            if step.then is not None:
+                await step.then(conn)
             await conn.execute(f"PRAGMA user_version = {step.version:d}")
         await conn.execute("COMMIT")
     except BaseException:

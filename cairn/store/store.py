@@ -34,6 +34,7 @@ from cairn.store import outbox
 from cairn.store.db import Database, DatabaseError
 from cairn.store.failures import StoreReadOnlyError, disk_full, unwritable_reason
 from cairn.store.lock import StoreLock, StoreLockedError
+from cairn.store.projects import project_for_claude_dir, project_for_cwd
 from cairn.transcripts import passages as passage_split
 from cairn.transcripts.discover import is_subagent_file, session_id_for
 from cairn.transcripts.normalise import ToolCall
@@ -355,25 +356,15 @@ class Store:
     async def _upsert_projects(
         self, conn: aiosqlite.Connection, path: Path, sessions: dict[str, _SessionInfo]
     ) -> dict[str, int]:
-        """Project ids by session: the session's cwd, else the transcript's project directory."""
+        """Project ids by session: the repository of the session's cwd, else the project its Claude Code
+        directory belongs to (`cairn.store.projects`; a known cwd costs one indexed lookup)."""
+        directory = _project_dir(path)
         ids: dict[str, int] = {}
         for session_id, info in sessions.items():
             if info.cwd:
-                project_path, name = info.cwd, Path(info.cwd).name or info.cwd
+                ids[session_id] = await project_for_cwd(conn, info.cwd, directory.name)
             else:
-                directory = _project_dir(path)
-                project_path, name = str(directory), directory.name
-            async with conn.execute(
-                """
-                INSERT INTO projects (path, name) VALUES (?, ?)
-                ON CONFLICT (path) DO UPDATE SET name = projects.name
-                RETURNING id
-                """,
-                (project_path, name),
-            ) as cur:
-                row = await cur.fetchone()
-            assert row is not None
-            ids[session_id] = row["id"]
+                ids[session_id] = await project_for_claude_dir(conn, directory)
         return ids
 
     async def _upsert_sessions(

@@ -268,6 +268,12 @@ ROWS: dict[int, list[tuple[str, dict[str, Any]]]] = {
         ("reindex_jobs", {"id": 1, "model": "offline", "selection": '{"project": "alpha"}'}),
         ("reindex_sessions", {"job_id": 1, "session_id": "s-1", "ideas": 2}),
     ],
+    11: [
+        (
+            "project_paths",
+            {"path": "/work/alpha/docs", "project_id": 1, "kind": "cwd", "checkout": "/work/alpha"},
+        ),
+    ],
 }
 
 
