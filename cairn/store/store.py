@@ -324,8 +324,8 @@ class Store:
             newer_than = await _max_message_id(conn)
             added = await self._insert_messages(conn, file_id, messages, file_session)
             passages = await _insert_passages(conn, file_id, messages, cut, newer_than) if added else 0
-            if passages:
-                await _unqueue_unembedded(conn, newer_than, self.settings.passage_vectors)
+            if added:
+                await _unqueue_unembedded(conn, newer_than, self.settings, passages=bool(passages))
             await self._refresh_sessions(conn, list(sessions))
             if also is not None:
                 await also(conn, file_id)
@@ -489,7 +489,7 @@ class Store:
 
     async def sync_vectors(self, progress: outbox.Progress | None = None) -> int:
         """Write every pending vector change to Chroma; returns how many were applied."""
-        sources = outbox.sources_for(self.settings.passage_vectors)
+        sources = outbox.sources_for(self.settings.passage_vectors, self.settings.message_vectors)
         return await outbox.drain(self.db, self.vectors, progress=progress, sources=sources)
 
     async def reindex_vectors(self, progress: outbox.Progress | None = None) -> int:
@@ -500,7 +500,7 @@ class Store:
         """
         if self.settings.passages:
             await self.add_missing_passages()
-        sources = outbox.sources_for(self.settings.passage_vectors)
+        sources = outbox.sources_for(self.settings.passage_vectors, self.settings.message_vectors)
         return await outbox.rebuild(self.db, self.vectors, progress=progress, sources=sources)
 
     async def add_missing_passages(self, batch: int = 500) -> int:
@@ -672,19 +672,29 @@ async def _insert_passages(
 
 
 async def _unqueue_unembedded(
-    conn: aiosqlite.Connection, newer_than: int, policy: outbox.PassageVectors
+    conn: aiosqlite.Connection, newer_than: int, settings: Settings, *, passages: bool
 ) -> None:
-    """Take the new passages that get no vector (`passage_vectors`) off the outbox their insert
-    trigger queued them on: they never had one to delete, and most passages (tool output) are such,
-    so a drain would otherwise ask Chroma to delete thousands of vectors that do not exist."""
+    """Take the new messages and passages that get no vector (`message_vectors`,
+    `passage_vectors`) off the outbox their insert triggers queued them on: they never had one to
+    delete, and most of them (tool output) are such, so a drain would otherwise ask Chroma to delete
+    thousands of vectors that do not exist."""
     await conn.execute(
         f"""
-        DELETE FROM vector_outbox WHERE kind = 'passages' AND item_id IN (
-            SELECT t.id FROM message_passages AS t JOIN messages AS m ON m.id = t.message_id
-            WHERE t.message_id > ? AND NOT ({outbox.PASSAGE_VECTORS[policy]}))
+        DELETE FROM vector_outbox WHERE kind = 'messages' AND item_id IN (
+            SELECT t.id FROM messages AS t
+            WHERE t.id > ? AND NOT ({outbox.MESSAGE_VECTORS[settings.message_vectors]}))
         """,
         (newer_than,),
     )
+    if passages:
+        await conn.execute(
+            f"""
+            DELETE FROM vector_outbox WHERE kind = 'passages' AND item_id IN (
+                SELECT t.id FROM message_passages AS t JOIN messages AS m ON m.id = t.message_id
+                WHERE t.message_id > ? AND NOT ({outbox.PASSAGE_VECTORS[settings.passage_vectors]}))
+            """,
+            (newer_than,),
+        )
 
 
 def _message_row(message: Message, file_id: int, file_session: str | None) -> tuple[Any, ...]:

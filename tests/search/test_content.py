@@ -53,7 +53,7 @@ CORPUS: list[tuple[str, int, str, str, int]] = [
     (AUTH, 6, "text", "   ", 0),
     (UI, 1, "text", "The docs misspell the hook as usestate in two places.", 0),
     (UI, 2, "text", "The websocket server drops idle clients after thirty seconds.", 0),
-    (UI, 3, "tool_result", "The browser keeps unsent drafts in IndexedDB rather than SQLite.", 0),
+    (UI, 3, "text", "The browser keeps unsent drafts in IndexedDB rather than SQLite.", 0),
     (UI, 4, "text", "useState and useEffect together with a websocket subscription re-render the list.", 0),
     (STORE, 1, "text", "SQLite is the truth; Chroma holds embeddings derived from it through an outbox.", 0),
     (

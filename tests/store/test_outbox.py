@@ -120,7 +120,7 @@ async def test_sync_makes_chroma_match_sqlite(store: Store) -> None:
     pending = await outbox.pending(store.db)
     assert pending > 0
     assert pending == await store.db.scalar(
-        "SELECT (SELECT count(*) FROM messages) + (SELECT count(*) FROM ideas) "
+        f"SELECT (SELECT count(*) FROM ({SOURCES['messages'].all_sql()})) + (SELECT count(*) FROM ideas) "
         "+ (SELECT count(*) FROM topic_spans) + (SELECT count(*) FROM entities) "
         "+ (SELECT count(*) FROM file_chunks) + (SELECT count(*) FROM search_associations) "
         f"+ (SELECT count(*) FROM ({SOURCES['passages'].all_sql()}))"  # the others are never queued

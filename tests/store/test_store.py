@@ -296,10 +296,13 @@ async def test_stats_describe_the_store(store: Store, shared_files: list[Path]) 
     assert stats.queue_by_status == {"pending": 1}
     passages = await store.db.scalar("SELECT count(*) FROM message_passages")
     assert stats.message_passages == passages > 0
-    # Queued: every message, the passages `passage_vectors` embeds (no others: they never get one), the idea.
+    # Queued: the messages and passages `message_vectors` and `passage_vectors` embed (no others: they
+    # never get one, so tool output and noise are not queued), and the idea.
     embedded = await store.db.scalar(f"SELECT count(*) FROM ({SOURCES['passages'].all_sql()})")
     assert 0 < embedded < passages
-    assert stats.pending_vectors == total + embedded + 1
+    prose = await store.db.scalar(f"SELECT count(*) FROM ({SOURCES['messages'].all_sql()})")
+    assert 0 < prose < total
+    assert stats.pending_vectors == prose + embedded + 1
     assert stats.vectors == {
         "ideas": 0,
         "spans": 0,
