@@ -1,0 +1,155 @@
+"""`cairn forget` end to end: what goes, what stays, and that no byte of it is left on disk."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cairn.config import Settings
+from cairn.lifecycle import forget as forget_module
+from cairn.lifecycle.forget import Selection
+from cairn.store.store import Store
+from tests.lifecycle.conftest import ACME_PHRASES, DEMO_PATH, found_in_files
+from tests.test_cli import cairn, cairn_json
+
+DEMO_SESSION = "0b7c5e2a-3d41-4c8e-9f6a-cafe00000001"
+
+
+def stats() -> dict[str, Any]:
+    return cairn_json("stats")
+
+
+def test_forget_project_leaves_no_trace_and_keeps_the_other_project(home: Path) -> None:
+    for phrase in ACME_PHRASES:
+        assert found_in_files(home, phrase), f"{phrase!r} should be stored before the forget"
+    assert found_in_files(home / "chroma", b"busy_timeout"), "Chroma holds the documents too"
+    before = stats()
+    other_hits = [r["id"] for r in cairn_json("search", "Next.js version", "--project", "Demo")["results"]]
+    assert other_hits
+
+    planned = cairn_json("forget", "--project", "acme-api", "--dry-run")
+    assert planned["dry_run"] and planned["counts"]["projects"] == 1
+    assert stats() == before, "a dry run changes nothing"
+
+    done = cairn_json("forget", "--project", "acme-api", "--yes")
+    assert done["counts"] == planned["counts"], "the dry run counts exactly what goes"
+    assert done["vectors_pending"] == 0 and done["vectors_deleted"] > 0
+
+    after = stats()
+    counts = done["counts"]
+    assert after["projects"] == before["projects"] - 1
+    assert after["sessions"] == before["sessions"] - counts["sessions"] == before["sessions"] - 1
+    assert after["messages"] == before["messages"] - counts["messages"]
+    assert after["ideas"] == before["ideas"] - counts["ideas"]
+    assert after["relations"] == before["relations"] - counts["relations"]
+    assert after["topic_spans"] == before["topic_spans"] - counts["spans"]
+    assert after["entities"] == before["entities"] - counts["entities"]
+    assert after["transcript_files"] == before["transcript_files"], "read positions are kept"
+    assert after["pending_vectors"] == 0
+    assert sum(after["vectors"].values()) < sum(before["vectors"].values())
+
+    for phrase in ACME_PHRASES:
+        assert found_in_files(home, phrase) == [], f"{phrase!r} is still on disk"
+    assert found_in_files(home / "chroma", DEMO_PATH), "the other project's vectors stay"
+    assert found_in_files(home, b"Next.js"), "the other project's rows stay"
+    again = cairn_json("search", "Next.js version", "--project", "Demo")["results"]
+    assert [r["id"] for r in again] == other_hits
+    assert cairn_json("search", "Black Friday orders")["results"] == []
+
+
+def test_forget_session_removes_its_rows_and_vectors_only(home: Path) -> None:
+    before = stats()
+    planned = cairn_json("forget", "--session", DEMO_SESSION, "--dry-run")
+    done = cairn_json("forget", "--session", DEMO_SESSION, "--yes")
+    assert done["counts"] == planned["counts"]
+    assert done["counts"]["sessions"] == 1 and done["counts"]["projects"] == 0
+    after = stats()
+    assert after["sessions"] == before["sessions"] - 1
+    assert after["messages"] == before["messages"] - done["counts"]["messages"]
+    assert after["projects"] == before["projects"], "forgetting a session keeps its project"
+    for phrase in (b"Black Friday", b"busy_timeout", b"sqlite3.OperationalError"):
+        assert found_in_files(home, phrase) == [], f"{phrase!r} is still on disk"
+    assert found_in_files(home, b"Next.js")
+
+
+def test_forget_ideas_by_id(home: Path) -> None:
+    ideas = cairn_json("ideas", "--project", "Demo", "--limit", "100")
+    target = ideas[0]
+    before = stats()
+    done = cairn_json("forget", "--idea", str(target["id"]), "--yes")
+    assert done["counts"]["ideas"] == 1 and done["counts"]["messages"] == 0
+    after = stats()
+    assert after["ideas"] == before["ideas"] - 1
+    assert after["messages"] == before["messages"]
+    assert after["vectors"]["ideas"] == before["vectors"]["ideas"] - 1
+    assert target["id"] not in {i["id"] for i in cairn_json("ideas", "--limit", "1000")}
+    shown = cairn("show", f"idea:{target['id']}", check=False)
+    assert shown.returncode != 0
+
+
+def test_unknown_targets_and_missing_confirmation_are_one_line_errors(home: Path) -> None:
+    before = stats()
+    refused = cairn("forget", "--project", "acme-api", check=False)  # stdin is not a terminal
+    assert refused.returncode == 2 and "--yes" in refused.stderr and len(refused.stderr.splitlines()) == 1
+    missing = cairn("forget", "--project", "no-such-project", "--yes", check=False)
+    assert missing.returncode != 0 and "no stored project" in missing.stderr
+    both = cairn("forget", "--project", "acme-api", "--idea", "1", "--yes", check=False)
+    assert both.returncode == 2 and "exactly one" in both.stderr
+    bad_date = cairn("forget", "--project", "acme-api", "--before", "soonish", "--yes", check=False)
+    assert bad_date.returncode == 2 and "--before" in bad_date.stderr
+    assert stats() == before, "nothing was deleted by a refused command"
+
+
+def test_before_keeps_newer_sessions(home: Path) -> None:
+    before = stats()
+    # The demo session is from 2026-11-20, the Demo project's from 2025-09: a cutoff between them.
+    done = cairn_json("forget", "--project", "Demo", "--before", "2026-01-01", "--yes")
+    assert done["counts"]["sessions"] == 2 and done["counts"]["projects"] == 0
+    none = cairn_json("forget", "--project", "acme-api", "--before", "2026-01-01", "--dry-run")
+    assert none["total"] == 0
+    assert stats()["sessions"] == before["sessions"] - 2
+
+
+async def test_a_forget_killed_after_its_commit_is_finished_by_the_next_vector_sync(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def killed(store: Store, report: object = None) -> None:
+        return None  # the process died right after the commit: nothing after it ran
+
+    kinds = ("ideas", "messages")
+    settings = Settings.load(home)
+    store = await Store.open(settings)
+    try:
+        acme = {
+            kind: {
+                str(row[0])
+                for row in await store.db.fetchall(
+                    f"SELECT id FROM {kind} WHERE session_id = ?", (DEMO_SESSION,)
+                )
+            }
+            for kind in kinds
+        }
+        vectors_before = {kind: store.vectors.get_ids(kind) for kind in kinds}
+        assert acme["ideas"] & vectors_before["ideas"] and acme["messages"] & vectors_before["messages"]
+        monkeypatch.setattr(forget_module, "finish", killed)
+        report = await forget_module.forget(store, Selection(project="acme-api"))
+        assert report.counts["ideas"] == len(acme["ideas"])
+        queued = await store.db.scalar("SELECT count(*) FROM vector_outbox WHERE op = 'delete'")
+        assert queued >= len(acme["ideas"]) + len(acme["messages"])
+        assert {kind: store.vectors.get_ids(kind) for kind in kinds} == vectors_before, "not applied yet"
+    finally:
+        await store.close()
+    monkeypatch.undo()
+
+    reopened = await Store.open(settings)  # what the daemon's loop and every sync do next
+    try:
+        await reopened.sync_vectors()
+        assert await reopened.db.scalar("SELECT count(*) FROM vector_outbox") == 0
+        for kind in kinds:
+            assert reopened.vectors.get_ids(kind) == vectors_before[kind] - acme[kind]
+    finally:
+        await reopened.close()
+    assert json.loads(cairn("search", "Black Friday orders", "--json").stdout)["results"] == []
