@@ -1,16 +1,21 @@
 """Entity extraction for the offline indexer: files, code identifiers and technologies, canonically named.
 
-Files are named by their last two path components ("tests/conftest.py", "app/db.py"): a bare basename
-collides across projects ("page.tsx", "index.ts") and a project-relative path needs the project root,
-which the batch does not carry. A bare file name in prose takes the two-component form of a path with
-that basename seen in the same session, so one batch names a file one way; across batches a bare name
-that was never seen with its directory stays a basename (the executor's aliasing and `search_entities`
-canonicalisation meet it there).
+Files are named by their path inside the project ("app/routers/transactions.py"), which is how people
+write them. The batch does not carry the project directory, so it is inferred per session from the
+paths themselves (`project_root`): an absolute path that ends in a relative path the conversation
+writes, else the common directory of the absolute paths. A path outside any known root keeps its last
+two components ("tests/conftest.py"), since a bare basename collides across projects ("page.tsx"). A
+bare or partial file name in prose takes the fuller form of a path with that basename seen in the
+same session, so one batch names a file one way; across batches the executor's aliasing (a name meets
+the longer one that ends in it) joins the forms.
 """
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from cairn.agent.offline.gazetteer import canonical, find_technologies
@@ -48,12 +53,63 @@ class Entity:
     type: EntityType
 
 
-def file_name(path: str) -> str:
-    """The canonical name of a file entity: its last two path components (or its name alone)."""
-    parts = [p for p in path.strip().strip("\"'`").replace("\\", "/").split("/") if p and p not in (".", "~")]
+def _clean(path: str) -> str:
+    return path.strip().strip("\"'`").replace("\\", "/")
+
+
+def file_name(path: str, root: str | None = None) -> str:
+    """The canonical name of a file entity: its path inside the project `root` when it lies there, a
+    relative path as written, else its last two path components (or its name alone)."""
+    cleaned = _clean(path)
+    if root and cleaned.startswith(root + "/"):
+        return cleaned[len(root) + 1 :]
+    parts = [p for p in cleaned.split("/") if p and p not in (".", "~")]
     if not parts:
         return path.strip()
+    if not cleaned.startswith(("/", "~")) and ".." not in parts:
+        return "/".join(parts)
     return "/".join(parts[-2:]) if len(parts) > 1 and parts[-2] != ".." else parts[-1]
+
+
+def project_root(paths: Iterable[str]) -> str | None:
+    """The project directory a session's file paths sit in, or None when they do not say.
+
+    An absolute path that ends in a relative path the same session writes ("/home/dev/app/src/a.ts"
+    and "src/a.ts") gives it directly; otherwise it is the deepest directory, at least three levels
+    deep (`/home/dev/project`, not `/home/dev`), that holds three in five of the absolute paths (and
+    two or more): one look outside the project does not move it.
+    """
+    cleaned = {_clean(p) for p in paths}
+    absolute = sorted(p for p in cleaned if p.startswith("/"))
+    relative = sorted(
+        (p.removeprefix("./") for p in cleaned if not p.startswith(("/", "~", ".."))),
+        key=lambda p: -p.count("/"),
+    )
+    for rel in relative:
+        if "/" not in rel:
+            continue
+        for full in absolute:
+            if full.endswith("/" + rel):
+                return full[: -len(rel) - 1]
+    holding: Counter[str] = Counter()
+    for full in absolute:
+        parts = full.split("/")[:-1]
+        holding.update("/".join(parts[:depth]) for depth in range(4, len(parts) + 1))
+    least = max(2, math.ceil(len(absolute) * 0.6))
+    shared = [d for d, n in holding.items() if n >= least]
+    return max(shared, key=lambda d: d.count("/")) if shared else None
+
+
+def resolve_file(path: str, known_files: dict[str, str], root: str | None = None) -> str:
+    """`path`'s entity name, taking the fuller form seen in this session when it ends in this one."""
+    name = file_name(path, root)
+    full = known_files.get(name.rsplit("/", 1)[-1])
+    return full if full and (full == name or full.endswith("/" + name)) else name
+
+
+def paths_in(text: str) -> list[str]:
+    """Every file path `text` writes (prose or tool calls)."""
+    return [p for p in _PATH.findall(text) if is_file_like(p)]
 
 
 def is_file_like(token: str) -> bool:
@@ -115,7 +171,7 @@ def identifiers(text: str) -> list[str]:
 def extract(text: str, known_files: dict[str, str] | None = None) -> list[Entity]:
     """Entities named in `text`: technologies, files and code identifiers, deduplicated, in that order.
 
-    `known_files` maps a basename to the two-component name it was seen with in this session.
+    `known_files` maps a basename to the fullest name it was seen with in this session.
     """
     known_files = known_files or {}
     found: dict[tuple[str, str], Entity] = {}
@@ -130,8 +186,7 @@ def extract(text: str, known_files: dict[str, str] | None = None) -> list[Entity
     for path in _PATH.findall(text):
         if not is_file_like(path):
             continue
-        name = file_name(path)
-        add(known_files.get(name, name) if "/" not in name else name, "file")
+        add(resolve_file(path, known_files), "file")
     for ident in identifiers(text):
         if ident.split(".")[0].lower() in {"www", "http", "https"}:
             continue

@@ -22,7 +22,8 @@ from cairn.agent.offline.cues import (
     is_ack,
     is_preamble,
 )
-from cairn.agent.offline.entities import MAX_ENTITIES_PER_IDEA, Entity, entity_key, extract, file_name
+from cairn.agent.offline.entities import MAX_ENTITIES_PER_IDEA, Entity, entity_key, extract, resolve_file
+from cairn.agent.offline.gazetteer import find_technologies
 from cairn.agent.offline.reading import Message, SessionView
 from cairn.agent.offline.text import MAX_CONTENT_CHARS, Segment, jaccard, overlap, shorten, term_set
 from cairn.agent.schema import DEFAULT_IMPORTANCE, Intent
@@ -299,7 +300,9 @@ def _attach_written_files(view: SessionView, candidates: list[Candidate]) -> Non
     written: dict[int, list[tuple[int, str]]] = {}
     for message in view.messages:
         for path in message.written:
-            written.setdefault(message.turn, []).append((message.line, file_name(path)))
+            written.setdefault(message.turn, []).append(
+                (message.line, resolve_file(path, view.known_files, view.root))
+            )
     for candidate in candidates:
         if candidate.intent not in _ATTACH_FILES or candidate.turn not in written:
             continue
@@ -313,6 +316,50 @@ def _attach_written_files(view: SessionView, candidates: list[Candidate]) -> Non
                 candidate.entities.append(Entity(name, "file"))
                 have.add(entity_key(name))
                 added += 1
+
+
+def project_name(view: SessionView) -> str | None:
+    """The project's own name: its directory's, when the conversation names it outside a path or the
+    directory sits right in a home directory (`/home/dev/ledger-api`, `/Users/ana/shop`)."""
+    if not view.root:
+        return None
+    name = view.root.rsplit("/", 1)[-1]
+    in_home = re.fullmatch(r"/(?:home|Users)/[^/]+/[^/]+|/root/[^/]+", view.root) is not None
+    bare = re.compile(rf"(?<![\w/.-]){re.escape(name)}(?![\w/-])")
+    named = any(
+        bare.search(s.text) for m in view.messages if m.role in ("user", "assistant") for s in m.prose
+    )
+    return name if len(name) >= 3 and (in_home or named) else None
+
+
+def _attach_session_entities(view: SessionView, candidates: list[Candidate]) -> None:
+    """Link what the conversation works with to the ideas near where it is named: the project (to the
+    first idea) and each technology its prose names (to the first idea at or after its first mention,
+    else the last before); drop code names the conversation itself never writes. An idea's own text
+    rarely repeats "Rust" or "Kubernetes", yet the session is about them; text support is still
+    required, so nothing is linked that no message names."""
+    if not candidates:
+        return
+    said = " ".join(s.text for m in view.messages if m.role in ("user", "assistant") for s in m.prose)
+    for candidate in candidates:
+        # A code name only a tool's output shows (an exception class in a traceback) is not what the
+        # conversation is about.
+        candidate.entities = [e for e in candidate.entities if e.type != "concept" or e.name in said]
+    first_named: dict[str, int] = {}
+    for message in view.messages:
+        if message.role in ("user", "assistant"):
+            for tech in find_technologies(" ".join(s.text for s in message.prose)):
+                first_named.setdefault(tech, message.line)
+    wanted: list[tuple[int, Entity]] = [(line, Entity(t, "technology")) for t, line in first_named.items()]
+    project = project_name(view)
+    if project:
+        wanted.insert(0, (candidates[0].line, Entity(project, "project")))
+    for line, entity in wanted:
+        if any(entity_key(e.name) == entity_key(entity.name) for c in candidates for e in c.entities):
+            continue
+        after = [c for c in candidates if c.line >= line]
+        target = after[0] if after else candidates[-1]
+        target.entities.append(entity)
 
 
 def is_duplicate(intent: str, a: frozenset[str], b: frozenset[str]) -> bool:
@@ -384,4 +431,6 @@ def session_candidates(view: SessionView, *, open_problem: bool = False) -> list
     ordered = sorted(candidates, key=lambda c: c.line)
     candidates = [replace(c, entities=list(c.entities), at=said.get(c.line)) for c in ordered]
     _attach_written_files(view, candidates)
-    return _deduplicate(candidates)
+    kept = _deduplicate(candidates)
+    _attach_session_entities(view, kept)
+    return kept

@@ -15,7 +15,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from cairn.agent.offline.entities import file_name, tool_files, written_files
+from cairn.agent.offline.entities import file_name, paths_in, project_root, tool_files, written_files
 from cairn.agent.offline.text import Segment, segments
 from cairn.agent.schema import CONTEXT_ROLE, BatchMessage, SessionUpdate
 
@@ -58,7 +58,8 @@ class SessionView:
     session: str
     source_file: str
     messages: list[Message]
-    known_files: dict[str, str]  # basename -> two-component name seen in this session
+    known_files: dict[str, str]  # basename -> fullest name seen in this session
+    root: str | None = None  # the project directory its paths sit in, when they say
 
     @property
     def lines(self) -> list[int]:
@@ -115,7 +116,6 @@ def read_session(update: SessionUpdate) -> SessionView:
     """Parse one session update into messages with roles, turns, prose segments and tool facts."""
     prompts = _task_prompts(update)
     messages: list[Message] = []
-    known: dict[str, str] = {}
     turn = 0
     for raw in update.messages:
         role = _role(raw, prompts)
@@ -132,8 +132,15 @@ def read_session(update: SessionUpdate) -> SessionView:
             message.files = tool_files(raw.content)
             message.written = written_files(raw.content)
             message.todo_items = todo_items(raw.content, raw.line)
-            for path in message.files:
-                name = file_name(path)
-                known.setdefault(name.rsplit("/", 1)[-1], name)
         messages.append(message)
-    return SessionView(update.session, update.file_path, messages, known)
+    talk = [m for m in messages if m.role in ("user", "assistant", "delegate")]
+    root = project_root(p for m in talk for p in [*m.files, *paths_in(m.text)])
+    known: dict[str, str] = {}
+    for message in talk:
+        for path in [*message.files, *paths_in(message.text)]:
+            name = file_name(path, root)
+            base = name.rsplit("/", 1)[-1]
+            held = known.get(base)
+            if held is None or (len(name) > len(held) and name.endswith("/" + held)):
+                known[base] = name
+    return SessionView(update.session, update.file_path, messages, known, root)

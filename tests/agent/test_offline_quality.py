@@ -1,0 +1,52 @@
+"""The offline indexer's output quality rules (issue 15, part 3), on transcripts the team wrote for the
+eval dataset (`evals/datasets/core`), through the real agent and executor.
+
+Entities come from the project's own directory, languages, frameworks, files and identifiers, and every
+one of them is named somewhere in the conversation.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cairn.agent.offline.gazetteer import spellings
+from cairn.config import Settings
+from cairn.store.store import Store
+from tests.agent.test_offline_agent import _index_all
+from tests.conftest import REPO_ROOT
+
+SESSIONS = REPO_ROOT / "evals" / "datasets" / "core" / "sessions"
+
+
+async def _entities(store: Store) -> dict[str, str]:
+    rows = await store.db.fetchall(
+        "SELECT DISTINCT e.canonical_name, e.type FROM entities AS e"
+        " JOIN idea_entities AS ie ON ie.entity_id = e.id"
+    )
+    return {row["canonical_name"]: row["type"] for row in rows}
+
+
+async def test_entities_are_the_projects_own_and_named_in_the_conversation(
+    settings: Settings, tmp_path: Path
+) -> None:
+    # A Rust CLI ("logslice") sped up, given .gz support and published: the work is in src/main.rs.
+    case = SESSIONS / "06-logslice-rust-perf.jsonl"
+    path = tmp_path / case.name
+    path.write_bytes(case.read_bytes())
+    async with await Store.open(settings) as store:
+        await _index_all(store, settings, [path])
+        entities = await _entities(store)
+        assert entities.get("logslice") == "project"
+        assert entities.get("Rust") == "technology"
+        # Files by their path inside the project, as people write them (not "/home/dev/logslice/...").
+        assert entities.get("src/main.rs") == "file"
+        assert entities.get("benches/scan.rs") == "file"
+        said = "\n".join(row["text"].lower() for row in await store.db.fetchall("SELECT text FROM messages"))
+        for name in entities:
+            assert any(s.lower() in said for s in (name, *spellings(name))), name
+        # "BrokenPipe" is written by the assistant; an exception name only a traceback shows is not kept.
+        rows = await store.db.fetchall("SELECT canonical_name FROM entities WHERE type = 'concept'")
+        prose = "\n".join(
+            row["text"] for row in await store.db.fetchall("SELECT text FROM messages WHERE role != 'tool'")
+        )
+        assert all(row["canonical_name"] in prose for row in rows)
