@@ -7,8 +7,10 @@ with a realistic Stop payload on stdin, through the exact command ``cairn instal
 against a freshly created store in a temporary ``CAIRN_HOME`` (spawning the daemon disabled). A path
 is varied per run half the time, so both the insert and the "already pending" no-op are measured.
 
-Candidates: ``hook.sh`` (POSIX sh + the sqlite3 CLI, what ``cairn install`` prefers) and ``hook.py``
-(the Python fallback under ``python -S -E``). The bar is a p50 under 15 ms.
+Candidates: ``hook.sh`` (POSIX sh + the sqlite3 CLI, what ``cairn install`` prefers) run directly and
+through the ``CAIRN_HOME/bin/cairn-hook`` launcher that ``cairn install`` registers (which checks its
+targets and sources ``hook.sh`` into its own shell), and ``hook.py`` (the Python fallback under
+``python -S -E``) through the launcher. The bar is a p50 under 15 ms.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -24,7 +27,8 @@ import time
 from pathlib import Path
 
 from cairn.config import Settings
-from cairn.daemon.install import hook_command, usable_sqlite3
+from cairn.daemon.install import hook_command, usable_sqlite3, write_launchers
+from cairn.daemon.launcher import package_file
 from cairn.store.store import Store
 
 BAR_MS = 15.0
@@ -59,6 +63,10 @@ def _time(argv: list[str], runs: int, env: dict[str, str]) -> list[float]:
     return times
 
 
+def _script(name: str) -> str:
+    return shlex.quote(str(package_file(name)))
+
+
 def _percentile(values: list[float], pct: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
@@ -70,16 +78,23 @@ def main() -> int:
         settings = Settings.load(Path(tmp) / "home")
         _create_store(settings)
         env = {**os.environ, "CAIRN_HOME": str(settings.home), "CAIRN_HOOK_NO_SPAWN": "1"}
-        candidates: dict[str, list[str]] = {"/bin/true (floor)": ["/bin/true"]}
+        floor = ["/bin/true"]
+        # name -> (argv, the sqlite3 CLI the launcher is written for: None leaves the launcher alone)
+        candidates: dict[str, tuple[list[str], str | None]] = {"/bin/true (floor)": (floor, None)}
         cli = usable_sqlite3()
+        python = shlex.quote(sys.executable)
         if cli:
-            candidates["hook.sh"] = ["/bin/sh", "-c", hook_command(settings, sqlite3=cli)[0]]
+            direct = f"CAIRN_PYTHON={python} CAIRN_SQLITE3={shlex.quote(cli)} /bin/sh {_script('hook.sh')}"
+            candidates["hook.sh (direct)"] = (["/bin/sh", "-c", direct], None)
+            candidates["hook.sh via cairn-hook"] = (["/bin/sh", "-c", hook_command(settings)], cli)
         else:
             print("no sqlite3 CLI (3.32+) on PATH: hook.sh not measured")
-        candidates["hook.py (python -S -E)"] = ["/bin/sh", "-c", hook_command(settings, sqlite3="")[0]]
+        candidates["hook.py via cairn-hook"] = (["/bin/sh", "-c", hook_command(settings)], "")
 
         results = {}
-        for name, argv in candidates.items():
+        for name, (argv, sqlite3) in candidates.items():
+            if sqlite3 is not None:
+                write_launchers(settings, sqlite3=sqlite3)
             _time(argv, 10, env)  # warm the page cache
             times = _time(argv, runs, env)
             results[name] = (statistics.median(times), _percentile(times, 95))

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from cairn.config import Settings
-from cairn.daemon.install import recall_command
+from cairn.daemon.install import recall_command, write_launchers
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "cairn" / "demo" / "demo-session.jsonl"
@@ -131,7 +131,8 @@ def main() -> int:
         }
         viewer = sorted(VIEWER.glob("*.jsonl"))[:2]
         _cairn(daemon_env, "index", str(DEMO), *map(str, viewer), "--model", "offline")
-        command = recall_command(settings)  # pins CAIRN_HOME: a temporary home is not the default
+        write_launchers(settings, sqlite3="")  # as `cairn install` does; the launcher pins CAIRN_HOME
+        command = recall_command(settings)
         hook_env = {**env, "CAIRN_HOOK_NO_SPAWN": "1"}
 
         def prompt_on_topic() -> dict[str, Any]:
@@ -172,6 +173,7 @@ def main() -> int:
             listener.bind(str(hung.socket_path))
             listener.listen(1024)  # connections queue up, nobody ever answers
             hung_runs = min(runs, 50)
+            write_launchers(hung, sqlite3="")
             results["daemon hung, UserPromptSubmit"] = _time_hook(
                 recall_command(hung), prompt_on_topic, hung_runs, hook_env
             )

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from cairn.config import Settings
+from cairn.daemon import checkup
 from cairn.store.db import read_only_uri
 from cairn.store.failures import unwritable_reason
 from cairn.store.lock import StoreLock
@@ -276,6 +277,11 @@ def check_git(settings: Settings) -> Check:
     return Check("git", True, f"{version} (the file index's ignore rules)")
 
 
+def _claude_code(check: Callable[[Settings], checkup.Finding]) -> Callable[[Settings], Check]:
+    """One of the Claude Code integration checks (hooks, MCP server, launchers, daemon) as a doctor check."""
+    return lambda settings: Check(**asdict(check(settings)))
+
+
 CHECKS: tuple[Callable[[Settings], Check], ...] = (
     check_home,
     check_sqlite,
@@ -285,6 +291,9 @@ CHECKS: tuple[Callable[[Settings], Check], ...] = (
     check_tokenizer,
     check_model,
     check_git,
+    *map(
+        _claude_code, (checkup.check_hooks, checkup.check_mcp, checkup.check_launcher, checkup.check_daemon)
+    ),
 )
 
 

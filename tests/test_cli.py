@@ -129,9 +129,11 @@ def test_half_written_line_is_left_then_picked_up(cairn_home: Path, tmp_path: Pa
     assert cairn_json("stats")["messages"] == before + second["messages_added"]
 
 
-def test_doctor_reports_every_component_ok_offline(cairn_home: Path) -> None:
+def test_doctor_reports_every_component_ok_offline(cairn_home: Path, tmp_path: Path) -> None:
+    user = {"HOME": str(tmp_path / "user-home")}  # `cairn install` edits ~/.claude: never the real one
     cairn("sync", "--demo")
-    report = cairn_json("doctor")
+    cairn("install", env=user)
+    report = cairn_json("doctor", env=user)
     assert report["ok"] is True, report
     assert {c["name"] for c in report["checks"]} == {
         "home",
@@ -142,6 +144,10 @@ def test_doctor_reports_every_component_ok_offline(cairn_home: Path) -> None:
         "tokenizer",
         "model",
         "git",
+        "claude-hooks",
+        "claude-mcp",
+        "launcher",
+        "daemon",
     }
     model = next(c for c in report["checks"] if c["name"] == "model")
     assert model["detail"].startswith("offline")

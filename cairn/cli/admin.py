@@ -27,6 +27,7 @@ from cairn.cli.common import (
 from cairn.cli.safe import plain_text
 
 if TYPE_CHECKING:
+    from cairn.config import Settings
     from cairn.daemon.install import McpReport
 
 
@@ -242,31 +243,53 @@ def install(
         ),
     ] = True,
     uninstall: Annotated[
-        bool, typer.Option("--uninstall", help="Remove cairn's hooks and MCP server instead.")
+        bool,
+        typer.Option(
+            "--uninstall", help="Remove cairn's hooks, MCP server and launchers instead (the memory stays)."
+        ),
     ] = False,
+    purge: Annotated[
+        bool,
+        typer.Option(
+            "--purge",
+            help="With --uninstall: also delete CAIRN_HOME, everything cairn remembers (asks first).",
+        ),
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask before --purge deletes CAIRN_HOME.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Add cairn's hooks to Claude Code's settings and register `cairn mcp` as its MCP server, or remove both.
 
     The capture hook queues transcripts for indexing; the recall hook injects what cairn remembers at
     session start and with each prompt (turn it off with `--no-recall`, or keep it installed and set
-    `recall_enabled = false` in the config). Idempotent: what is already right is not rewritten; a
-    changed file is first backed up beside itself. Only cairn's own hook handlers and its `cairn`
-    entry under `mcpServers` are touched.
+    `recall_enabled = false` in the config). Both run through launchers in CAIRN_HOME/bin that this
+    command (re)writes for the cairn that runs it: after moving the checkout or rebuilding its venv,
+    run `cairn install` again from the new place (`cairn doctor` says when). Idempotent: what is
+    already right is not rewritten; a changed file is first saved as `<file>.cairn-backup` (one per
+    file, replaced each time). Only cairn's own hook handlers and its `cairn` entry under
+    `mcpServers` are touched. `--uninstall` keeps the memory in CAIRN_HOME; `--uninstall --purge`
+    deletes it too, after asking (`--yes` skips the question; without a terminal it is required).
     """
     from cairn.daemon import install as installer
+    from cairn.daemon import launcher
+    from cairn.daemon.process import DaemonError
     from cairn.store.lock import StoreLockedError
     from cairn.store.store import Store
 
     settings = load_settings()
+    if purge and not uninstall:
+        raise fail("--purge deletes CAIRN_HOME and goes only with --uninstall", code=2)
+    if purge:
+        _confirm_purge(settings, yes)
     path = settings_file if settings_file is not None else installer.DEFAULT_SETTINGS
+    targets = None
     try:
         if uninstall:
             report = installer.uninstall(path)
         else:
-            command, kind = installer.hook_command(settings)
+            targets = installer.write_launchers(settings)
             recall_command = installer.recall_command(settings) if recall else None
-            report = installer.install(path, command, kind, recall_command)
+            report = installer.install(path, installer.hook_command(settings), targets.kind, recall_command)
     except (installer.SettingsFileError, OSError) as exc:
         raise fail(str(exc)) from exc
     mcp_report = None
@@ -280,6 +303,14 @@ def install(
         except (installer.SettingsFileError, OSError) as exc:
             done = "removed" if uninstall else "installed"
             raise fail(f"{exc} (the hooks were {done}; rerun once that is fixed)") from exc
+    purged = None
+    if uninstall:
+        launcher.remove(settings.home)
+        if purge:
+            try:
+                purged = installer.purge(settings)
+            except (installer.PurgeRefused, OSError, DaemonError) as exc:
+                raise fail(f"{exc} (the hooks were removed; the memory is still in {settings.home})") from exc
     store_note = None
     if not uninstall and not settings.db_path.exists():
         # The hook never creates the store (a hook must not migrate a database), so create it now.
@@ -294,7 +325,14 @@ def install(
         store_note = f"created the cairn store at {settings.db_path}"
     if as_json:
         mcp_data = asdict(mcp_report) if mcp_report is not None else None
-        print_json({**asdict(report), "mcp": mcp_data, "store_created": store_note is not None})
+        extra = {
+            "mcp": mcp_data,
+            "store_created": store_note is not None,
+            "launcher": asdict(targets) if targets is not None else None,
+            "home": str(settings.home),
+            "purged": purged,
+        }
+        print_json({**asdict(report), **extra})
         return
     verb = {"installed": "installed cairn's hooks in", "uninstalled": "removed cairn's hooks from"}
     if report.action == "unchanged":
@@ -316,6 +354,46 @@ def install(
         err.print("[yellow]note:[/] no sqlite3 CLI (3.32+) on PATH: installed the slower Python hook")
     if store_note:
         console.print(store_note)
+    if targets is not None:
+        console.print(
+            f"launchers in {launcher.bin_dir(settings.home)} run the cairn in {Path(targets.python).parent}"
+        )
+    if uninstall:
+        if purge:
+            console.print(
+                f"deleted {settings.home}: everything cairn remembered"
+                if purged
+                else f"{settings.home} did not exist"
+            )
+        else:
+            console.print(
+                f"your memory is kept in {settings.home}; `cairn install --uninstall --purge` deletes it"
+            )
+
+
+def _confirm_purge(settings: Settings, yes: bool) -> None:
+    """Ask before deleting CAIRN_HOME; refuse (exit 2) when there is no terminal to ask on and no --yes.
+
+    Checked before anything is changed, so a refused purge leaves the install exactly as it was.
+    """
+    import sys
+
+    from cairn.daemon import install as installer
+
+    try:
+        installer.check_purgeable(settings)
+    except installer.PurgeRefused as exc:
+        raise fail(str(exc), code=2) from exc
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise fail(
+            f"--purge would delete {settings.home} and there is no terminal to confirm on; "
+            "add --yes to delete it without asking",
+            code=2,
+        )
+    if not typer.confirm(f"Delete {settings.home} and everything cairn remembers?", default=False):
+        raise fail("nothing changed", code=1)
 
 
 def _print_mcp_report(report: McpReport) -> None:

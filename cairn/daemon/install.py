@@ -7,17 +7,19 @@ and is optional (`cairn install --no-recall`), so capture never depends on it.
 
 The settings file is the user's, full of things cairn knows nothing about, so the edit is surgical:
 only handlers whose command runs one of cairn's hook scripts are added or removed, everything else keeps its
-value and order, an unchanged file is not rewritten, and a changed one is first copied to a
-timestamped backup and then replaced atomically (through a symlink, to its target, so dotfile setups
-keep working).
+value and order, an unchanged file is not rewritten, and a changed one is first copied to
+`<file>.cairn-backup` (one per file: each change replaces cairn's previous backup) and then replaced
+atomically (through a symlink, to its target, so dotfile setups keep working).
 
 The same care applies to `~/.claude.json`, which Claude Code itself rewrites all the time: only the
 `cairn` entry of its top-level `mcpServers` is touched, and the file is re-read just before it is
 replaced, so a change Claude Code made meanwhile is merged rather than overwritten.
 
-The command carries absolute, shell-quoted paths (Claude Code runs it with a shell, from whatever
-directory the session is in) and `CAIRN_HOME` when the user chose a non-default one, since Claude
-Code's environment need not have it.
+Hooks and the MCP server run through the launchers in `CAIRN_HOME/bin` (see `launcher.py`), which
+`cairn install` rewrites for the install that runs it, so a moved checkout or rebuilt virtualenv is
+reported instead of silently stopping capture. The commands are absolute, shell-quoted paths (Claude
+Code runs them with a shell, from whatever directory the session is in); the launchers pin `CAIRN_HOME`,
+since Claude Code's environment need not have it.
 """
 
 from __future__ import annotations
@@ -25,19 +27,17 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 from cairn.config import DEFAULT_HOME, Settings
+from cairn.daemon import launcher
+from cairn.daemon.launcher import HookKind
 
 HOOK_EVENTS = ("UserPromptSubmit", "Stop", "SubagentStop", "PreCompact", "SessionEnd")
 # These events take a matcher (compaction trigger, end reason, session source); "" matches every one.
@@ -55,10 +55,11 @@ MCP_SERVER_NAME = "cairn"
 # Attempts at replacing `~/.claude.json` when Claude Code keeps rewriting it under us.
 MCP_WRITE_ATTEMPTS = 5
 
-_CAPTURE_HOOK = re.compile(r"cairn/daemon/hook\.(?:sh|py)\b")
-_RECALL_HOOK = re.compile(r"cairn/daemon/recall\.py\b")
-
-HookKind = Literal["sh", "python"]
+# The launchers' names, and the scripts an install before the launchers (or a hand-made hook) ran directly.
+_CAPTURE_HOOK = re.compile(rf"cairn/daemon/hook\.(?:sh|py)\b|/{launcher.BIN_DIR}/{launcher.HOOK_LAUNCHER}\b")
+_RECALL_HOOK = re.compile(rf"cairn/daemon/recall\.py\b|/{launcher.BIN_DIR}/{launcher.RECALL_LAUNCHER}\b")
+# The one backup kept per edited file, beside it: the file as it was before cairn's latest change to it.
+BACKUP_SUFFIX = ".cairn-backup"
 
 
 class SettingsFileError(RuntimeError):
@@ -105,10 +106,6 @@ def is_owned_command(command: object) -> bool:
     return is_cairn_command(command) or is_recall_command(command)
 
 
-def _package_file(name: str) -> Path:
-    return Path(str(resources.files("cairn.daemon").joinpath(name))).absolute()
-
-
 def usable_sqlite3(candidate: str | None = None) -> str | None:
     """Absolute path of a sqlite3 CLI new enough for `hook.sh`, or None."""
     found = shutil.which(candidate or "sqlite3")
@@ -124,38 +121,29 @@ def usable_sqlite3(candidate: str | None = None) -> str | None:
     return str(Path(found).absolute())
 
 
-def hook_command(
-    settings: Settings, *, python: str | None = None, sqlite3: str | None = None
-) -> tuple[str, HookKind]:
-    """The shell command Claude Code should run, and which hook it is.
+def write_launchers(
+    settings: Settings, *, python: str | None = None, sqlite3: str | None = None, argv0: str | None = None
+) -> launcher.Targets:
+    """(Re)write `CAIRN_HOME/bin`'s launchers for this install and return what they now run.
 
-    `hook.sh` when a usable sqlite3 CLI exists (the fast one), else `hook.py` under `python -S -E`.
-    `python` (default: this interpreter) is also what the hook starts the daemon with.
+    The capture launcher runs `hook.sh` when a usable sqlite3 CLI exists (the fast one; `sqlite3`
+    None looks for one, "" means none), else `hook.py` under `python -S -E`. `python` (default: this
+    interpreter) is also what the hooks start the daemon with.
     """
-    interpreter = str(Path(python or sys.executable).absolute())
-    env = [f"CAIRN_PYTHON={shlex.quote(interpreter)}"]
-    if settings.home != DEFAULT_HOME.expanduser().resolve():
-        env.append(f"CAIRN_HOME={shlex.quote(str(settings.home))}")
-    cli = sqlite3 if sqlite3 is not None else usable_sqlite3()
-    if cli:
-        env.append(f"CAIRN_SQLITE3={shlex.quote(cli)}")
-        return " ".join([*env, "/bin/sh", shlex.quote(str(_package_file("hook.sh")))]), "sh"
-    script = shlex.quote(str(_package_file("hook.py")))
-    return " ".join([*env, shlex.quote(interpreter), "-S", "-E", script]), "python"
+    cli = usable_sqlite3() if sqlite3 is None else sqlite3
+    targets = launcher.current_targets(python=python, sqlite3=cli or None, argv0=argv0)
+    launcher.write(settings.home, targets)
+    return targets
 
 
-def recall_command(settings: Settings, *, python: str | None = None) -> str:
-    """The shell command Claude Code should run for recall: `recall.py` under `python -S -E`.
+def hook_command(settings: Settings) -> str:
+    """The shell command Claude Code runs for capture: the home's `cairn-hook` launcher."""
+    return launcher.command_for(settings.home, launcher.HOOK_LAUNCHER)
 
-    `python` (default: this interpreter) must be the one cairn is installed in: the hook itself needs
-    only the standard library, but it starts the daemon with it on `SessionStart`.
-    """
-    interpreter = shlex.quote(str(Path(python or sys.executable).absolute()))
-    env = []
-    if settings.home != DEFAULT_HOME.expanduser().resolve():
-        env.append(f"CAIRN_HOME={shlex.quote(str(settings.home))}")
-    script = shlex.quote(str(_package_file("recall.py")))
-    return " ".join([*env, interpreter, "-S", "-E", script])
+
+def recall_command(settings: Settings) -> str:
+    """The shell command Claude Code runs for recall: the home's `cairn-recall` launcher."""
+    return launcher.command_for(settings.home, launcher.RECALL_LAUNCHER)
 
 
 def _handler(command: str, timeout: int = HOOK_TIMEOUT_S) -> dict[str, Any]:
@@ -239,22 +227,25 @@ def _event_groups(hooks: dict[str, Any], event: str, path: Path) -> list[Any]:
 
 
 def _write(path: Path, data: dict[str, Any], original: bytes | None) -> str | None:
-    """Back up the old file (if any), then atomically replace it; the backup's path."""
+    """Back up the old file (if any) as `<name>.cairn-backup`, replacing cairn's previous backup, then
+    atomically replace the file; the backup's path. One backup per file, not one per install."""
     path.parent.mkdir(parents=True, exist_ok=True)
     backup = None
     mode = 0o600
     if original is not None:
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        backup_path = path.with_name(f"{path.name}.cairn-backup-{stamp}")
-        backup_path.write_bytes(original)
-        shutil.copymode(path, backup_path)
         mode = path.stat().st_mode & 0o7777
+        backup_path = path.with_name(f"{path.name}{BACKUP_SUFFIX}")
+        _replace_atomically(backup_path, original, mode)
         backup = str(backup_path)
-    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    _replace_atomically(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode(), mode)
+    return backup
+
+
+def _replace_atomically(path: Path, content: bytes, mode: int) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(content)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
@@ -262,7 +253,6 @@ def _write(path: Path, data: dict[str, Any], original: bytes | None) -> str | No
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return backup
 
 
 def _target(settings_path: Path) -> Path:
@@ -342,26 +332,14 @@ def uninstall(settings_path: Path) -> InstallReport:
     return report
 
 
-def mcp_command(*, argv0: str | None = None, python: str | None = None) -> tuple[str, list[str]]:
-    """The command and arguments that start this install's `cairn mcp`, as absolute paths.
+def mcp_entry(settings: Settings) -> dict[str, Any]:
+    """The `mcpServers.cairn` entry for `~/.claude.json`: the home's `cairn-mcp` launcher, a stdio server.
 
-    Claude Code starts the server without a shell and with its own PATH, so a bare `cairn` may not
-    be found, or may be another install. The `cairn` script that is running (or the one beside this
-    interpreter, in a virtualenv's `bin`) is the install the user just configured; failing both,
-    `python -m cairn` with this interpreter is.
+    Claude Code starts it without a shell and with its own PATH, hence the absolute path; `CAIRN_HOME`
+    is named when non-default, so the entry says which memory it serves (the launcher pins it too).
     """
-    interpreter = Path(python or sys.executable).absolute()
-    candidates = [Path(argv0 if argv0 is not None else sys.argv[0]), interpreter.parent / "cairn"]
-    for candidate in candidates:
-        if candidate.name == "cairn" and candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate.absolute()), ["mcp"]
-    return str(interpreter), ["-m", "cairn", "mcp"]
-
-
-def mcp_entry(settings: Settings, *, argv0: str | None = None, python: str | None = None) -> dict[str, Any]:
-    """The `mcpServers.cairn` entry for `~/.claude.json`: a stdio server, with `CAIRN_HOME` if non-default."""
-    command, args = mcp_command(argv0=argv0, python=python)
-    entry: dict[str, Any] = {"type": "stdio", "command": command, "args": args}
+    command = str(launcher.launcher_path(settings.home, launcher.MCP_LAUNCHER))
+    entry: dict[str, Any] = {"type": "stdio", "command": command, "args": []}
     if settings.home != DEFAULT_HOME.expanduser().resolve():
         entry["env"] = {"CAIRN_HOME": str(settings.home)}
     return entry
@@ -429,3 +407,44 @@ def uninstall_mcp(config_path: Path) -> McpReport:
         return McpReport(str(path), "unchanged")
     path, backup, changed = _edit_mcp(path, edit)
     return McpReport(str(path), "removed" if changed else "unchanged", backup=backup)
+
+
+class PurgeRefused(RuntimeError):
+    """`CAIRN_HOME` cannot be deleted safely right now; the message says why and what to do."""
+
+
+def _looks_like_a_cairn_home(home: Path) -> bool:
+    return any((home / name).exists() for name in ("cairn.db", "config.toml", launcher.BIN_DIR, "chroma"))
+
+
+def check_purgeable(settings: Settings) -> None:
+    """Raise `PurgeRefused` unless `CAIRN_HOME` is a directory cairn made, not `/`, `~` or above it."""
+    home = settings.home.resolve()
+    user_home = Path.home().resolve()
+    if home == Path(home.anchor) or home == user_home or home in user_home.parents:
+        raise PurgeRefused(f"CAIRN_HOME is {home}: cairn deletes only its own directory, never that")
+    if home.exists() and not _looks_like_a_cairn_home(home):
+        raise PurgeRefused(
+            f"{home} holds no cairn store, config or launcher: not deleting a directory cairn did not make"
+        )
+
+
+def purge(settings: Settings) -> bool:
+    """Stop the daemon, then delete `CAIRN_HOME` and all it holds; whether there was anything to delete.
+
+    Refuses (`PurgeRefused`) while another process (a backfill, an index) holds the store, since
+    deleting the files under it would lose its work silently and leave it writing to deleted files.
+    """
+    from cairn.daemon import process
+    from cairn.store.lock import StoreLock
+
+    check_purgeable(settings)
+    home = settings.home
+    if not home.exists():
+        return False
+    process.stop(settings)
+    holder = StoreLock(settings.lock_path).holder_pid()
+    if holder is not None:
+        raise PurgeRefused(f"process {holder} is using the store in {home}; stop it, then run this again")
+    shutil.rmtree(home)
+    return True

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from cairn.config import Settings
-from cairn.daemon.install import hook_command, usable_sqlite3
+from cairn.daemon.install import hook_command, usable_sqlite3, write_launchers
 from cairn.store.store import Store
 from tests.conftest import SHARED_TRANSCRIPTS
 
@@ -53,11 +53,11 @@ def _command(settings: Settings, kind: str) -> str:
         cli = usable_sqlite3()
         if cli is None:
             pytest.skip("no sqlite3 CLI (3.32+) on PATH")
-        command, got = hook_command(settings, sqlite3=cli)
+        targets = write_launchers(settings, sqlite3=cli)
     else:
-        command, got = hook_command(settings, sqlite3="")
-    assert got == kind
-    return command
+        targets = write_launchers(settings, sqlite3="")
+    assert targets.kind == kind
+    return hook_command(settings)
 
 
 def run_hook(

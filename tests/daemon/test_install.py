@@ -32,6 +32,7 @@ from cairn.daemon.install import (
     uninstall,
     uninstall_mcp,
 )
+from cairn.daemon.launcher import mcp_argv
 
 USER_SETTINGS = {
     "model": "opus",
@@ -46,7 +47,8 @@ USER_SETTINGS = {
 
 
 def _backups(path: Path) -> list[Path]:
-    return sorted(path.parent.glob(f"{path.name}.cairn-backup-*"))
+    """Every cairn backup of `path`: the one it keeps, and any timestamped one older installs left."""
+    return sorted(path.parent.glob(f"{path.name}.cairn-backup*"))
 
 
 def _without_empty_session_start(settings: dict[str, Any]) -> dict[str, Any]:
@@ -69,7 +71,7 @@ def test_round_trip_keeps_everything_else_and_is_idempotent(tmp_path: Path, sett
     original = json.dumps(USER_SETTINGS, indent=4, ensure_ascii=False).encode()
     path.write_bytes(original)
     path.chmod(0o600)
-    command, _ = hook_command(settings)
+    command = hook_command(settings)
 
     first = install(path, command)
     assert first.action == "installed" and first.events == list(HOOK_EVENTS)
@@ -92,7 +94,7 @@ def test_round_trip_keeps_everything_else_and_is_idempotent(tmp_path: Path, sett
     removed = uninstall(path)
     assert removed.action == "uninstalled" and sorted(removed.events) == sorted(HOOK_EVENTS)
     assert json.loads(path.read_text()) == USER_SETTINGS
-    assert len(_backups(path)) == 2
+    assert _backups(path) == [backup] and backup.read_bytes() == installed, "one backup, replaced"
     assert uninstall(path).action == "unchanged"
 
 
@@ -100,7 +102,7 @@ def test_missing_settings_file_is_created_and_uninstall_leaves_an_empty_object(
     tmp_path: Path, settings: Settings
 ) -> None:
     path = tmp_path / "new" / "settings.json"
-    report = install(path, hook_command(settings)[0])
+    report = install(path, hook_command(settings))
     assert report.action == "installed" and report.backup is None
     assert _cairn_events(path) == dict.fromkeys(HOOK_EVENTS, 1)
     uninstall(path)
@@ -112,7 +114,7 @@ def test_a_moved_install_replaces_the_old_hook_instead_of_adding_one(
 ) -> None:
     path = tmp_path / "settings.json"
     install(path, "CAIRN_PYTHON=/old/python /bin/sh /old/site-packages/cairn/daemon/hook.sh")
-    report = install(path, hook_command(settings)[0])
+    report = install(path, hook_command(settings))
     assert report.action == "installed"
     assert _cairn_events(path) == dict.fromkeys(HOOK_EVENTS, 1)
     assert "/old/" not in path.read_text()
@@ -124,7 +126,7 @@ def test_a_symlinked_settings_file_is_edited_in_place(tmp_path: Path, settings: 
     real.write_text(json.dumps({"model": "sonnet"}))
     link = tmp_path / "settings.json"
     link.symlink_to(real)
-    install(link, hook_command(settings)[0])
+    install(link, hook_command(settings))
     assert link.is_symlink()
     assert _cairn_events(real) == dict.fromkeys(HOOK_EVENTS, 1)
 
@@ -134,7 +136,7 @@ def test_unusable_settings_are_refused_untouched(tmp_path: Path, settings: Setti
     path = tmp_path / "settings.json"
     path.write_text(text)
     with pytest.raises(SettingsFileError):
-        install(path, hook_command(settings)[0])
+        install(path, hook_command(settings))
     assert path.read_text() == text and _backups(path) == []
 
 
@@ -161,9 +163,20 @@ def test_the_command_carries_a_custom_home_quoted_and_works_through_a_shell(tmp_
         assert conn.execute("SELECT path, status FROM work_queue").fetchall() == [("/t/x.jsonl", "pending")]
 
 
-def test_the_default_home_is_not_pinned(tmp_path: Path) -> None:
-    command, _ = hook_command(Settings.load(DEFAULT_HOME.expanduser()), sqlite3="/usr/bin/sqlite3")
-    assert "CAIRN_HOME" not in command and command.startswith("CAIRN_PYTHON=/")
+def test_the_commands_name_the_homes_launchers_which_pin_the_home(tmp_path: Path) -> None:
+    settings = Settings.load(tmp_path / "my home")
+    capture, recall = hook_command(settings), recall_command(settings)
+    assert capture == f"'{tmp_path / 'my home' / 'bin' / 'cairn-hook'}'"
+    assert recall == f"'{tmp_path / 'my home' / 'bin' / 'cairn-recall'}'"
+    assert is_cairn_command(capture) and is_owned_command(capture) and not is_recall_command(capture)
+    assert is_recall_command(recall) and is_owned_command(recall) and not is_cairn_command(recall)
+    targets = installer.write_launchers(settings, sqlite3="")
+    assert targets.kind == "python" and targets.hook.endswith("/cairn/daemon/hook.py")
+    for name in ("cairn-hook", "cairn-recall", "cairn-mcp"):
+        script = settings.home / "bin" / name
+        assert script.stat().st_mode & 0o777 == 0o700
+        assert f"CAIRN_HOME='{settings.home}'" in script.read_text()
+    assert (settings.home / "bin" / "launcher.json").stat().st_mode & 0o777 == 0o600
 
 
 def test_cli_uninstall_round_trip(tmp_path: Path, cairn_home: Path) -> None:
@@ -237,7 +250,8 @@ def test_mcp_entry_round_trip_keeps_everything_else_and_is_idempotent(
     removed = uninstall_mcp(path)
     assert removed.action == "removed"
     assert json.loads(path.read_text()) == CLAUDE_CONFIG
-    assert uninstall_mcp(path).action == "unchanged" and len(_backups(path)) == 2
+    assert uninstall_mcp(path).action == "unchanged"
+    assert _backups(path) == [backup] and backup.read_bytes() == registered
 
 
 def test_a_changed_entry_is_replaced_in_place(tmp_path: Path, settings: Settings) -> None:
@@ -297,23 +311,24 @@ def test_an_unusable_claude_config_is_refused_untouched(
     assert path.read_text() == text and _backups(path) == []
 
 
-def test_the_entry_names_this_install_and_pins_only_a_custom_home(tmp_path: Path) -> None:
+def test_the_entry_runs_the_launcher_and_the_launcher_this_install(tmp_path: Path) -> None:
     script = tmp_path / "venv" / "bin" / "cairn"
     script.parent.mkdir(parents=True)
     script.write_text("#!/bin/sh\n")
     script.chmod(0o755)
     python = str(script.parent / "python")
+    assert mcp_argv(argv0="/usr/bin/pytest", python=python) == [str(script), "mcp"]
+    assert mcp_argv(argv0=str(script), python="/nowhere/bin/python3") == [str(script), "mcp"]
+    fallback = mcp_argv(argv0="/usr/bin/pytest", python="/nowhere/bin/python3")
+    assert fallback == ["/nowhere/bin/python3", "-m", "cairn", "mcp"]
     default = Settings.load(DEFAULT_HOME.expanduser())
-    assert mcp_entry(default, argv0="/usr/bin/pytest", python=python) == {
+    assert mcp_entry(default) == {
         "type": "stdio",
-        "command": str(script),
-        "args": ["mcp"],
+        "command": str(default.home / "bin" / "cairn-mcp"),
+        "args": [],
     }
     custom = Settings.load(tmp_path / "home")
-    entry = mcp_entry(custom, argv0=str(script), python="/nowhere/bin/python3")
-    assert entry["command"] == str(script) and entry["env"] == {"CAIRN_HOME": str(tmp_path / "home")}
-    fallback = mcp_entry(default, argv0="/usr/bin/pytest", python="/nowhere/bin/python3")
-    assert fallback["command"] == "/nowhere/bin/python3" and fallback["args"] == ["-m", "cairn", "mcp"]
+    assert mcp_entry(custom)["env"] == {"CAIRN_HOME": str(tmp_path / "home")}
 
 
 def test_cli_registers_and_removes_the_mcp_server(tmp_path: Path, cairn_home: Path) -> None:
@@ -329,7 +344,7 @@ def test_cli_registers_and_removes_the_mcp_server(tmp_path: Path, cairn_home: Pa
     entry = report["mcp"]["entry"]
     assert entry["env"] == {"CAIRN_HOME": str(cairn_home.resolve())} and entry["type"] == "stdio"
     assert _servers(config)["cairn"] == entry
-    assert "mcp" in entry["args"] and Path(entry["command"]).is_absolute()
+    assert entry["command"] == str(cairn_home.resolve() / "bin" / "cairn-mcp") and entry["args"] == []
 
     second = runner.invoke(app, args)
     assert second.exit_code == 0 and "MCP server 'cairn' already registered, not changed" in _flat(
@@ -379,7 +394,7 @@ def _handlers(
 def test_recall_is_registered_beside_capture_and_taken_out_alone(tmp_path: Path, settings: Settings) -> None:
     path = tmp_path / "settings.json"
     path.write_text(json.dumps(USER_SETTINGS, indent=2))
-    command, recall = hook_command(settings)[0], recall_command(settings)
+    command, recall = hook_command(settings), recall_command(settings)
 
     first = install(path, command, "sh", recall)
     assert first.action == "installed" and first.events == [*HOOK_EVENTS, "SessionStart"]
@@ -424,7 +439,7 @@ def test_a_users_own_session_start_hooks_are_kept_in_place(tmp_path: Path, setti
         }
     }
     path.write_text(json.dumps(own))
-    install(path, hook_command(settings)[0], "sh", recall_command(settings))
+    install(path, hook_command(settings), "sh", recall_command(settings))
     hooks = json.loads(path.read_text())["hooks"]
     assert hooks["SessionStart"][0] == own["hooks"]["SessionStart"][0]
     assert hooks["UserPromptSubmit"][0] == own["hooks"]["UserPromptSubmit"][0]
@@ -437,21 +452,10 @@ def test_a_moved_install_replaces_the_old_recall_hook(tmp_path: Path, settings: 
     path = tmp_path / "settings.json"
     old_capture = "CAIRN_PYTHON=/old/python /bin/sh /old/site-packages/cairn/daemon/hook.sh"
     install(path, old_capture, "sh", "/old/python -S -E /old/site-packages/cairn/daemon/recall.py")
-    report = install(path, hook_command(settings)[0], "sh", recall_command(settings))
+    report = install(path, hook_command(settings), "sh", recall_command(settings))
     assert report.action == "installed"
     assert [len(_handlers(path, e, is_recall_command)) for e in RECALL_EVENTS] == [1, 1]
     assert "/old/" not in path.read_text()
-
-
-def test_the_recall_command_runs_this_interpreter_bare_and_pins_only_a_custom_home(tmp_path: Path) -> None:
-    default = recall_command(Settings.load(DEFAULT_HOME.expanduser()), python="/venv/bin/python")
-    assert default.startswith("/venv/bin/python -S -E /") and default.endswith("/cairn/daemon/recall.py")
-    assert "CAIRN_HOME" not in default
-    assert is_recall_command(default) and is_owned_command(default) and not is_cairn_command(default)
-    capture, _ = hook_command(Settings.load(DEFAULT_HOME.expanduser()), sqlite3="")
-    assert is_cairn_command(capture) and is_owned_command(capture) and not is_recall_command(capture)
-    custom = recall_command(Settings.load(tmp_path / "my home"))
-    assert custom.startswith(f"CAIRN_HOME='{tmp_path / 'my home'}' /")
 
 
 def test_cli_installs_recall_by_default_and_no_recall_leaves_it_out(tmp_path: Path) -> None:

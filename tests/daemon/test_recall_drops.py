@@ -13,7 +13,7 @@ from pathlib import Path
 
 from cairn.config import Settings
 from cairn.daemon import recall as recall_hook
-from cairn.daemon.install import recall_command
+from cairn.daemon.install import recall_command, write_launchers
 from cairn.daemon.recall_drops import DROPS_FILE, count_drop, read_drops
 from tests.daemon.helpers import Daemons, pidfile_pid, wait_for
 from tests.daemon.test_recall_hook import HANG_S, fake_daemon, prompt, run_hook, session_start
@@ -28,7 +28,9 @@ def test_concurrent_hooks_without_a_daemon_each_count_one_drop(tmp_path: Path) -
     home.mkdir()
     # Patient: eight interpreters starting at once on a loaded machine may read their payload late.
     env = {**os.environ, "CAIRN_HOOK_NO_SPAWN": "1", "CAIRN_RECALL_DEADLINE_MS": "20000"}
-    command = recall_command(Settings.load(home))
+    settings = Settings.load(home)
+    write_launchers(settings, sqlite3="")  # what `cairn install` writes; recall does not use sqlite3
+    command = recall_command(settings)
     data = json.dumps(prompt("s", "why is the orders test flaky")).encode()
     procs = [
         subprocess.Popen(["/bin/sh", "-c", command], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)

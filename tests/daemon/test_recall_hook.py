@@ -33,7 +33,7 @@ import pytest
 
 from cairn.config import Settings
 from cairn.daemon.client import NoDaemon, daemon_request
-from cairn.daemon.install import recall_command
+from cairn.daemon.install import recall_command, write_launchers
 from cairn.tokens import count_tokens
 from tests.conftest import SHARED_TRANSCRIPTS
 from tests.daemon.helpers import Daemons, alive, pidfile_pid, wait_for
@@ -150,7 +150,9 @@ def run_hook(
     if deadline_ms is not None:
         environ["CAIRN_RECALL_DEADLINE_MS"] = str(deadline_ms)
     environ.update(env)
-    command = recall_command(Settings.load(home))
+    settings = Settings.load(home)
+    write_launchers(settings, sqlite3="")  # what `cairn install` writes; recall does not use sqlite3
+    command = recall_command(settings)
     proc = subprocess.run(["/bin/sh", "-c", command], input=raw, capture_output=True, env=environ, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == b""

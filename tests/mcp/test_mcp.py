@@ -17,7 +17,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.server import MCPServer
 
 from cairn.config import Settings
-from cairn.daemon.install import mcp_entry
+from cairn.daemon.install import mcp_entry, write_launchers
 from cairn.mcp.backend import Backend
 from cairn.mcp.server import build_server
 from cairn.store.lock import StoreLock
@@ -281,6 +281,7 @@ async def test_search_while_the_daemon_indexes_a_transcript(
 async def test_the_installed_entry_starts_a_working_server(
     settings: Settings, memory: Memory, tmp_path: Path
 ) -> None:
+    write_launchers(settings)  # as `cairn install` does: the entry runs the home's `cairn-mcp` launcher
     entry = mcp_entry(settings)
     assert entry["env"] == {"CAIRN_HOME": str(settings.home)}
     server = StdioServerParameters(command=entry["command"], args=entry["args"], env=entry["env"])
