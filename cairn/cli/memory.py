@@ -146,11 +146,46 @@ def todos(
 
 @app.command()
 def projects(limit: LimitOpt = 100, as_json: JsonOpt = False) -> None:
-    """List projects (the paths and names `--project` accepts) with sessions, ideas and open questions."""
+    """List projects — one per repository, its worktrees and subdirectories included — with what each
+    covers, its sessions, ideas and open questions. Any path listed, a name, or a Claude Code directory
+    name is accepted by `--project`."""
     rows = run_async(request(load_settings(), "projects", {"limit": limit}))
-    _print_rows(
-        "projects", rows, ["name", "path", "sessions", "ideas", "open_questions", "last_active"], as_json
+    if as_json or not rows:
+        _print_rows("projects", rows, [], as_json)
+        return
+    table = Table(title=f"projects ({len(rows)})", title_justify="left")
+    for col in ("name", "path", "covers", "sessions", "ideas", "open questions", "last active"):
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        table.add_row(
+            plain_text(row["name"]),
+            plain_text(row["path"]),
+            plain_text(_covers(row)),
+            *(plain_text(row.get(c)) for c in ("sessions", "ideas", "open_questions", "last_active")),
+        )
+    console.print(table)
+    console.print(
+        "A project is the git repository of a session's directory (worktrees map to their main "
+        "repository); where git cannot tell, the directory itself. `--json` lists the Claude Code "
+        "directory names too."
     )
+
+
+def _covers(project: dict[str, Any]) -> str:
+    """One line per directory the project's sessions ran in, marked as worktree or subdirectory."""
+    lines = []
+    for entry in project.get("paths", []):
+        path, checkout = entry["path"], entry.get("checkout")
+        if path == project["path"]:
+            where = "root"
+        elif checkout and path == checkout:
+            where = "worktree"
+        elif checkout and checkout != project["path"]:
+            where = f"in worktree {checkout}"
+        else:
+            where = "subdirectory"
+        lines.append(f"{path} ({where}, {entry['sessions']} sessions)")
+    return "\n".join(lines)
 
 
 @app.command()

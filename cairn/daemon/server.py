@@ -85,13 +85,14 @@ async def _ideas(
     include_superseded: bool = False,
     limit: int = 50,
 ) -> Any:
+    from cairn.learning.ops import project_ids
     from cairn.store.memory import list_ideas
 
     return await list_ideas(
         store.db,
         intents=tuple(intents or ()),
         session=session,
-        project=project,
+        project_ids=await project_ids(store.db, project),
         open_only=open_only,
         include_superseded=include_superseded,
         limit=limit,

@@ -61,7 +61,7 @@ from cairn.search.content_models import (
 from cairn.search.content_sources import FILES, MESSAGES, SOURCES, ContentSource, Filters
 from cairn.search.errors import BadContinuationError, SearchError
 from cairn.search.paging import decode_token, encode_token
-from cairn.search.projects import resolve_projects
+from cairn.search.projects import UNKNOWN_HINT, resolve_projects
 from cairn.search.semantic import calibrate, cosines
 from cairn.search.terms import ExactTerm, compile_term, is_code_shaped
 from cairn.store.db import Database
@@ -279,7 +279,7 @@ async def _filters(db: Database, project: str | None, session: str | None) -> Fi
         found = await resolve_projects(db, project)
         if not found:
             raise SearchError(
-                f"no project {project!r} is stored; give a project path or name as listed by cairn, "
+                f"no project {project!r} is stored ({UNKNOWN_HINT}); "
                 "or leave project out to search everywhere"
             )
         ids = tuple(pid for pid, _ in found)

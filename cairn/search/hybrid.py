@@ -50,7 +50,7 @@ from cairn.search.models import (
     preview,
 )
 from cairn.search.paging import MAX_SEEN, decode_token, encode_token
-from cairn.search.projects import resolve_projects
+from cairn.search.projects import UNKNOWN_HINT, resolve_projects
 from cairn.search.query import FtsQuery, build
 from cairn.search.ranking import Scale, Signals, relevance, score
 from cairn.search.semantic import PASSAGES, cosines, vector_matches
@@ -180,7 +180,7 @@ async def _filters(
         project_paths = tuple(path for _, path in found)
         if not found:
             notices.append(
-                f"no stored project matches {request.project!r}; `cairn stats` lists what is stored"
+                f"no stored project matches {request.project!r}; {UNKNOWN_HINT}"
             )
     if snapshot is None:
         row = await db.fetchone(

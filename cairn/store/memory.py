@@ -6,6 +6,7 @@ cairn know, across projects, newest first. Every function returns plain dicts re
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from cairn.store.db import Database
@@ -30,12 +31,13 @@ async def list_ideas(
     *,
     intents: tuple[str, ...] = (),
     session: str | None = None,
-    project: str | None = None,
+    project_ids: Sequence[int] | None = None,
     open_only: bool = False,
     include_superseded: bool = False,
     limit: int = 50,
 ) -> list[dict[str, Any]]:
-    """Ideas newest first. `open_only` keeps unanswered questions/problems and uncompleted todos."""
+    """Ideas newest first. `open_only` keeps unanswered questions/problems and uncompleted todos;
+    `project_ids` are what `cairn.search.projects.resolve_projects` found for the user's `--project`."""
     where, params = ["1 = 1"], []
     if intents:
         where.append(f"i.intent IN ({','.join('?' * len(intents))})")
@@ -43,9 +45,9 @@ async def list_ideas(
     if session:
         where.append("i.session_id = ?")
         params.append(session)
-    if project:
-        where.append("(p.name = ? OR p.path = ?)")
-        params.extend([project, project])
+    if project_ids is not None:
+        where.append(f"se.project_id IN ({','.join('?' * len(project_ids))})")
+        params.extend(project_ids)
     if open_only:
         where.append("i.answered_at IS NULL AND i.completed_at IS NULL")
     if not include_superseded:
@@ -59,11 +61,12 @@ async def list_ideas(
 
 
 async def list_projects(db: Database, *, limit: int = 100) -> list[dict[str, Any]]:
-    """Projects, most recently active first, with their sessions, ideas and open questions: the names
-    and paths every `--project` filter accepts."""
+    """Projects, most recently active first, with their sessions, ideas and open questions, and what
+    each covers: `worktrees` (checkouts other than the root), `paths` (each session cwd with its
+    checkout and session count) and `claude_dirs` — every one of them a value `--project` accepts."""
     rows = await db.fetchall(
         """
-        SELECT p.id, p.name, p.path,
+        SELECT p.id, p.name, p.path, p.source,
                count(DISTINCT s.id) AS sessions,
                (SELECT count(*) FROM ideas i JOIN sessions s2 ON s2.id = i.session_id
                 WHERE s2.project_id = p.id) AS ideas,
@@ -78,7 +81,33 @@ async def list_projects(db: Database, *, limit: int = 100) -> list[dict[str, Any
         """,
         (limit,),
     )
-    return [dict(row) for row in rows]
+    projects = [dict(row) for row in rows]
+    if not projects:
+        return projects
+    by_id = {project["id"]: project for project in projects}
+    for project in projects:
+        project.update(worktrees=[], paths=[], claude_dirs=[])
+    marks = ",".join("?" * len(by_id))
+    covered = await db.fetchall(
+        f"""
+        SELECT pp.project_id, pp.path, pp.kind, pp.checkout,
+               (SELECT count(*) FROM sessions s WHERE s.project_id = pp.project_id AND s.cwd = pp.path)
+                   AS sessions
+        FROM project_paths pp WHERE pp.project_id IN ({marks}) ORDER BY pp.path
+        """,
+        tuple(by_id),
+    )
+    for row in covered:
+        project = by_id[row["project_id"]]
+        if row["kind"] == "claude_dir":
+            project["claude_dirs"].append(row["path"])
+            continue
+        entry = {"path": row["path"], "checkout": row["checkout"], "sessions": row["sessions"]}
+        project["paths"].append(entry)
+        checkout = row["checkout"]
+        if checkout and checkout != project["path"] and checkout not in project["worktrees"]:
+            project["worktrees"].append(checkout)
+    return projects
 
 
 async def list_topics(db: Database, *, session: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
