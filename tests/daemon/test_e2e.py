@@ -102,7 +102,8 @@ def test_replayed_hook_payloads_are_indexed_through_the_daemon(
     assert installed.returncode == 0, installed.stderr
     commands = _installed_commands(settings_file)
     assert set(commands) == set(HOOK_EVENTS)
-    assert json.loads(claude_config.read_text())["mcpServers"]["cairn"]["args"] == ["mcp"]
+    mcp = json.loads(claude_config.read_text())["mcpServers"]["cairn"]
+    assert mcp["command"] == str(cairn_home.resolve() / "bin" / "cairn-mcp") and mcp["args"] == []
 
     # Claude Code names a transcript after its session, the one every logged payload carries.
     session = json.loads(HOOK_LOG.read_text().splitlines()[0])["session_id"]
