@@ -300,6 +300,13 @@ class Settings(BaseSettings):
         description="Relevance floor for per-prompt recall: unrelated prompts inject nothing.",
     )
 
+    # The MCP server's tools
+    mcp_learner_stats: bool = Field(
+        default=False,
+        description="Offer the learner_stats tool (learning counters, ~1,000 characters of tool list) to "
+        "the coding agent; off, `cairn learn stats` still shows them.",
+    )
+
     # The on-demand file index: project files the coding agent touched, chunked for search_content
     files_index: bool = Field(
         default=True,

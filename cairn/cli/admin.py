@@ -420,8 +420,9 @@ def mcp_server() -> None:
 
     Claude Code starts this itself: `cairn install` registers it in ~/.claude.json as the user-scope
     MCP server 'cairn' (check with `claude mcp list`), and every session then gets the tools search,
-    show, timeline, open_questions, search_content and learner_stats. It is not meant to be run by
-    hand: it speaks JSON-RPC on stdout and logs to stderr.
+    show, timeline, open_questions and search_content (and learner_stats with the setting
+    mcp_learner_stats). It is not meant to be run by hand: it speaks JSON-RPC on stdout and logs to
+    stderr.
 
     Each call is answered by the cairn daemon when it runs for this CAIRN_HOME, else from the store
     opened for that one call, so the server never keeps the store locked.

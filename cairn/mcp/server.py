@@ -1,4 +1,4 @@
-"""The MCP server `cairn mcp` runs: six tools over cairn's memory, and what the model sees of their results.
+"""The MCP server `cairn mcp` runs: cairn's memory tools, and what the model sees of their results.
 
 Results follow progressive disclosure, because every token a tool returns is a token of the agent's
 context: `search` answers with one compact line per result (id, kind, intent, date, score, preview) and
@@ -14,20 +14,26 @@ some clients would put in the context a second time.
 
 from __future__ import annotations
 
+import importlib.metadata
+import inspect
 import json
 import logging
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from cairn import __version__
 from cairn.config import Settings
+from cairn.dates import ACCEPTED, DateError, parse_when_iso
 from cairn.mcp.backend import Backend
 from cairn.store.vocab import Intent
 
 SHOW_HINT = "call show(id) for the full item, timeline(id) for what was said around it"
-NEXT_HINT = "pass next_token as continuation for more"
+NEXT_HINT = "pass next_cursor as cursor for more"
 EMPTY_HINT = "nothing matched: try other words, mode semantic, or fewer filters"
 
 INSTRUCTIONS = """\
@@ -62,8 +68,31 @@ Project = Annotated[
     ),
 ]
 Session = Annotated[str | None, Field(description="Only this session id (as show() reports it).")]
+Cursor = Annotated[
+    str | None,
+    Field(
+        description="The next_cursor of an earlier answer of this tool, for its next page (the query "
+        "and filters come from the cursor)."
+    ),
+]
 
 log = logging.getLogger("cairn.mcp")
+
+
+def cairn_version() -> str:
+    """cairn's installed version, as the server reports it in its initialize result."""
+    try:
+        return importlib.metadata.version("cairn-memory")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return __version__
+
+
+def _when(value: str | None, what: str) -> str | None:
+    """A `since`/`until` argument by cairn's one date parser, as ISO; a bad one is a tool error."""
+    try:
+        return parse_when_iso(value, what)
+    except DateError as exc:
+        raise ToolError(str(exc)) from None
 
 
 def _text(data: Any) -> str:
@@ -100,7 +129,7 @@ def compact_result(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def compact_page(page: dict[str, Any]) -> dict[str, Any]:
-    """A search page with compact results, its total, next token, notices and what to do next."""
+    """A search page with compact results, its total, next cursor, notices and what to do next."""
     results = [compact_result(result) for result in page["results"]]
     hints = [SHOW_HINT if results else EMPTY_HINT]
     if page.get("next_token"):
@@ -108,23 +137,62 @@ def compact_page(page: dict[str, Any]) -> dict[str, Any]:
     return {
         "results": results,
         "total": page["total"],
-        "next_token": page.get("next_token"),
+        "next_cursor": page.get("next_token"),
         "notices": page.get("notices") or [],
         "hint": "; ".join(hints),
     }
 
 
-def build_server(backend: Backend) -> MCPServer:
-    """The MCP server with cairn's tools, answering through `backend`."""
-    server = MCPServer("cairn", instructions=INSTRUCTIONS, log_level="WARNING")
+def content_page(result: dict[str, Any]) -> dict[str, Any]:
+    """A search_content answer with the paging every tool uses: `next_cursor` instead of the op's
+    `continuation` object, and hints that name it."""
+    page = dict(result)
+    continuation = page.pop("continuation", None) or {}
+    page["next_cursor"] = continuation.get("next_token") if continuation.get("has_more") else None
+    hints = page.get("navigation_hints")
+    if isinstance(hints, dict) and isinstance(hints.get("next_actions"), list):
+        hints = {
+            **hints,
+            "next_actions": [
+                str(action).replace("Use continuation_token", "Pass next_cursor as cursor")
+                for action in hints["next_actions"]
+            ],
+        }
+        page["navigation_hints"] = hints
+    return page
 
-    @server.tool(annotations=READ_ONLY, structured_output=False)
+
+def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPServer:
+    """The MCP server with cairn's tools, answering through `backend`.
+
+    `learner_stats` (default: the `mcp_learner_stats` setting) offers that admin tool too: about a
+    thousand characters of counters in every session's tool list are a cost the coding agent pays
+    for a tool it has no use for, so it is off unless someone asks for it.
+    """
+    if learner_stats is None:
+        learner_stats = backend.settings.mcp_learner_stats
+    server = MCPServer("cairn", version=cairn_version(), instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def tool(**options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """`server.tool` with the docstring dedented into the description the model reads (Python
+        3.11 keeps a docstring's indentation, which would cost tokens and look broken)."""
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            described = inspect.cleandoc(fn.__doc__ or "")
+            register_tool = server.tool(
+                description=described, annotations=READ_ONLY, structured_output=False, **options
+            )
+            return register_tool(fn)
+
+        return register
+
+    @tool()
     async def search(
         query: Annotated[
             str,
             Field(
                 description="What to look for: words, a question, an identifier or a pasted error message. "
-                "May be empty when `continuation` is given.",
+                "May be empty when `cursor` is given.",
                 max_length=40_000,
             ),
         ] = "",
@@ -150,24 +218,19 @@ def build_server(backend: Backend) -> MCPServer:
         ] = None,
         since: Annotated[
             str | None,
-            Field(description="Only items said at or after this time: an ISO date or datetime (2025-01-31)."),
+            Field(description=f"Only items said at or after this time: {ACCEPTED}."),
         ] = None,
         until: Annotated[
             str | None,
-            Field(description="Only items said before this time: an ISO date or datetime."),
+            Field(description="Only items said before this time, in the same forms as since."),
         ] = None,
         include_superseded: Annotated[
             bool,
             Field(description="Also return ideas replaced by later ones (marked superseded). Default false."),
         ] = False,
         limit: Annotated[int, Field(description="Results per page, 1 to 100.", ge=1, le=100)] = 10,
-        continuation: Annotated[
-            str | None,
-            Field(
-                description="The next_token of an earlier search, for its next page (its query and filters "
-                "come from the token)."
-            ),
-        ] = None,
+        cursor: Cursor = None,
+        continuation: Annotated[str | None, Field(description="Deprecated name of cursor.")] = None,
     ) -> str:
         """Search cairn's memory of past sessions; compact results, best first.
 
@@ -180,16 +243,16 @@ def build_server(backend: Backend) -> MCPServer:
             "project": project,
             "session": session,
             "intents": intents,
-            "since": since,
-            "until": until,
+            "since": _when(since, "since"),
+            "until": _when(until, "until"),
             "include_superseded": include_superseded,
             "limit": limit,
-            "continuation": continuation,
+            "continuation": cursor or continuation,
         }
         page = await backend.call("search", {k: v for k, v in args.items() if v is not None})
         return _text(compact_page(page))
 
-    @server.tool(annotations=READ_ONLY, structured_output=False)
+    @tool()
     async def show(id: ItemId) -> str:
         """One idea, topic span, message or file chunk in full: content, when and where it was said, what
         superseded or answered it, its relations and entities (a span: its ideas; a message: the ideas taken
@@ -197,7 +260,7 @@ def build_server(backend: Backend) -> MCPServer:
         # An id the agent expands may be one recall injected: that injection was worth its tokens.
         return _text(_pruned(await backend.call("show", {"id": id, "record_hit": True})))
 
-    @server.tool(annotations=READ_ONLY, structured_output=False)
+    @tool()
     async def timeline(
         id: ItemId,
         before: Annotated[
@@ -212,7 +275,7 @@ def build_server(backend: Backend) -> MCPServer:
         result = await backend.call("timeline", {"id": id, "before": before, "after": after})
         return _text(_pruned(result))
 
-    @server.tool(annotations=READ_ONLY, structured_output=False)
+    @tool()
     async def open_questions(
         project: Project = None,
         session: Session = None,
@@ -226,7 +289,7 @@ def build_server(backend: Backend) -> MCPServer:
         result = await backend.call("open_questions", {k: v for k, v in args.items() if v is not None})
         return _text(_pruned(result))
 
-    @server.tool(annotations=READ_ONLY, structured_output=False)
+    @tool()
     async def search_content(
         semantic_concepts: Annotated[
             list[str] | None,
@@ -248,11 +311,10 @@ def build_server(backend: Backend) -> MCPServer:
         limit: Annotated[
             int | None, Field(description="Passages per page, 1 to 50 (default 10).", ge=1, le=50)
         ] = None,
-        continuation_token: Annotated[
-            str | None, Field(description="The continuation_token of an earlier answer, for its next page.")
-        ] = None,
+        cursor: Cursor = None,
         project: Project = None,
         session: Session = None,
+        continuation_token: Annotated[str | None, Field(description="Deprecated name of cursor.")] = None,
     ) -> str:
         """Find passages of past sessions and of the project files you touched (ids c<n>, with their file
         path and lines) by concepts and exact terms; returns their full text with scores, so no follow-up
@@ -262,14 +324,22 @@ def build_server(backend: Backend) -> MCPServer:
             "exact_terms": exact_terms,
             "min_score": min_score,
             "limit": limit,
-            "continuation_token": continuation_token,
+            "continuation_token": cursor or continuation_token,
             "project": project,
             "session": session,
         }
         result = await backend.call("search_content", {k: v for k, v in args.items() if v is not None})
-        return _text(result)
+        return _text(content_page(result))
 
-    @server.tool(annotations=READ_ONLY, structured_output=False)
+    if learner_stats:
+        _learner_stats_tool(tool, backend)
+    return server
+
+
+def _learner_stats_tool(tool: Callable[..., Any], backend: Backend) -> None:
+    """Register `learner_stats`, the admin view of learning from weak searches (`mcp_learner_stats`)."""
+
+    @tool()
     async def learner_stats() -> str:
         """How cairn learns from searches that found nothing useful. A cairn search whose best score is
         under `threshold` starts a session; files read within `timeout_seconds` after it are learned, when
@@ -281,8 +351,6 @@ def build_server(backend: Backend) -> MCPServer:
         (unreadable search results, failed file indexing) and recent_errors. enabled: false means learning
         is off; what was learned before still counts."""
         return _text(await backend.call("learner_stats", {}))
-
-    return server
 
 
 def serve(settings: Settings) -> None:

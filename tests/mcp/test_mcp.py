@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import shutil
@@ -19,7 +20,7 @@ from mcp.server import MCPServer
 from cairn.config import Settings
 from cairn.daemon.install import mcp_entry, write_launchers
 from cairn.mcp.backend import Backend
-from cairn.mcp.server import build_server
+from cairn.mcp.server import build_server, content_page
 from cairn.store.lock import StoreLock
 from cairn.store.store import Store
 from cairn.store.vectors import VectorIndex
@@ -29,7 +30,7 @@ from tests.test_cli import cairn
 from tests.test_cli_learn import EXPECTED_FIGURES, fill
 from tests.tools.memory import Memory, seed_closed
 
-TOOLS = {"search", "search_content", "show", "timeline", "open_questions", "learner_stats"}
+TOOLS = {"search", "search_content", "show", "timeline", "open_questions"}
 COMPACT_KEYS = {"id", "kind", "intent", "date", "score", "preview", "superseded", "superseded_by"}
 LONG_TRANSCRIPT = SHARED_TRANSCRIPTS / "claude-code-viewer" / "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
 
@@ -78,6 +79,10 @@ async def test_every_tool_and_every_parameter_is_described(server: MCPServer) ->
         assert set(tools) == TOOLS
         for tool in tools.values():
             assert tool.description and len(tool.description) > 30, tool.name
+            assert tool.description == tool.description.strip(), tool.name
+            assert all(line == line.lstrip() for line in tool.description.splitlines()), (
+                f"{tool.name}'s description keeps its docstring indentation"
+            )
             assert tool.annotations is not None and tool.annotations.read_only_hint
             for name, schema in tool.input_schema.get("properties", {}).items():
                 assert len(schema.get("description", "")) > 15, f"{tool.name}.{name}"
@@ -93,8 +98,13 @@ async def test_every_tool_and_every_parameter_is_described(server: MCPServer) ->
             "until",
             "include_superseded",
             "limit",
+            "cursor",
             "continuation",
         }
+        assert "next_cursor" in search["cursor"]["description"]
+        assert "deprecated" in search["continuation"]["description"].lower()
+        content = tools["search_content"].input_schema["properties"]
+        assert {"cursor", "continuation_token"} <= set(content) and "continuation" not in content
         assert "working directory" in search["project"]["description"]
         assert search["mode"]["enum"] == ["hybrid", "semantic", "keyword"]
         assert search["kind"]["enum"] == ["ideas", "spans", "messages", "all"]
@@ -107,7 +117,7 @@ async def test_search_answers_compactly_and_show_in_full(server: MCPServer, memo
             client, "search", {"query": "vectors blobs SQLite", "kind": "ideas", "include_superseded": True}
         )
         assert page["results"] and page["total"] >= len(page["results"])
-        assert set(page) == {"results", "total", "next_token", "notices", "hint"}
+        assert set(page) == {"results", "total", "next_cursor", "notices", "hint"}
         assert "show(id)" in page["hint"]
         for result in page["results"]:
             assert set(result) <= COMPACT_KEYS and {"id", "kind", "score", "preview"} <= set(result)
@@ -122,18 +132,58 @@ async def test_search_answers_compactly_and_show_in_full(server: MCPServer, memo
         assert not _nulls(item), "fields that do not apply are left out"
 
 
-async def test_search_pages_with_the_next_token(server: MCPServer) -> None:
+async def test_search_and_search_content_page_with_cursor_and_next_cursor(server: MCPServer) -> None:
     async with Client(server) as client:
         args = {"query": "SQLite Chroma vectors", "mode": "keyword", "limit": 1}
         first = await call(client, "search", args)
-        assert first["next_token"] and "continuation" in first["hint"]
-        second = await call(client, "search", {"continuation": first["next_token"]})
+        assert first["next_cursor"] and "pass next_cursor as cursor" in first["hint"]
+        second = await call(client, "search", {"cursor": first["next_cursor"]})
         assert second["results"][0]["id"] != first["results"][0]["id"]
+        old_name = await call(client, "search", {"continuation": first["next_cursor"]})  # deprecated alias
+        assert old_name["results"] == second["results"]
+
+        last = await call(client, "search_content", {"exact_terms": ["blobs"]})
+        assert last["results"] and last["next_cursor"] is None and "continuation" not in last
+        for name in ("cursor", "continuation_token"):  # the seed holds one passage: both names reach the op
+            refusal = await error(client, "search_content", {name: "garbage"})
+            assert "repeat the search without it" in refusal, name
+
+
+def test_search_content_pages_are_told_in_next_cursor() -> None:
+    op_page = {
+        "results": [],
+        "continuation": {"has_more": True, "next_token": "tok"},
+        "navigation_hints": {"next_actions": ["Use continuation_token for more results (3 more)"]},
+    }
+    page = content_page(op_page)
+    assert page["next_cursor"] == "tok" and "continuation" not in page
+    actions = page["navigation_hints"]["next_actions"]
+    assert actions == ["Pass next_cursor as cursor for more results (3 more)"]
+
+
+async def test_search_takes_the_cli_date_forms(server: MCPServer, memory: Memory) -> None:
+    """The seed's Chroma span was said in January 2025, its Chroma idea today: ages, ISO dates and words
+    filter alike."""
+    async with Client(server) as client:
+        query = {"query": "Chroma", "limit": 100}
+
+        async def dates(**when: str) -> list[str]:
+            return [r["date"] for r in (await call(client, "search", {**query, **when}))["results"]]
+
+        everything = await dates(since="2025-01-01")
+        assert "2025-01-02" in everything
+        recent = await dates(since="3d")
+        assert len(recent) < len(everything) and all(d > "2025-06-01" for d in recent)
+        assert await dates(since="yesterday") == recent
+        older = await dates(until="2w")
+        assert older and all(d < "2025-06-01" for d in older)
+        assert await dates(until="2024-12-31T23:00Z") == []
 
 
 async def test_timeline_open_questions_search_content_and_learner_stats_answer(
-    server: MCPServer, memory: Memory
+    settings: Settings, embedding_function: EmbeddingFunction[Documents], memory: Memory
 ) -> None:
+    server = build_server(Backend(settings, embedding_function), learner_stats=True)
     async with Client(server) as client:
         around = await call(client, "timeline", {"id": str(memory.ideas["minilm"]), "before": 2, "after": 1})
         assert around["anchor"]["id"] == str(memory.ideas["minilm"]) and len(around["before"]) == 2
@@ -144,7 +194,7 @@ async def test_timeline_open_questions_search_content_and_learner_stats_answer(
 
         content = await call(client, "search_content", {"exact_terms": ["blobs"]})
         assert any("blobs in SQLite" in chunk["content"] for chunk in content["results"])
-        assert {"statistics", "continuation", "navigation_hints"} <= set(content)
+        assert {"statistics", "next_cursor", "navigation_hints"} <= set(content)
 
         stats = await call(client, "learner_stats")
         assert stats["enabled"] is True
@@ -156,7 +206,7 @@ async def test_learner_stats_returns_the_stored_figures(
 ) -> None:
     async with await Store.open(settings, vectors=VectorIndex(settings, embedding_function)) as store:
         await fill(store)
-    server = build_server(Backend(settings, embedding_function))
+    server = build_server(Backend(settings, embedding_function), learner_stats=True)
     async with Client(server) as client:
         stats = await call(client, "learner_stats")
     assert {key: stats[key] for key in EXPECTED_FIGURES} == EXPECTED_FIGURES
@@ -171,9 +221,8 @@ async def test_bad_calls_are_tool_errors_and_the_server_keeps_answering(server: 
         assert "repeat the search without it" in await error(client, "search", {"continuation": "garbage"})
         assert "give semantic_concepts" in await error(client, "search_content", {})
         assert "limit" in await error(client, "search", {"query": "x", "limit": 500})
-        assert "since: input should be a valid datetime" in await error(
-            client, "search", {"query": "x", "since": "last week"}
-        )
+        bad_date = await error(client, "search", {"query": "x", "since": "last week"})
+        assert "since 'last week' is not a date: use 2025-01-31" in bad_date and "3d" in bad_date
         assert "before" in await error(client, "timeline", {"id": "1", "before": 99})
         page = await call(client, "search", {"query": "Chroma"})
         assert page["results"]
@@ -223,6 +272,18 @@ async def test_a_stdio_subprocess_answers_from_the_store_directly(
 ) -> None:
     await _search_and_show(_server(settings.home), memory)
     assert StoreLock(settings.lock_path).holder_pid() is None
+
+
+async def test_a_stdio_server_reports_its_version_and_offers_learner_stats_only_when_set(
+    settings: Settings, memory: Memory
+) -> None:
+    async with Client(_server(settings.home)) as connected:
+        assert connected.server_info.name == "cairn"
+        assert connected.server_info.version == importlib.metadata.version("cairn-memory") != ""
+        assert {tool.name for tool in (await connected.list_tools()).tools} == TOOLS
+    async with Client(_server(settings.home, CAIRN_MCP_LEARNER_STATS="true")) as connected:
+        assert {tool.name for tool in (await connected.list_tools()).tools} == TOOLS | {"learner_stats"}
+        assert (await call(connected, "learner_stats"))["enabled"] is True
 
 
 @pytest.fixture

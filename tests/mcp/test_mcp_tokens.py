@@ -27,12 +27,12 @@ async def test_the_mcp_server_answers_every_forged_token_with_a_clean_tool_error
 ) -> None:
     async with Client(_server(settings.home)) as connected:
         first = await call(connected, "search", QUERY)
-        genuine = first["next_token"]
+        genuine = first["next_cursor"]
         assert genuine
         for name, token in attacks(genuine).items():
-            message = await error(connected, "search", {"continuation": token})
+            message = await error(connected, "search", {"cursor": token})
             assert message == f"Error executing tool search: {DAMAGED}", name
-            message = await error(connected, "search_content", {"continuation_token": token})
+            message = await error(connected, "search_content", {"cursor": token})
             assert message == f"Error executing tool search_content: {DAMAGED}", name
-        second = await call(connected, "search", {"continuation": genuine, "limit": 1})
+        second = await call(connected, "search", {"cursor": genuine, "limit": 1})
         assert second["results"][0]["id"] != first["results"][0]["id"]
