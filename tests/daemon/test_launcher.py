@@ -21,6 +21,8 @@ from typer.testing import CliRunner
 
 from cairn.cli import app
 from cairn.daemon.install import is_cairn_command, is_owned_command
+from cairn.store.lock import StoreLock
+from tests.daemon.helpers import Daemons
 from tests.test_cli import cairn
 
 VENV = Path(sys.executable).parent.parent
@@ -240,3 +242,25 @@ def test_purge_refuses_a_directory_cairn_did_not_make(
     monkeypatch.setenv("CAIRN_HOME", str(photos))
     result = CliRunner().invoke(app, ["install", "--uninstall", "--purge", "--yes"])
     assert result.exit_code == 2 and (photos / "cat.jpg").exists()
+
+
+def test_purge_stops_a_running_daemon_first(cairn_home: Path, user_home: Path, daemons: Daemons) -> None:
+    cairn("install")
+    pid = daemons.start()
+    proc = cairn("install", "--uninstall", "--purge", "--yes", check=False, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    daemons.wait_exit(pid)
+    assert not cairn_home.exists()
+
+
+def test_purge_refuses_while_another_process_holds_the_store(cairn_home: Path, user_home: Path) -> None:
+    cairn("install")
+    with StoreLock(cairn_home / "store.lock"):  # a backfill, say, owns the store
+        proc = subprocess.run(
+            [sys.executable, "-m", "cairn", "install", "--uninstall", "--purge", "--yes"],
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+    assert proc.returncode == 1 and f"process {os.getpid()}" in proc.stderr
+    assert (cairn_home / "cairn.db").exists()
