@@ -1,0 +1,132 @@
+"""`cairn export` and `cairn import`: a round trip into a fresh home, merging, and bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.test_cli import cairn, cairn_json
+
+QUERIES = ("database is locked", "should we move orders to postgres", "Next.js version", "CLAUDE.md file")
+
+
+def env_for(home: Path) -> dict[str, str]:
+    return {**os.environ, "CAIRN_HOME": str(home)}
+
+
+def comparable_stats(home: Path) -> dict[str, Any]:
+    """`cairn stats --json` minus what names or measures the file itself."""
+    data = cairn_json("stats", env=env_for(home))
+    return {k: v for k, v in data.items() if k not in {"db_path", "db_size_bytes"}}
+
+
+def results(home: Path) -> list[list[tuple[Any, ...]]]:
+    pages = [cairn_json("search", q, "--limit", "8", env=env_for(home))["results"] for q in QUERIES]
+    return [[(r["kind"], r["snippet"], r["score"], r["session"]["id"]) for r in page] for page in pages]
+
+
+def test_round_trip_into_a_fresh_home_gives_the_same_stats_and_search(home: Path, tmp_path: Path) -> None:
+    export = tmp_path / "memory.jsonl"
+    cairn("export", "--out", str(export))
+    assert export.stat().st_mode & 0o777 == 0o600
+    header = json.loads(export.read_text().splitlines()[0])
+    assert header["format"] == "cairn-export" and header["version"] == 1 and header["cairn"]
+    expected_stats, expected_results = comparable_stats(home), results(home)
+
+    fresh = tmp_path / "fresh-home"
+    report = cairn_json("import", str(export), env=env_for(fresh))
+    assert report["bad_lines"] == 0 and report["total_added"] == len(export.read_text().splitlines()) - 1
+    assert report["vectors_written"] > 0
+    assert comparable_stats(fresh) == expected_stats
+    assert results(fresh) == expected_results
+    assert any(page for page in expected_results)
+
+    again = cairn_json("import", str(export), env=env_for(fresh))
+    assert again["total_added"] == 0 and sum(again["already_present"].values()) == report["total_added"]
+    assert comparable_stats(fresh) == expected_stats, "importing the same file twice changes nothing"
+
+
+def test_export_piped_into_import_on_stdin(home: Path, tmp_path: Path) -> None:
+    fresh = tmp_path / "piped-home"
+    exported = subprocess.run(
+        [sys.executable, "-m", "cairn", "export", "--project", "acme-api"],
+        capture_output=True,
+        check=True,
+        env=env_for(home),
+        timeout=240,
+    )
+    imported = subprocess.run(
+        [sys.executable, "-m", "cairn", "import", "-", "--json"],
+        input=exported.stdout,
+        capture_output=True,
+        check=True,
+        env=env_for(fresh),
+        timeout=240,
+    )
+    assert json.loads(imported.stdout)["added"]["projects"] == 1
+    projects = cairn_json("projects", env=env_for(fresh))
+    assert [p["name"] for p in projects] == ["acme-api"]
+    assert not list(fresh.glob("import-*")), "stdin's temporary copy is removed"
+
+
+def test_import_into_a_store_that_forgot_part_merges_it_back(home: Path, tmp_path: Path) -> None:
+    export = tmp_path / "all.jsonl"
+    cairn("export", "--out", str(export))
+    whole = comparable_stats(home)
+    cairn("forget", "--project", "acme-api", "--yes")
+    assert comparable_stats(home)["projects"] == whole["projects"] - 1
+    report = cairn_json("import", str(export))
+    assert report["added"]["projects"] == 1 and report["already_present"]["projects"] == 1
+    merged = comparable_stats(home)
+    for key in (
+        "projects",
+        "sessions",
+        "messages",
+        "ideas",
+        "relations",
+        "topic_spans",
+        "entities",
+        "vectors",
+    ):
+        assert merged[key] == whole[key], key
+
+
+def test_bad_lines_are_counted_and_the_rest_imported(home: Path, tmp_path: Path) -> None:
+    export = tmp_path / "good.jsonl"
+    cairn("export", "--project", "acme-api", "--out", str(export))
+    lines = export.read_text().splitlines()
+    damaged = [
+        lines[0],
+        "not json at all",
+        json.dumps({"type": "no_such_table", "row": {}}),
+        json.dumps({"type": "ideas", "row": {"bogus_column": 1}}),
+        *lines[1:],
+        '{"type": "messages", "row": {"id": 1, "file_id"',  # a line cut short
+    ]
+    bad = tmp_path / "damaged.jsonl"
+    bad.write_text("\n".join(damaged) + "\n")
+    fresh = tmp_path / "fresh"
+    report = cairn_json("import", str(bad), env=env_for(fresh))
+    assert report["bad_lines"] == 4 and len(report["bad_examples"]) == 4
+    assert report["total_added"] == len(lines) - 1
+    assert "line 2" in report["bad_examples"][0]
+
+
+def test_unknown_or_newer_format_is_refused_in_one_line(home: Path, tmp_path: Path) -> None:
+    before = comparable_stats(home)
+    newer = tmp_path / "newer.jsonl"
+    newer.write_text(json.dumps({"format": "cairn-export", "version": 99, "cairn": "9.0"}) + "\n")
+    refused = cairn("import", str(newer), check=False)
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
+    assert "version 99" in refused.stderr and "upgrade cairn" in refused.stderr
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"hello": "world"}\n')
+    not_export = cairn("import", str(other), check=False)
+    assert not_export.returncode == 2 and "not a cairn export" in not_export.stderr
+    missing = cairn("import", str(tmp_path / "absent.jsonl"), check=False)
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+    assert comparable_stats(home) == before
