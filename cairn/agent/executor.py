@@ -538,11 +538,12 @@ class _Writer:
                 self.stats.search_associations_rejected += 1
 
     async def _batch_projects(self) -> list[tuple[int, str]]:
-        """The projects of the batch's sessions (id, directory), in batch order, each once."""
+        """The projects of the batch's sessions (id, the checkout each ran in), in batch order, each once."""
         async with self.conn.execute(
             """
-            SELECT p.id, p.path FROM json_each(?) AS b
+            SELECT p.id, coalesce(pp.checkout, p.path) FROM json_each(?) AS b
             JOIN sessions AS s ON s.id = b.value JOIN projects AS p ON p.id = s.project_id
+            LEFT JOIN project_paths AS pp ON pp.path = s.cwd AND pp.project_id = p.id
             ORDER BY b.key
             """,
             (json.dumps(list(self.view.sessions)),),

@@ -240,12 +240,20 @@ def _lexical_relative(project_dir: str | os.PathLike[str], path: str) -> str | N
 async def drain_requests(db: Database, settings: Settings, *, limit: int | None = None) -> DrainReport:
     """Index every pending `file_requests` row (oldest first, at most `limit`) and record how it went.
 
-    A request touched again while it was being indexed stays pending (its `requested_at` moved), so
-    the newer touch is not lost. Never raises for one file: an unexpected error marks it failed.
+    Each file is read in the checkout holding it (a worktree of the project, else its root), so its
+    `rel_path` is the same in every worktree. A request touched again while it was being indexed
+    stays pending (its `requested_at` moved), so the newer touch is not lost. Never raises for one
+    file: an unexpected error marks it failed.
     """
     rows = await db.fetchall(
         """
-        SELECT r.id, r.project_id, r.path, r.requested_at, p.path AS project_dir
+        SELECT r.id, r.project_id, r.path, r.requested_at, coalesce((
+                   SELECT pp.checkout FROM project_paths AS pp
+                   WHERE pp.project_id = r.project_id AND pp.checkout IS NOT NULL
+                     AND (r.path = pp.checkout
+                          OR substr(r.path, 1, length(pp.checkout) + 1) = pp.checkout || '/')
+                   ORDER BY length(pp.checkout) DESC LIMIT 1
+               ), p.path) AS project_dir
         FROM file_requests AS r JOIN projects AS p ON p.id = r.project_id
         WHERE r.status = 'pending'
         ORDER BY r.requested_at, r.id
@@ -254,12 +262,12 @@ async def drain_requests(db: Database, settings: Settings, *, limit: int | None 
         (-1 if limit is None else limit,),
     )
     report = DrainReport()
-    ignores: dict[int, GitIgnore] = {}
+    ignores: dict[str, GitIgnore] = {}
     for row in rows:
-        gitignore = ignores.get(row["project_id"])
+        gitignore = ignores.get(row["project_dir"])
         if gitignore is None:
-            gitignore = ignores[row["project_id"]] = GitIgnore(row["project_dir"])
-            await asyncio.to_thread(_prime, gitignore, row["project_dir"], rows, row["project_id"])
+            gitignore = ignores[row["project_dir"]] = GitIgnore(row["project_dir"])
+            await asyncio.to_thread(_prime, gitignore, row["project_dir"], rows)
         try:
             outcome = await index_file(
                 db, settings, row["project_id"], row["project_dir"], row["path"], gitignore=gitignore
@@ -281,11 +289,11 @@ async def drain_requests(db: Database, settings: Settings, *, limit: int | None 
     return report
 
 
-def _prime(gitignore: GitIgnore, project_dir: str, rows: Sequence[sqlite3.Row], project_id: int) -> None:
-    """Ask git about all of a project's pending paths at once instead of one process per file."""
+def _prime(gitignore: GitIgnore, project_dir: str, rows: Sequence[sqlite3.Row]) -> None:
+    """Ask git about all pending paths of one checkout at once instead of one process per file."""
     relatives = []
     for row in rows:
-        if row["project_id"] == project_id:
+        if row["project_dir"] == project_dir:
             located = resolve_in_project(project_dir, row["path"])
             if located is not None:
                 relatives.append(located.relative)

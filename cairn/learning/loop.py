@@ -116,7 +116,8 @@ async def _file_session(conn: aiosqlite.Connection, file_id: int) -> str | None:
 async def _projects(
     conn: aiosqlite.Connection, file_session: str | None, session_ids: set[str]
 ) -> dict[str, _Project | None]:
-    """Each session's project (its row in `sessions`), else the project of the file's own session.
+    """Each session's project (its row in `sessions`), else the project of the file's own session; its
+    directory is the checkout the session ran in (a worktree's files are read there, not in the root).
 
     Only sessions that named their working directory count: without a cwd the store files a session
     under the transcripts' own folder, and its "project files" would be other sessions' transcripts.
@@ -125,8 +126,9 @@ async def _projects(
         return {}
     async with conn.execute(
         """
-        SELECT s.id AS session_id, p.id AS project_id, p.path AS path
+        SELECT s.id AS session_id, p.id AS project_id, coalesce(pp.checkout, p.path) AS path
         FROM sessions AS s JOIN projects AS p ON p.id = s.project_id
+        LEFT JOIN project_paths AS pp ON pp.path = s.cwd AND pp.project_id = p.id
         WHERE s.id IN (SELECT value FROM json_each(?)) AND s.cwd IS NOT NULL
         """,
         (json.dumps(sorted(session_ids | ({file_session} if file_session else set()))),),

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-Source = Literal["git", "layout", "cwd", "claude_dir"]
+FoundBy = Literal["git", "layout", "cwd", "claude_dir"]
 """How a project's root was found: git files on disk, a worktree's path, the cwd itself, or (no cwd
 at all) the Claude Code directory holding the transcript."""
 
@@ -34,7 +34,7 @@ class Identity:
 
     root: str
     checkout: str
-    source: Source
+    found_by: FoundBy
 
 
 def claude_dir_name(cwd: str) -> str:
@@ -61,7 +61,7 @@ def layout_identity(cwd: str) -> Identity | None:
     match = _WORKTREE_LAYOUT.match(cwd.rstrip("/"))
     if match is None:
         return None
-    return Identity(root=match["root"], checkout=match[0], source="layout")
+    return Identity(root=match["root"], checkout=match[0], found_by="layout")
 
 
 def is_inside(path: str, root: str) -> bool:
@@ -79,7 +79,7 @@ def _read_git(cwd: str) -> Identity | None:
         try:
             if dotgit.is_dir():
                 top = os.path.realpath(directory)
-                return Identity(root=top, checkout=top, source="git")
+                return Identity(root=top, checkout=top, found_by="git")
             if dotgit.is_file():
                 return _from_gitdir_file(directory, dotgit)
         except OSError:
@@ -96,7 +96,7 @@ def _from_gitdir_file(directory: Path, dotgit: Path) -> Identity | None:
     checkout = os.path.realpath(directory)
     commondir = gitdir / "commondir"
     if not commondir.is_file():
-        return Identity(root=checkout, checkout=checkout, source="git")
+        return Identity(root=checkout, checkout=checkout, found_by="git")
     common = (gitdir / commondir.read_text(encoding="utf-8", errors="replace").strip()).resolve()
     root = str(common.parent) if common.name == ".git" else str(common)
-    return Identity(root=root, checkout=checkout, source="git")
+    return Identity(root=root, checkout=checkout, found_by="git")

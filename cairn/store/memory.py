@@ -66,7 +66,7 @@ async def list_projects(db: Database, *, limit: int = 100) -> list[dict[str, Any
     checkout and session count) and `claude_dirs` — every one of them a value `--project` accepts."""
     rows = await db.fetchall(
         """
-        SELECT p.id, p.name, p.path, p.source,
+        SELECT p.id, p.name, p.path, p.found_by,
                count(DISTINCT s.id) AS sessions,
                (SELECT count(*) FROM ideas i JOIN sessions s2 ON s2.id = i.session_id
                 WHERE s2.project_id = p.id) AS ideas,

@@ -893,11 +893,11 @@ _REINDEX = Migration(
 
 _PROJECTS = Migration(
     11,
-    "projects as repositories: project_paths, projects.source, sessions regrouped",
+    "projects as repositories: project_paths, projects.found_by, sessions regrouped",
     (
         """
-        ALTER TABLE projects ADD COLUMN source TEXT NOT NULL DEFAULT 'cwd'
-            CHECK (source IN ('git', 'layout', 'cwd', 'claude_dir'))
+        ALTER TABLE projects ADD COLUMN found_by TEXT NOT NULL DEFAULT 'cwd'
+            CHECK (found_by IN ('git', 'layout', 'cwd', 'claude_dir'))
         """,
         # What a project covers: `kind` 'cwd' is a directory its sessions ran in, with the `checkout`
         # (main or worktree top-level) holding it; 'claude_dir' is a Claude Code transcript directory

@@ -19,11 +19,11 @@ from pathlib import Path, PurePosixPath
 
 import aiosqlite
 
-from cairn.store.identity import Identity, Source, claude_dir_name, git_identity, layout_identity
+from cairn.store.identity import FoundBy, Identity, claude_dir_name, git_identity, layout_identity
 from cairn.transcripts.discover import is_subagent_file
 
 _REPOSITORY_LIKE = """
-    (p.source IN ('git', 'layout')
+    (p.found_by IN ('git', 'layout')
      OR EXISTS (SELECT 1 FROM sessions AS s WHERE s.project_id = p.id AND coalesce(s.git_branch, '') != ''))
 """
 
@@ -44,8 +44,8 @@ async def identify(conn: aiosqlite.Connection, cwd: str) -> Identity:
         ) as cursor:
             row = await cursor.fetchone()
         if row is not None:
-            return Identity(root=str(row[0]), checkout=str(row[0]), source="layout")
-    return Identity(root=cwd, checkout=cwd, source="cwd")
+            return Identity(root=str(row[0]), checkout=str(row[0]), found_by="layout")
+    return Identity(root=cwd, checkout=cwd, found_by="cwd")
 
 
 async def project_for_cwd(conn: aiosqlite.Connection, cwd: str, claude_dir: str | None) -> int:
@@ -54,7 +54,7 @@ async def project_for_cwd(conn: aiosqlite.Connection, cwd: str, claude_dir: str 
     if known is not None:
         return known
     identity = await identify(conn, cwd)
-    project_id = await upsert_project(conn, identity.root, identity.source)
+    project_id = await upsert_project(conn, identity.root, identity.found_by)
     await add_path(conn, cwd, project_id, "cwd", identity.checkout)
     await add_path(conn, claude_dir or claude_dir_name(cwd), project_id, "claude_dir", None)
     return project_id
@@ -70,17 +70,17 @@ async def project_for_claude_dir(conn: aiosqlite.Connection, directory: Path) ->
     return project_id
 
 
-async def upsert_project(conn: aiosqlite.Connection, root: str, source: Source) -> int:
-    """The id of the project rooted at `root`; a better-founded `source` (git, layout) replaces a guess."""
+async def upsert_project(conn: aiosqlite.Connection, root: str, found_by: FoundBy) -> int:
+    """The id of the project rooted at `root`; a better-founded `found_by` (git, layout) replaces a guess."""
     async with conn.execute(
         """
-        INSERT INTO projects (path, name, source) VALUES (?, ?, ?)
-        ON CONFLICT (path) DO UPDATE SET source = CASE
-            WHEN projects.source IN ('cwd', 'claude_dir') AND excluded.source IN ('git', 'layout')
-            THEN excluded.source ELSE projects.source END
+        INSERT INTO projects (path, name, found_by) VALUES (?, ?, ?)
+        ON CONFLICT (path) DO UPDATE SET found_by = CASE
+            WHEN projects.found_by IN ('cwd', 'claude_dir') AND excluded.found_by IN ('git', 'layout')
+            THEN excluded.found_by ELSE projects.found_by END
         RETURNING id
         """,
-        (root, PurePosixPath(root).name or root, source),
+        (root, PurePosixPath(root).name or root, found_by),
     ) as cursor:
         row = await cursor.fetchone()
     assert row is not None
@@ -165,7 +165,7 @@ async def regroup(conn: aiosqlite.Connection) -> None:
         rows = [(int(r[0]), str(r[1])) for r in await cursor.fetchall()]
     for project_id, path in rows:
         identity = await identify(conn, path)
-        target = await upsert_project(conn, identity.root, identity.source)
+        target = await upsert_project(conn, identity.root, identity.found_by)
         await merge_project(conn, project_id, target, _inside(path, identity.checkout))
         await add_path(conn, path, target, "cwd", identity.checkout)
     async with conn.execute(
@@ -181,7 +181,7 @@ async def regroup(conn: aiosqlite.Connection) -> None:
             if known is not None and known != project_id:
                 await merge_project(conn, project_id, known)
                 continue
-            await conn.execute("UPDATE projects SET source = 'claude_dir' WHERE id = ?", (project_id,))
+            await conn.execute("UPDATE projects SET found_by = 'claude_dir' WHERE id = ?", (project_id,))
         await add_path(conn, directory.name, project_id, "claude_dir", None)
 
 

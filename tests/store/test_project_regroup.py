@@ -116,7 +116,7 @@ async def test_v10_projects_of_one_repository_become_one_and_nothing_is_lost(
         "s8": "/elsewhere/scratch",
     }
     assert await rows(conn, "SELECT count(*) FROM messages") == [(8,)]
-    assert await rows(conn, "SELECT path, source FROM projects ORDER BY path") == sorted(
+    assert await rows(conn, "SELECT path, found_by FROM projects ORDER BY path") == sorted(
         [(main, "git"), (gone, "layout"), ("/elsewhere/scratch", "cwd")]
     )
     # The newer copy of src/app.py stays; the subdirectory's file is now relative to its checkout.
