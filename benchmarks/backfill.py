@@ -1,7 +1,7 @@
 """Backfill throughput with the offline indexer, next to capture alone as the baseline; passages off and on.
 
 Usage: ``.venv/bin/python benchmarks/backfill.py [COPIES] [--repeats N]`` (default 4 copies, 1 repeat),
-or ``... benchmarks/backfill.py --realistic [--copies N]`` for issue 16's realistic history (below).
+or ``... benchmarks/backfill.py --realistic [--copies N] [--eval]`` for issue 16's realistic history (below).
 The shared fixtures under ``../shared/fixtures/transcripts`` are laid out as a Claude Code projects
 directory COPIES times (each copy its own sessions), then fresh stores are filled from it, each by a
 real process:
@@ -30,7 +30,8 @@ It then times, in the same run and each from process start, capture alone (``cai
 --no-vectors``, the baseline) and ``cairn backfill --model offline`` to a fully embedded store (it
 checks that no vector waits in the outbox afterwards), and reports messages/s, the backfill/capture
 time ratio (issue 16's target: <= 6) and each process's peak RSS (its own `wait4` rusage; target
-< 500 MB).
+< 500 MB). With ``--eval`` it then runs ``cairn eval qa`` on coding-qa-dev, which uses the same default
+settings, and prints its recall next to BM25 over the raw lines.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "transcripts"
+DEV_QA = REPO_ROOT.parent / "shared" / "benchmarks" / "coding-qa-dev" / "qa.json"
 PROJECT = "-home-dev-bench"
 
 
@@ -149,6 +151,23 @@ def realistic(copies: int) -> None:
     print(f"backfill / capture-only time: {backfill_s / capture_s:.2f}x (target <= 6)")
 
 
+def dev_set_recall() -> None:
+    """`cairn eval qa` on coding-qa-dev with the default settings the backfill above ran with (the
+    eval ignores `CAIRN_*` variables), next to BM25 over the raw lines of the same run."""
+    with tempfile.TemporaryDirectory(prefix="cairn-bench-eval-") as tmp:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_") and k != "ANTHROPIC_API_KEY"}
+        env["CAIRN_HOME"] = tmp
+        args = ["eval", "qa", str(DEV_QA), "--transcripts", str(FIXTURES), "--out", str(Path(tmp) / "runs")]
+        _, _, report = measured(args, env)
+    for group in ("bm25", "hybrid/messages", "hybrid/all"):
+        figures = report["retrieval"][group]
+        print(
+            f"coding-qa-dev {group:16s} recall_any@1/5/10 "
+            + " / ".join(f"{figures[f'recall_any@{k}']:.3f}" for k in (1, 5, 10))
+            + f"  MRR {figures['mrr']:.3f}"
+        )
+
+
 def timed(args: list[str], env: dict[str, str]) -> tuple[float, Any]:
     started = time.perf_counter()
     proc = subprocess.run(
@@ -171,9 +190,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--realistic", action="store_true", help="issue 16's run (see the module docstring)")
     parser.add_argument("--copies", dest="realistic_copies", type=int, default=None)
+    parser.add_argument(
+        "--eval", action="store_true", help="with --realistic: also coding-qa-dev recall of the same settings"
+    )
     options = parser.parse_args()
     if options.realistic:
         realistic(options.realistic_copies or options.copies)
+        if options.eval:
+            dev_set_recall()
         return
     copies, repeats = options.copies, options.repeats
     configs = {"before": {"CAIRN_PASSAGES": "false"}, "after": {}}
