@@ -6,15 +6,18 @@ against a store whose lock a real second process holds while it writes."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests import hostile_disks
+from tests.conftest import SHARED_TRANSCRIPTS
 from tests.hostile_disks import run_cairn
 
 # Holds the store lock as a backfill does, writes one message a little later, and waits to be killed.
@@ -69,7 +72,8 @@ def test_search_answers_by_keyword_while_another_process_writes(busy_home: Path)
     assert proc.returncode == 0, proc.stderr
     page = json.loads(proc.stdout)
     assert any("zanzibar" in r["content"] for r in page["results"])  # committed by the writer a moment ago
-    assert any("is writing it" in n and "python" in n for n in page["notices"]), page["notices"]
+    notices = page["notices"]
+    assert any("is writing the store" in n and "keyword only" in n and "python" in n for n in notices), page
     stats = json.loads(run_cairn(busy_home, "stats", "--json").stdout)
     assert stats["messages"] > 0
 
@@ -78,3 +82,40 @@ def test_a_writing_command_still_waits_for_the_owner(busy_home: Path) -> None:
     proc = run_cairn(busy_home, "learn", "forget", "1")
     assert proc.returncode != 0
     assert "in use by process" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_a_real_backfill_is_searchable_by_keyword_while_it_runs(tmp_path: Path) -> None:
+    """Issue 16, part 2: start `cairn backfill` over real sessions, search while it still runs, and get
+    keyword results with a notice that vectors are still being built (then semantic ones after it)."""
+    home = tmp_path / "home"
+    projects = tmp_path / "projects"
+    shutil.copytree(SHARED_TRANSCRIPTS, projects)
+    env = hostile_disks.cairn_env(home, CAIRN_CLAUDE_PROJECTS_DIR=str(projects))
+    backfill = subprocess.Popen(
+        [*hostile_disks.CAIRN, "backfill", "--model", "offline", "--json"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        page = _first_results_while(backfill, home, "sqlite database")
+        assert page is not None, "the backfill ended before a search during it returned anything"
+        assert any("is writing the store" in n and "keyword only" in n for n in page["notices"]), page
+        assert backfill.wait(timeout=900) == 0
+    finally:
+        backfill.kill()
+        backfill.wait(timeout=60)
+    after = json.loads(run_cairn(home, "search", "sqlite database", "--json").stdout)
+    assert after["results"] and not any("is writing the store" in n for n in after["notices"])
+
+
+def _first_results_while(job: subprocess.Popen[bytes], home: Path, query: str) -> dict[str, Any] | None:
+    """The first search page with results taken while `job` runs (None if it ended first); searches
+    before the store exists, or before the first session is committed, find nothing and are retried."""
+    while job.poll() is None:
+        proc = run_cairn(home, "search", query, "--json")
+        if proc.returncode == 0:
+            page: dict[str, Any] = json.loads(proc.stdout)
+            if page["results"] and job.poll() is None:
+                return page
+    return None

@@ -138,8 +138,15 @@ async def search(store: Store, *, record_usage: bool = True, **fields: Any) -> A
         request,
         record_usage=_flag("record_usage", record_usage) and store.read_only is None,
     )
-    if store.read_only is not None and request.mode != "keyword":
-        page.notices.append(f"the store was opened read-only ({store.read_only}), so its vectors were not")
+    if store.writer is not None and request.mode != "keyword":
+        page.notices.append(
+            f"{store.writer} is writing the store (a backfill, say): results are by keyword only until "
+            "it ends, and the vectors it is still building join the ranking then"
+        )
+    elif store.read_only is not None and request.mode != "keyword":
+        page.notices.append(
+            f"the store was opened read-only ({store.read_only}), so its vectors were not searched"
+        )
     return page.model_dump(mode="json")
 
 

@@ -148,6 +148,8 @@ class Store:
         self._lock = lock
         self._vectors = vectors
         self._closed = False
+        #: Who holds the store while this one reads it (`open(busy_ok=True)`): a backfill, say.
+        self.writer: str | None = None
 
     @classmethod
     async def open(
@@ -172,6 +174,7 @@ class Store:
         """
         reason = unwritable_reason(settings.home)
         lock: StoreLock | None = None
+        writer: str | None = None
         if reason is None:
             try:
                 settings.home.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -180,7 +183,7 @@ class Store:
             except StoreLockedError as exc:
                 if not (busy_ok and read_only_ok):
                     raise
-                reason, lock = f"{exc.holder} is writing it", None
+                reason, lock, writer = f"{exc.holder} is writing it", None, exc.holder
             except PermissionError as exc:  # e.g. a lock file another user owns
                 reason, lock = exc.strerror or "permission denied", None
             except OSError as exc:
@@ -193,7 +196,9 @@ class Store:
             db = await Database.open_read_only(
                 settings.db_path, reason=reason, busy_timeout_ms=settings.sqlite_busy_timeout_ms
             )
-            return cls(settings, None, db, vectors)
+            store = cls(settings, None, db, vectors)
+            store.writer = writer
+            return store
         assert lock is not None
         try:
             db = await Database.open(settings.db_path, busy_timeout_ms=settings.sqlite_busy_timeout_ms)

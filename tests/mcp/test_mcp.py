@@ -239,7 +239,7 @@ async def test_a_busy_store_answers_by_keyword_and_no_lock_is_kept_between_calls
             busy = await call(client, "search", {"query": "Chroma"})
         assert busy["results"]
         notices = " ".join(busy.get("notices", []))
-        assert f"process {os.getpid()}" in notices and "is writing it" in notices, busy
+        assert f"process {os.getpid()}" in notices and "is writing the store" in notices, busy
         assert (await call(client, "search", {"query": "Chroma"}))["results"]
 
 
