@@ -138,8 +138,9 @@ async def test_demo_session_yields_the_expected_ideas(settings: Settings) -> Non
         )
         assert superseded == 1
         assert {"SQLite", "WAL", "PostgreSQL"} <= {e.name for i in result.ideas for e in i.entities}
+        # The topic opens at the first request (line 2), not at the summary line above it.
         [change] = result.topic_changes
-        assert change.from_span_id is None and change.start_line == 1
+        assert change.from_span_id is None and change.start_line == 2
         stored = await store.db.fetchall("SELECT intent, count(*) AS n FROM ideas GROUP BY intent")
         assert {row["intent"]: row["n"] for row in stored} == dict(by_intent)
 

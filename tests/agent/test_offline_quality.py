@@ -50,3 +50,35 @@ async def test_entities_are_the_projects_own_and_named_in_the_conversation(
             row["text"] for row in await store.db.fetchall("SELECT text FROM messages WHERE role != 'tool'")
         )
         assert all(row["canonical_name"] in prose for row in rows)
+
+
+async def _spans(store: Store) -> list[tuple[int, str, str]]:
+    rows = await store.db.fetchall("SELECT start_line, name, summary FROM topic_spans ORDER BY start_line")
+    return [(row["start_line"], row["name"], row["summary"]) for row in rows]
+
+
+async def test_topics_open_at_the_work_and_shift_where_the_person_moves_on(
+    settings: Settings, tmp_path: Path
+) -> None:
+    # Case 01 opens with "morning" / "Good morning! What would you like to work on?" before the bug
+    # report at line 4; it moves on with "different thing: POST /admin/reconcile returns 401" (36)
+    # and to an unannounced new request about the reconcile job on SQLite (50).
+    # Case 05 moves on with "ok. next: vite build warns…" (24) and "also the sentry sourcemap upload
+    # in CI failed last night" (40), which shares no terms with the bundle-size talk before it.
+    for name in ("01-ledger-pagination.jsonl", "05-trailmap-ts-strict-bundle.jsonl"):
+        (tmp_path / name).write_bytes((SESSIONS / name).read_bytes())
+    async with await Store.open(settings) as store:
+        await _index_all(store, settings, [tmp_path / "01-ledger-pagination.jsonl"])
+        spans = await _spans(store)
+        assert [line for line, _name, _summary in spans] == [4, 36, 50]
+        assert not any("morning" in name.lower() for _line, name, _summary in spans)
+        # The summary says why the topic started in words, not the heuristic's arithmetic.
+        assert not any("%" in summary for _line, _name, summary in spans)
+    async with await Store.open(Settings.load(tmp_path / "second")) as store:
+        await _index_all(store, store.settings, [tmp_path / "05-trailmap-ts-strict-bundle.jsonl"])
+        spans = await _spans(store)
+        assert [line for line, _name, _summary in spans] == [2, 24, 40]
+        names = [name for _line, name, _summary in spans]
+        assert "Vite" in names[1] and "Sentry" in names[2]
+        # Units and reactions are not names: "500 kB", "lol", "nice".
+        assert not any(word in " ".join(names).split() for word in ("kB", "Lol", "Nice", "Ok"))

@@ -28,14 +28,19 @@ from cairn.agent.schema import TopicChange, TopicUpdate
 
 MAX_NAME_WORDS = 4
 SHIFT_COVERAGE = 0.15
-MIN_SHIFT_TERMS = 6
+MIN_SHIFT_TERMS = 5
 MIN_MESSAGES_PER_SPAN = 3
+# A new request is compared with what was said lately, not with everything since the topic opened:
+# a long topic's vocabulary covers almost any prompt.
+RECENT_MESSAGES = 6
+MIN_OPENING_TERMS = 4
 SUMMARY_CHARS = 600
 TRANSITION = re.compile(
     r"^(?:(?:ok(?:ay)?|so|alright|great|thanks|cool|good)[,.!]?\s+)*"
     r"(?:let'?s (?:now )?(?:move on|switch|turn|go back|get back|look at|talk about|focus on|work on)|"
-    r"moving on|next,|now let'?s|now,? (?:on|for) |switching (?:gears|topics?|to)|back to|"
+    r"moving on|next[,:]|now let'?s|now,? (?:on|for) |switching (?:gears|topics?|to)|back to|"
     r"(?:on )?(?:a |another |a different |an unrelated )(?:topic|question|thing|note)|unrelated|"
+    r"(?:separate|different|other) (?:thing|topic|question|issue)|random q|btw\b|by the way|"
     r"different topic|changing (?:the )?subject|new topic|separately,)",
     re.IGNORECASE,
 )
@@ -51,7 +56,14 @@ _NAME_NOISE_TEXT = """
     analyse examine explore understand effectively future instances latest current basic simple proper
     available"""
 _NAME_NOISE = frozenset(_NAME_NOISE_TEXT.split())
+# Interjections and reactions a prompt opens with ("lol the CI badge is red", "ugh. use these"): how
+# the person felt, not what the work is.
+_INTERJECTION = re.compile(
+    r"^(?:(?:lol|haha|ugh|hmm+|oh|ah|wow|nice|ok(?:ay)?|cool|great|good|so|well|alright|fine|right)\b[\s,.!:;-]*)+",
+    re.IGNORECASE,
+)
 _SUMMARY_HEAD = re.compile(r"^([^:]{8,80}):")
+_AFTER_NUMBER = re.compile(r"\d ?$")
 _NAME_WORD = re.compile(r"[A-Za-z][\w+#'-]*(?:\.[A-Za-z]\w*)*")
 _TALK = ("user", "assistant", "delegate")
 
@@ -64,6 +76,19 @@ class TopicState:
     name: str
     vocabulary: set[str] = field(default_factory=set)
     messages: int = 0
+    recent: list[frozenset[str]] = field(default_factory=list)
+    seed: frozenset[str] = frozenset()  # what a stored span says about itself: name, summary, recent ideas
+
+    def heard(self, said: frozenset[str]) -> None:
+        self.vocabulary |= said
+        self.recent = [*self.recent, said][-RECENT_MESSAGES:]
+
+    def lately(self) -> frozenset[str]:
+        """The terms of the topic's name, of what a stored span says about itself and of its last few
+        messages (all of it before any is read)."""
+        if not self.recent:
+            return frozenset(self.vocabulary)
+        return term_set(self.name).union(self.seed, *self.recent)
 
 
 @dataclass
@@ -90,18 +115,24 @@ def _display(word: str) -> str:
 
 def name_from(text: str, salience: Counter[str] | None = None) -> str:
     """A short Title Case name: the words of `text` its topic repeats most, in the order `text` has them."""
-    text = _LEAD.sub("", TRANSITION.sub("", REQUEST.sub("", text.strip())).strip(" ,:"))
+    text = _INTERJECTION.sub("", text.strip())
+    text = _LEAD.sub("", TRANSITION.sub("", REQUEST.sub("", text)).strip(" ,:"))
+    text = _INTERJECTION.sub("", text)
     salience = salience or Counter()
     picked: dict[str, tuple[int, str]] = {}
-    for position, word in enumerate(_NAME_WORD.findall(text)):
+    for position, match in enumerate(_NAME_WORD.finditer(text)):
+        word = match.group(0)
         low = word.lower().strip(".-'")
         if (
-            len(low) < 2
+            # A unit glued to a number ("300ms", "1.1GB", "500 kB") says how much, not what.
+            (len(low) <= 3 and _AFTER_NUMBER.search(text, 0, match.start()) is not None)
+            or len(low) < 2
             or low in STOPWORDS
             or low in _NAME_NOISE
             or low.isdigit()
             or "'" in low
             or low in picked
+            or low == "redacted"
         ):
             continue
         picked[low] = (position, word.strip(".-'"))
@@ -116,16 +147,18 @@ def name_from(text: str, salience: Counter[str] | None = None) -> str:
     return " ".join(_display(word) for _low, (_pos, word) in ordered) or "Untitled Topic"
 
 
-def _summary_name(view: SessionView) -> str | None:
+def _summary_name(view: SessionView, readable: list[Message]) -> str | None:
     """Claude Code's summary line as a name, when it is about the opening messages of this batch."""
     summary = next((m for m in view.messages if m.role == "summary"), None)
     if summary is None:
         return None
-    opening = " ".join(_prompt_text(m) for m in [m for m in view.messages if m.role in _TALK][:2])
+    opening = " ".join(_prompt_text(m) for m in [m for m in readable if m.role in _TALK][:2])
     if len(term_set(summary.text) & term_set(opening)) < 2:
         return None
     head = _SUMMARY_HEAD.match(summary.text.strip())
     text = head.group(1) if head else summary.text
+    if head and " " not in text.strip():  # "pricing-svc: wrong currency …" names the project, then the work
+        text = summary.text.strip()[head.end() :]
     return " ".join(w if w.isupper() or canonical(w) else w.capitalize() for w in text.split()[:6])
 
 
@@ -153,10 +186,21 @@ def _shift(message: Message, state: TopicState) -> str | None:
     prompt = term_set(text)
     if TRANSITION.match(text) and len(prompt) >= 2:
         return "Explicit move to a new topic"
-    share = coverage(prompt, frozenset(state.vocabulary))
-    if len(prompt) >= MIN_SHIFT_TERMS and share < SHIFT_COVERAGE:
-        return f'New request unrelated to "{state.name}" ({round(share * 100)}% shared terms)'
+    if len(prompt) >= MIN_SHIFT_TERMS and coverage(prompt, state.lately()) < SHIFT_COVERAGE:
+        return "New request"
     return None
+
+
+def _opening_line(view: SessionView, readable: list[Message], ideas: list[Candidate]) -> int:
+    """Where a session's first topic starts: at its first real request or idea, after any greeting and
+    small talk ("morning", "hi! how's your day going"), which are no part of the work."""
+    asks = [
+        m.line
+        for m in readable
+        if m.role in ("user", "delegate") and len(term_set(_prompt_text(m))) >= MIN_OPENING_TERMS
+    ]
+    found = [*asks[:1], *(c.line for c in ideas[:1])]
+    return min(found) if found else view.messages[0].line
 
 
 def _points(ideas: list[Candidate]) -> list[str]:
@@ -198,11 +242,15 @@ def topics(
         state = carried
     elif span is not None:
         vocabulary = term_set(" ".join([span.name, span.summary, *(recent or [])]))
-        state = TopicState(span.id, span.name, set(vocabulary), MIN_MESSAGES_PER_SPAN)
+        state = TopicState(span.id, span.name, set(vocabulary), MIN_MESSAGES_PER_SPAN, seed=vocabulary)
     elif _worth_a_span(view, ideas):
+        start = _opening_line(view, readable, ideas)
+        readable = [m for m in readable if m.line >= start]
         opener = _opener(readable)
-        segments.append(_Segment(view.messages[0].line, "Session opens", opener, None))
-        state = TopicState(None, _summary_name(view) or name_from(_prompt_text(opener) if opener else ""))
+        segments.append(_Segment(start, "Session opens", opener, None))
+        state = TopicState(
+            None, _summary_name(view, readable) or name_from(_prompt_text(opener) if opener else "")
+        )
     else:
         return [], [], None
     for message in readable:
@@ -214,7 +262,7 @@ def topics(
             segments[-1].messages.append(message)
         state.messages += 1
         if message.role in _TALK:
-            state.vocabulary |= term_set(" ".join(s.text for s in message.prose))
+            state.heard(term_set(" ".join(s.text for s in message.prose)))
     changes: list[TopicChange] = []
     for index, segment in enumerate(segments):
         end = segments[index + 1].start if index + 1 < len(segments) else None
@@ -222,7 +270,7 @@ def topics(
         salience = Counter(
             t for m in segment.messages if m.role in _TALK for s in m.prose for t in terms(s.text)
         )
-        name = _summary_name(view) if segment.cause == "Session opens" else None
+        name = _summary_name(view, segment.messages) if segment.cause == "Session opens" else None
         if not name and segment.opener is not None:
             both = _prompt_text(segment.opener)
             first = next(s.text for s in segment.opener.prose if not is_ack(s.text))
