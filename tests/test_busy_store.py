@@ -85,11 +85,12 @@ def test_a_writing_command_still_waits_for_the_owner(busy_home: Path) -> None:
 
 
 def test_a_real_backfill_is_searchable_by_keyword_while_it_runs(tmp_path: Path) -> None:
-    """Issue 16, part 2: start `cairn backfill` over real sessions, search while it still runs, and get
-    keyword results with a notice that vectors are still being built (then semantic ones after it)."""
+    """Issue 16, part 2: start `cairn backfill` over real sessions (one project's three), search while
+    it still runs, and get keyword results with a notice that vectors are still being built (and none
+    after it)."""
     home = tmp_path / "home"
     projects = tmp_path / "projects"
-    shutil.copytree(SHARED_TRANSCRIPTS, projects)
+    shutil.copytree(SHARED_TRANSCRIPTS / "claude-code-viewer", projects / "-home-dev-claude-code-viewer")
     env = hostile_disks.cairn_env(home, CAIRN_CLAUDE_PROJECTS_DIR=str(projects))
     backfill = subprocess.Popen(
         [*hostile_disks.CAIRN, "backfill", "--model", "offline", "--json"],
@@ -98,14 +99,14 @@ def test_a_real_backfill_is_searchable_by_keyword_while_it_runs(tmp_path: Path) 
         stderr=subprocess.DEVNULL,
     )
     try:
-        page = _first_results_while(backfill, home, "sqlite database")
+        page = _first_results_while(backfill, home, "react component")
         assert page is not None, "the backfill ended before a search during it returned anything"
         assert any("is writing the store" in n and "keyword only" in n for n in page["notices"]), page
         assert backfill.wait(timeout=900) == 0
     finally:
         backfill.kill()
         backfill.wait(timeout=60)
-    after = json.loads(run_cairn(home, "search", "sqlite database", "--json").stdout)
+    after = json.loads(run_cairn(home, "search", "react component", "--json").stdout)
     assert after["results"] and not any("is writing the store" in n for n in after["notices"])
 
 
