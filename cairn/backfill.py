@@ -34,6 +34,7 @@ from cairn.config import Settings
 from cairn.pricing import Price, cost
 from cairn.prompts import load_prompt
 from cairn.store.db import Database
+from cairn.store.identity import git_identity
 from cairn.store.store import Store
 from cairn.tokens import count_tokens
 from cairn.transcripts.discover import find_transcripts, is_subagent_file, session_id_for
@@ -166,15 +167,28 @@ def parse_since(text: str) -> datetime:
 
 
 def matches_project(session: Session, project: str) -> bool:
-    """Whether `project` names the session's Claude Code project: its directory name or its cwd.
+    """Whether `project` names the session's project: its Claude Code directory name, its cwd, or
+    (a directory here) any path inside the same repository, worktrees included.
 
     Claude Code names a project directory by its cwd with `/` replaced by `-`, so `/home/dev/demo`,
-    `dev/demo`, `demo` and `-home-dev-demo` all find `-home-dev-demo`.
+    `dev/demo`, `demo` and `-home-dev-demo` all find `-home-dev-demo`; and from a subdirectory of one
+    worktree, `--project .` finds the sessions of every worktree of that repository.
     """
     wanted = project.casefold()
     name = session.project.casefold()
     cwd = (session.cwd or "").casefold()
-    return wanted in name or wanted.replace("/", "-") in name or (bool(cwd) and wanted in cwd)
+    if wanted in name or wanted.replace("/", "-") in name or (bool(cwd) and wanted in cwd):
+        return True
+    return session.cwd is not None and _same_repository(session.cwd, project)
+
+
+def _same_repository(cwd: str, project: str) -> bool:
+    """Whether `cwd` and the directory `project` are in one repository, as git's files on disk say."""
+    path = os.path.realpath(os.path.expanduser(project))
+    if not os.path.isdir(path):
+        return False
+    here, there = git_identity(path), git_identity(cwd)
+    return here is not None and there is not None and here.root == there.root
 
 
 def select_sessions(

@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from cairn.backfill import discover_sessions, parse_since, select_sessions
+from cairn.backfill import Session, discover_sessions, parse_since, select_sessions
 from cairn.pricing import PRICES, Price, cost, price_for
+from cairn.store.identity import claude_dir_name
 from tests.conftest import SHARED_TRANSCRIPTS
+from tests.repos import make_worktrees
 from tests.test_cli import cairn, cairn_json
 
 VIEWER = sorted((SHARED_TRANSCRIPTS / "claude-code-viewer").glob("*.jsonl"))
@@ -243,3 +245,20 @@ def test_without_history_the_demo_session_is_backfilled(cairn_home: Path) -> Non
     assert cairn_json("backfill")["batches"] == 0
     # An explicit filter that matches nothing is not silently replaced by the demo.
     assert cairn_json("backfill", "--project", "no-such-project")["sessions_total"] == 0
+
+
+def test_project_filter_takes_a_directory_inside_the_repository(tmp_path: Path) -> None:
+    """From a subdirectory of one worktree, `backfill --project .` picks the sessions of every worktree
+    of that repository, and no other project's."""
+    trees = make_worktrees(tmp_path / "repos")
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    found = [
+        Session(key=f"/p/{n}", session_id=n, project=claude_dir_name(str(cwd)), files=[], cwd=str(cwd))
+        for n, cwd in (("a", trees.a), ("b", trees.b / "src"), ("main", trees.main), ("other", other))
+    ]
+
+    chosen = select_sessions(found, project=str(trees.a / "src"))
+
+    assert [s.session_id for s in chosen] == ["a", "b", "main"]
+    assert [s.session_id for s in select_sessions(found, project=str(other))] == ["other"]

@@ -19,6 +19,7 @@ from cairn.agent.schema import IndexResult
 from cairn.config import Settings
 from cairn.daemon.jobs import reindex_job
 from cairn.ingest import sync_file
+from cairn.reindex.run import Selection, select_sessions
 from cairn.store.store import Store
 from tests.conftest import SHARED_TRANSCRIPTS
 
@@ -173,3 +174,23 @@ async def test_dry_run_prices_per_model_and_changes_nothing(store: Store, settin
     assert total["cost_usd"]["offline"] == 0 and total["cost_usd"]["claude-haiku-4-5"] > 0
     assert await rows(store, "SELECT * FROM ideas ORDER BY id") == ideas
     assert await rows(store, "SELECT count(*) FROM reindex_jobs") == [(0,)]
+
+
+async def test_project_selection_resolves_as_everywhere_else(store: Store, settings: Settings) -> None:
+    """`reindex --project` takes what `--project` takes everywhere (a path inside the project, here a
+    subdirectory of the stored root that does not exist on this machine), and falls back to a
+    substring when nothing resolves."""
+    viewer = SMALL[0]
+    other = sorted((SHARED_TRANSCRIPTS / "fasthooks").glob("sample_main_transcript.jsonl"))[0]
+    for path in (viewer, other):
+        await sync_file(store, path, settings)
+    sql = "SELECT s.id, p.path FROM sessions s JOIN projects p ON p.id = s.project_id"
+    roots = dict(await rows(store, sql))
+    viewer_session = viewer.stem
+    assert len(set(roots.values())) == 2, roots
+
+    inside = await select_sessions(store.db, Selection(project=roots[viewer_session] + "/src/components"))
+    substring = await select_sessions(store.db, Selection(project=Path(roots[viewer_session]).name[:4]))
+
+    assert [s.id for s in inside] == [viewer_session]
+    assert viewer_session in [s.id for s in substring]

@@ -279,7 +279,9 @@ def backfill(
     project: Annotated[
         str | None,
         typer.Option(
-            "--project", help="Only sessions of Claude Code projects whose directory or cwd has this."
+            "--project",
+            help="Only sessions of Claude Code projects whose directory or cwd has this, or of the "
+            "repository holding this directory (any worktree).",
         ),
     ] = None,
     dry_run: Annotated[

@@ -54,7 +54,11 @@ def reindex(
     model: ModelOpt = None,
     project: Annotated[
         str | None,
-        typer.Option("--project", help="Only sessions of projects whose path, name or cwd has this."),
+        typer.Option(
+            "--project",
+            help="Only this project's sessions: a path inside it, its name or Claude Code directory name "
+            "(else a substring of a project's path or name, or a session's cwd).",
+        ),
     ] = None,
     session: Annotated[
         str | None, typer.Option("--session", help="Only this session (an id or its prefix).")

@@ -29,6 +29,7 @@ from cairn.backfill import Estimate, RunTally, estimate_paths
 from cairn.config import Settings
 from cairn.reindex.scratch import ScratchStore, build_scratch, clear_scratch
 from cairn.reindex.swap import SwapConflictError, SwapStats, copy_runs, swap_session
+from cairn.search.projects import resolve_projects
 from cairn.store.db import Database
 from cairn.store.store import Store, iso_utc
 from cairn.store.vectors import VectorStoreError
@@ -60,13 +61,16 @@ class StoredSession:
 async def select_sessions(db: Database, selection: Selection) -> list[StoredSession]:
     """Stored sessions with messages matching `selection`, oldest first.
 
-    `project` matches the project's path or name (or the session's cwd) as a substring, as
-    `cairn backfill --project` does; `session` is an id or its prefix; `since` keeps sessions whose
-    last message is at or after it.
+    `project` names projects as `--project` does everywhere (`resolve_projects`: any path inside the
+    repository, its name, a Claude Code directory name), else matches a project's path or name or
+    the session's cwd as a substring, as `cairn backfill --project` does; `session` is an id or its
+    prefix; `since` keeps sessions whose last message is at or after it.
     """
+    named = {pid for pid, _ in await resolve_projects(db, selection.project)} if selection.project else set()
     rows = await db.fetchall(
         """
-        SELECT s.id, s.started_at, s.last_at, s.cwd, p.path AS project_path, p.name AS project_name
+        SELECT s.id, s.started_at, s.last_at, s.cwd, s.project_id, p.path AS project_path,
+               p.name AS project_name
         FROM sessions s LEFT JOIN projects p ON p.id = s.project_id
         WHERE EXISTS (SELECT 1 FROM transcript_files f JOIN messages m ON m.file_id = f.id
                       WHERE f.session_id = s.id)
@@ -78,7 +82,10 @@ async def select_sessions(db: Database, selection: Selection) -> list[StoredSess
     result = []
     for row in rows:
         places = [str(row[k] or "").casefold() for k in ("project_path", "project_name", "cwd")]
-        if wanted is not None and not any(wanted in p or wanted.replace("/", "-") in p for p in places):
+        if named:
+            if row["project_id"] not in named:
+                continue
+        elif wanted is not None and not any(wanted in p or wanted.replace("/", "-") in p for p in places):
             continue
         if selection.session is not None and not row["id"].startswith(selection.session):
             continue
