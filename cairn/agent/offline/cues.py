@@ -164,6 +164,22 @@ PROBLEM_USER = _any(
     r"\b(?:get|getting|got|see|seeing|hit|hitting|returns?|shows?) (?:an? |this |the |some )?(?:\w+ )?"
     r"(?:error|exception|bug)s?\b",
     r"\b(?:error|exception)\s*:|\bthere(?:'s| is) a bug\b|\bbug in\b",
+    # Symptoms as people report them: slowness, wrong or doubled output, an HTTP error status, a jump
+    # in a measured figure ("p99 went from 40ms to 350ms").
+    r"\b(?:slow|laggy|stuck|crashloop\w*|wrong|doubled|duplicated?|leak(?:s|ing|ed)?)\b",
+    r"\b(?:returns?|returning|gives?|giving|gets?|getting|throws?)\s+(?:an?\s+|a\s+)?[45]\d\d\b",
+    r"\bwent (?:up )?from \S*\d\S* to \S*\d",
+    r"\btakes? \d[\d.]*\s?(?:ms|s|sec|seconds?|min|minutes?|h|hours?)\b",
+    r"\b(?:are|is|am|we're|i'm|they're|keep|keeps) (?:still )?seeing\b",
+    r"\bsometimes (?:returns|fails|shows|gives|crashes|hangs|drops|loses)\b",
+)
+# A measured result: a figure that moved ("40.3 s → 2.9 s", "from 1.12 GB to 187 MB") or two measured
+# figures in one sentence ("4.2k req/s with p99 38 ms"). What a run showed is a finding.
+_FIGURE = r"\d[\d.,]*k?\s?(?:%|[kKMG]i?B|ms|s|sec|min|req/s|it/s|ms/op|allocs/op)(?![\w/])"
+MEASURED = _any(
+    r"\d[\d.,]*k?\s?(?:%|[kKMG]i?B|ms|s|it/s|req/s)?\s*(?:→|->)\s*\d",
+    r"\bfrom \d[\d.,]*\s?\S* to \d",
+    rf"{_FIGURE}.*{_FIGURE}",
 )
 # Exception class names and tracebacks are problems whatever words surround them.
 PROBLEM_SIGNATURE = _any(r"\b[A-Z]\w*(?:Error|Exception)\b|\bTraceback\b", flags=0)
@@ -347,4 +363,6 @@ def classify(sentence: str, role: str, *, after_problem: bool = False) -> Classi
         return make("problem", 0.8 if role == "user" else 0.65)
     if role == "assistant" and ACCOMPLISHMENT.search(_FILLER.sub("", raw)):
         return make("context", 0.7)
+    if role == "assistant" and MEASURED.search(raw):
+        return make("conclusion", 0.7)
     return None
