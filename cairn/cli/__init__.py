@@ -18,6 +18,7 @@ from cairn.cli import (  # noqa: F401  (registers the commands)
     redact,
     reindex,
     search,
+    ui,
 )
 from cairn.cli.common import app
 
@@ -54,6 +55,7 @@ _HELP_ORDER = (
     "hook",
     "install",
     "mcp",
+    "ui",
 )
 
 

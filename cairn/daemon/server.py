@@ -45,6 +45,7 @@ from cairn.files import ops as file_ops
 from cairn.learning import ops as learning_ops
 from cairn.lifecycle import ops as lifecycle_ops
 from cairn.recall import ops as recall_ops
+from cairn.search import browse as browse_ops
 from cairn.search import ops as search_ops
 from cairn.store.store import Store
 
@@ -152,6 +153,9 @@ OPS: dict[str, Op] = {
     "import": lifecycle_ops.import_op,
     "files": file_ops.files,
     "recall": recall_ops.recall_op,
+    "feed": browse_ops.feed,
+    "project_timeline": browse_ops.project_timeline,
+    "source_context": browse_ops.source_context,
 }
 
 #: The ops above that write. The others also answer, by keyword, from a store another process is

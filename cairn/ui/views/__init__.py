@@ -1,0 +1,1 @@
+"""The viewer's pages, one module per area; each exports `routes`."""

@@ -1,0 +1,91 @@
+"""Fixing the memory: forget an idea, a session or a project — confirm first (a dry run says what goes),
+then an undo window (`cairn.ui.forgets`) before the `forget` op runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+from cairn.ui.app import Viewer, viewer_of
+from cairn.ui.security import TOKEN_HEADER, token_matches
+
+
+def _selection(values: Any) -> tuple[str, dict[str, Any]] | None:
+    """(what, forget-op args) from `idea`, `session` or `project` (exactly one), else None."""
+    idea = str(values.get("idea") or "").strip().lstrip("#")
+    session = str(values.get("session") or "").strip()
+    project = str(values.get("project") or "").strip()
+    given = [v for v in (idea, session, project) if v]
+    if len(given) != 1:
+        return None
+    if idea:
+        return (f"idea #{idea}", {"ideas": [int(idea)]}) if idea.isdigit() else None
+    if session:
+        return f"session {session[:8]}", {"sessions": [session]}
+    return f"project {project}", {"project": project}
+
+
+async def confirm_page(request: Request) -> Response:
+    viewer = viewer_of(request)
+    chosen = _selection(request.query_params)
+    if chosen is None:
+        return viewer.refusal(request, "name one idea (a number), session or project to forget")
+    what, args = chosen
+    preview = await viewer.ops.call("forget", {**args, "dry_run": True})
+    return viewer.page(
+        request,
+        "forget.html",
+        what=what,
+        fields=request.query_params,
+        preview=preview,
+        undo_seconds=viewer.forgets.undo_seconds,
+    )
+
+
+async def _posted(request: Request, viewer: Viewer) -> Any | None:
+    """The posted form when it carries this start's token (form field or header), else None."""
+    form = await request.form()
+    supplied = form.get("token") or request.headers.get(TOKEN_HEADER)
+    return form if token_matches(str(supplied) if supplied else None, viewer.token) else None
+
+
+async def forget_post(request: Request) -> Response:
+    viewer = viewer_of(request)
+    form = await _posted(request, viewer)
+    if form is None:
+        return viewer.refusal(request, "refused: a forget must be posted from the viewer's own page", 403)
+    chosen = _selection(form)
+    if chosen is None:
+        return viewer.refusal(request, "name one idea (a number), session or project to forget")
+    viewer.forgets.schedule(*chosen)
+    return RedirectResponse("/forgets", status_code=303)
+
+
+async def undo_post(request: Request) -> Response:
+    viewer = viewer_of(request)
+    form = await _posted(request, viewer)
+    if form is None:
+        return viewer.refusal(request, "refused: an undo must be posted from the viewer's own page", 403)
+    try:
+        forget_id = int(str(form.get("forget")))
+    except ValueError:
+        return viewer.refusal(request, "no such forget")
+    if not viewer.forgets.undo(forget_id):
+        return viewer.refusal(request, "too late to undo: that forget was already applied (or never made)")
+    return RedirectResponse("/forgets", status_code=303)
+
+
+async def forgets_page(request: Request) -> Response:
+    viewer = viewer_of(request)
+    return viewer.page(request, "forgets.html", undo_seconds=viewer.forgets.undo_seconds)
+
+
+routes = [
+    Route("/forget", confirm_page, methods=["GET"]),
+    Route("/forget", forget_post, methods=["POST"]),
+    Route("/forget/undo", undo_post, methods=["POST"]),
+    Route("/forgets", forgets_page),
+]

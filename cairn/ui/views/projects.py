@@ -1,0 +1,98 @@
+"""Projects, each project's timeline (sessions as lanes, topic spans as bars, ideas as marks by intent)
+and the board of open and resolved questions and todos."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from cairn.ui.app import viewer_of
+
+LANE_WIDTH = 900
+LABEL_WIDTH = 170
+SPAN_HEIGHT = 14
+MARK_ROW = 12
+BOARD_LIMIT = 200
+
+
+async def projects_page(request: Request) -> Response:
+    viewer = viewer_of(request)
+    projects = await viewer.ops.call("projects", {"limit": 200})
+    return viewer.page(request, "projects.html", projects=projects)
+
+
+async def timeline_page(request: Request) -> Response:
+    viewer = viewer_of(request)
+    project = request.query_params.get("project", "").strip()
+    if not project:
+        return viewer.refusal(
+            request, "name a project: /timeline?project=NAME (the Projects page links them)"
+        )
+    data = await viewer.ops.call("project_timeline", {"project": project, "limit": 20})
+    return viewer.page(request, "timeline.html", project=project, data=data, lanes=lanes(data["sessions"]))
+
+
+def lanes(sessions: list[dict[str, Any]]) -> dict[str, Any]:
+    """SVG geometry of a project's sessions: one lane each, x proportional to the transcript line."""
+    out = []
+    y = 0
+    for session in sessions:
+        scale = (LANE_WIDTH - LABEL_WIDTH - 10) / max(1, session["last_line"])
+
+        def x(line: int | None, scale: float = scale) -> float:
+            return round(LABEL_WIDTH + (line or 0) * scale, 1)
+
+        depth = max([s["depth"] for s in session["spans"]] or [0])
+        spans_top = y + 22
+        marks_y = spans_top + (depth + 1) * (SPAN_HEIGHT + 2) + MARK_ROW // 2 + 2
+        spans = [
+            {
+                **span,
+                "x": x(span["start_line"]),
+                "y": spans_top + span["depth"] * (SPAN_HEIGHT + 2),
+                "w": max(3.0, x(span["end_line"] or span["start_line"]) - x(span["start_line"])),
+            }
+            for span in session["spans"]
+        ]
+        marks = [{**idea, "x": x(idea["line"]), "y": marks_y} for idea in session["ideas"]]
+        height = marks_y + MARK_ROW - y
+        out.append({**session, "y": y, "height": height, "span_bars": spans, "marks": marks})
+        y += height + 10
+    return {"sessions": out, "width": LANE_WIDTH, "height": max(y, 40), "label_width": LABEL_WIDTH}
+
+
+async def board_page(request: Request) -> Response:
+    """Per project: open questions/problems and todos, and the resolved ones with what resolved them."""
+    viewer = viewer_of(request)
+    project = request.query_params.get("project", "").strip() or None
+    projects = await viewer.ops.call("projects", {"limit": 200})
+    # By path: two checkouts may share a name (`cli`), and a path names one project.
+    chosen = [p for p in projects if project in (None, p["path"], p["name"])]
+    boards = []
+    for chosen_project in chosen:
+        args = {"project": chosen_project["path"], "limit": BOARD_LIMIT}
+        questions = await viewer.ops.call("ideas", {**args, "intents": ["question", "problem"]})
+        todos = await viewer.ops.call("ideas", {**args, "intents": ["todo"]})
+        if not questions and not todos:
+            continue
+        boards.append(
+            {
+                "project": chosen_project["name"],
+                "path": chosen_project["path"],
+                "open_questions": [q for q in questions if not q["answered_at"]],
+                "answered": [q for q in questions if q["answered_at"]],
+                "open_todos": [t for t in todos if not t["completed_at"]],
+                "done": [t for t in todos if t["completed_at"]],
+            }
+        )
+    return viewer.page(request, "board.html", boards=boards, project=project, projects=projects)
+
+
+routes = [
+    Route("/projects", projects_page),
+    Route("/timeline", timeline_page),
+    Route("/board", board_page),
+]
