@@ -106,3 +106,27 @@ async def test_reported_symptoms_are_problems_and_measured_results_are_findings(
         await _index_all(store, store.settings, [tmp_path / names[1]])
         ideas = await _ideas(store)
         assert {(1, "problem"), (20, "conclusion")} <= ideas
+
+
+async def test_labelled_lists_and_labels_after_a_lead_in_are_decisions_and_fixes(
+    settings: Settings, tmp_path: Path
+) -> None:
+    # Case 06: a "Fix:" line above a numbered list (the assistant message stored at line 11) and "On
+    # gzip — decision: use the `flate2` crate" (21). Case 07: "Decision:" above two numbered items
+    # (15), the second deduplicating on event_id.
+    names = ("06-logslice-rust-perf.jsonl", "07-pipeline-double-counts.jsonl")
+    for name in names:
+        (tmp_path / name).write_bytes((SESSIONS / name).read_bytes())
+    async with await Store.open(settings) as store:
+        await _index_all(store, settings, [tmp_path / names[0]])
+        assert {(11, "solution"), (21, "decision")} <= await _ideas(store)
+        fix = await store.db.scalar(
+            "SELECT content FROM ideas WHERE source_line = 11 AND intent = 'solution'"
+        )
+        assert "BufWriter" in fix and "read_until" in fix
+    async with await Store.open(Settings.load(tmp_path / "second")) as store:
+        await _index_all(store, store.settings, [tmp_path / names[1]])
+        decision = await store.db.scalar(
+            "SELECT content FROM ideas WHERE source_line = 15 AND intent = 'decision'"
+        )
+        assert decision is not None and "_SUCCESS" in decision and "event_id" in decision

@@ -48,12 +48,28 @@ _LABELS: dict[str, Intent] = {
     "bug": "problem",
     "solution": "solution",
     "fix": "solution",
+    "proposal": "decision",
+    "plan": "decision",
+    "recommendation": "decision",
 }
+_LABEL_NAMES = "|".join(sorted((re.escape(k) for k in _LABELS), key=len, reverse=True))
 LABEL = re.compile(
-    r"^(?P<label>" + "|".join(sorted((re.escape(k) for k in _LABELS), key=len, reverse=True)) + r")"
-    r"(?:\s+(?:though|then|here|for now))?\s*(?::|\u2014|\u2013)\s*",
+    # A short lead-in may come first: "On gzip — decision: …", "so my proposal: …", "Fix for 0043: …".
+    r"^(?:(?:[\w`'./-]+\s+){1,4}[\u2014\u2013-]\s+|(?:so\s+)?(?:my|our|the)\s+)?"
+    r"(?P<label>" + _LABEL_NAMES + r")"
+    r"(?:\s+(?:though|then|here|for now|for [\w`'./-]+))?\s*(?::|\u2014|\u2013)\s*",
     _I,
 )
+# A heading that is only a label ("Decision:" above a numbered list) gives the list its intent.
+HEADING_LABEL = re.compile(r"^(?P<label>" + _LABEL_NAMES + r")$", _I)
+
+
+def heading_intent(heading: str) -> Intent | None:
+    """The intent a list's heading names ("Decision", "Fix", "Plan"), or None."""
+    match = HEADING_LABEL.match(heading.strip().rstrip(":").strip())
+    return _LABELS[match.group("label").lower()] if match else None
+
+
 HEDGE = _any(
     r"\b(?:maybe|might|perhaps|possibly|probably|presumably|likely|could be|may be|not sure|unsure)\b",
     r"\bi (?:think|guess|suspect|believe)\b",

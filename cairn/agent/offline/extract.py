@@ -19,6 +19,7 @@ from cairn.agent.offline.cues import (
     Classified,
     capitalise,
     classify,
+    heading_intent,
     is_ack,
     is_preamble,
 )
@@ -135,13 +136,42 @@ def _with_cause(chosen: Segment, prose: list[Segment], content: str) -> str:
     return joined if len(joined) <= MAX_CONTENT_CHARS else content
 
 
+def _labelled_lists(prose: list[Segment]) -> dict[int, tuple[Intent, list[str]]]:
+    """Bullets under a label ("Decision:", "Fix:", "Plan:" as a heading or a line of its own), by
+    segment index: the label's intent and the text of every bullet of that list."""
+    lists: dict[int, tuple[Intent, list[str]]] = {}
+    current: tuple[Intent, list[str]] | None = None
+    for segment in prose:
+        if not segment.bullet:
+            said = heading_intent(segment.text)
+            current = (said, []) if said else None
+            continue
+        under = heading_intent(segment.heading)
+        if current is None and under:
+            current = (under, [])
+        if current is not None:
+            current[1].append(segment.text)
+            lists[segment.index] = current
+    return lists
+
+
 def _message_candidates(view: SessionView, message: Message, after_problem: bool) -> list[Candidate]:
     """The ideas of one message: its most confident sentence per intent, and bullets under "Next steps"."""
     best: dict[Intent, tuple[Classified, Segment]] = {}
     todos_under_heading: list[tuple[Classified, Segment]] = []
     role = "assistant" if message.role == "assistant" else "user"
+    lists = _labelled_lists(message.prose)
     for segment in message.prose:
+        if heading_intent(segment.text) and not segment.bullet:
+            continue  # a bare "Fix:" line: its list carries the idea
         found = classify(segment.text, role, after_problem=after_problem)
+        listed = lists.get(segment.index)
+        if listed and (found is None or found.intent in ("context", "problem", listed[0])):
+            # "Decision:" / "Fix:" above a list: the list, all of it, is what was decided or done.
+            intent, items = listed
+            found = Classified(
+                intent, 0.85, DEFAULT_IMPORTANCE[intent], capitalise(" ".join(items)), labelled=True
+            )
         if (
             segment.bullet
             and _NEXT_HEADING.search(segment.heading)
