@@ -211,8 +211,9 @@ def test_a_second_process_gets_a_clear_error(cairn_home: Path) -> None:
 def test_bad_setting_is_one_clear_line(cairn_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CAIRN_EMBEDDING", "word2vec")
     proc = cairn("stats", check=False)
-    assert proc.returncode == 1
-    assert "embedding" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 2  # a configuration error, as for a malformed config.toml
+    assert "embedding" in proc.stderr and "$CAIRN_EMBEDDING" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
 
 
 def test_inspect_missing_path_is_a_clear_error(cairn_home: Path) -> None:
