@@ -130,3 +130,23 @@ async def test_labelled_lists_and_labels_after_a_lead_in_are_decisions_and_fixes
             "SELECT content FROM ideas WHERE source_line = 15 AND intent = 'decision'"
         )
         assert decision is not None and "_SUCCESS" in decision and "event_id" in decision
+
+
+async def test_announced_actions_are_no_findings_and_a_plan_keeps_its_next_sentence(
+    settings: Settings, tmp_path: Path
+) -> None:
+    # Case 09, line 10: "Let me look at what is actually stored and who writes it." announces work;
+    # "actually" there is no finding. Case 16, line 9: "Plan: one Django REST framework (DRF)
+    # authentication class, `JWTAuthentication`, … Access tokens live 15 minutes."
+    names = ("09-pricing-stale-currency-cache.jsonl", "16-shopfront-jwt-auth-refactor.jsonl")
+    for name in names:
+        (tmp_path / name).write_bytes((SESSIONS / name).read_bytes())
+    async with await Store.open(settings) as store:
+        await _index_all(store, settings, [tmp_path / names[0]])
+        assert not any(line == 10 for line, _intent in await _ideas(store))
+    async with await Store.open(Settings.load(tmp_path / "second")) as store:
+        await _index_all(store, store.settings, [tmp_path / names[1]])
+        plan = await store.db.scalar(
+            "SELECT content FROM ideas WHERE source_line = 9 AND intent = 'decision'"
+        )
+        assert plan is not None and "JWTAuthentication" in plan and "15 minutes" in plan

@@ -197,6 +197,7 @@ MEASURED = _any(
     r"\bfrom \d[\d.,]*\s?\S* to \d",
     rf"{_FIGURE}.*{_FIGURE}",
 )
+_LET_ME = re.compile(r"^(?:(?:ok(?:ay)?|so|now|first|then|alright)[,!.]?\s+)*let me\b", re.IGNORECASE)
 # Exception class names and tracebacks are problems whatever words surround them.
 PROBLEM_SIGNATURE = _any(r"\b[A-Z]\w*(?:Error|Exception)\b|\bTraceback\b", flags=0)
 PROBLEM_ASSISTANT = _any(
@@ -359,6 +360,8 @@ def classify(sentence: str, role: str, *, after_problem: bool = False) -> Classi
         return make("conclusion", 0.5, hypothesis=True)
     if REFUTATION.search(raw):
         return make("conclusion", 0.7, refutation=True)
+    if role == "assistant" and _LET_ME.match(_FILLER.sub("", raw)):
+        return None  # "Let me look at what is actually stored … instead": an action announced, no finding
     if (DECISION.search(raw) or CHANGE.search(raw)) and not (TOOL_TALK.search(raw) and role != "user"):
         return make("decision", 0.8)
     if CONCLUSION.search(raw):

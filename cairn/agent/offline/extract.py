@@ -106,7 +106,15 @@ class Candidate:
 
 def _with_neighbours(chosen: Segment, prose: list[Segment], content: str, labelled: bool) -> str:
     """`content` made self-contained: a short or pronoun-led sentence takes its neighbour in the paragraph."""
-    if labelled or (len(content) >= 50 and not _PRONOUN_START.match(content)):
+    if labelled:
+        # "Plan: one auth class that … Access tokens live 15 minutes." — a labelled statement often
+        # goes on in the next sentence of its paragraph.
+        rest = [s for s in prose if s.paragraph == chosen.paragraph and s.index == chosen.index + 1]
+        if rest and len(content) < 160 and not rest[0].text.endswith("?") and not is_preamble(rest[0].text):
+            joined = f"{content} {rest[0].text}"
+            return joined if len(joined) <= MAX_CONTENT_CHARS else content
+        return content
+    if len(content) >= 50 and not _PRONOUN_START.match(content):
         return content
     same = [s for s in prose if s.paragraph == chosen.paragraph]
     before = [s for s in same if s.index < chosen.index]
