@@ -1,0 +1,1 @@
+"""Tests of the local web viewer (`cairn ui`)."""

@@ -1,0 +1,261 @@
+"""Issue 18: the viewer through a real headless Chromium, over the shared transcripts indexed once.
+
+The module backfills `../shared/fixtures/transcripts` (offline model) plus one hostile session into a
+temp home, starts `cairn ui` as a real process, and drives the pages as a person would. Each test saves
+a screenshot under its own temp dir.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+from tests.conftest import SHARED_TRANSCRIPTS
+from tests.hostile_disks import CAIRN, cairn_env
+from tests.ui.helpers import HOSTILE, Viewer, chromium_driver, hostile_transcript, running_viewer, wait_for
+
+UNDO_SECONDS = "5"
+
+
+@pytest.fixture(scope="module")
+def indexed_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("ui")
+    home = root / "home"
+    projects = root / "projects"
+    for project in sorted(p for p in SHARED_TRANSCRIPTS.iterdir() if p.is_dir()):
+        shutil.copytree(project, projects / f"-home-dev-{project.name}")
+    hostile_transcript(projects / "-work-zebrafish")
+    proc = subprocess.run(
+        [*CAIRN, "backfill", "--model", "offline", "--json"],
+        env=cairn_env(home, CAIRN_CLAUDE_PROJECTS_DIR=str(projects)),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return home
+
+
+@pytest.fixture(scope="module")
+def viewer(indexed_home: Path) -> Iterator[Viewer]:
+    with running_viewer(indexed_home, "--undo-seconds", UNDO_SECONDS) as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def browser(viewer: Viewer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    driver = chromium_driver(tmp_path_factory.mktemp("chromium"))
+    try:
+        driver.set_page_load_timeout(120)
+        driver.get(viewer.url)  # the first load: token → cookie, then redirected without it
+        assert "token=" not in driver.current_url
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def page(browser: Any, viewer: Viewer, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The browser for one test; its screenshot is saved under the test's temp dir at the end."""
+    yield browser
+    browser.save_screenshot(str(tmp_path / f"{request.node.name}.png"))
+
+
+def _query(home: Path, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
+    with contextlib.closing(sqlite3.connect(home / "cairn.db", timeout=30)) as conn:
+        return list(conn.execute(sql, params))
+
+
+def _text(driver: Any, css: str) -> str:
+    from selenium.webdriver.common.by import By
+
+    return "\n".join(e.text for e in driver.find_elements(By.CSS_SELECTOR, css))
+
+
+def _no_alert(driver: Any) -> None:
+    from selenium.common.exceptions import NoAlertPresentException
+
+    with pytest.raises(NoAlertPresentException):
+        driver.switch_to.alert  # noqa: B018  (the property raises when no alert is open)
+
+
+def _search(driver: Any, viewer: Viewer, query: str, **filters: str) -> None:
+    extra = "".join(f"&{k}={quote(v)}" for k, v in filters.items())
+    driver.get(f"{viewer.base}/search?q={quote(query)}{extra}")
+
+
+def test_the_feed_lists_the_newest_ideas(page: Any, viewer: Viewer, indexed_home: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    newest = _query(indexed_home, "SELECT id, content FROM ideas ORDER BY id DESC LIMIT 3")
+    page.get(viewer.base + "/")
+    events = page.find_elements(By.CSS_SELECTOR, "li.event-idea")
+    assert len(events) >= 3
+    feed = _text(page, "#feed")
+    for idea_id, content in newest:
+        assert f"#{idea_id}" in feed and content.split()[0] in feed
+
+
+def _fixture_idea(home: Path, offset: int) -> tuple[str, str, str]:
+    """(id, content, source message text) of a decision or solution drawn from a fixture's message,
+    the `offset`-th by id: whatever the offline model extracted, the test searches for what it stored."""
+    rows = _query(
+        home,
+        "SELECT i.id, i.content, m.text FROM ideas i JOIN messages m ON m.file_id = i.source_file_id "
+        "AND i.source_line BETWEEN m.line AND m.end_line WHERE i.intent IN ('decision', 'solution') "
+        "AND length(i.content) BETWEEN 30 AND 200 AND i.content NOT LIKE '%zebrafish%' "
+        "ORDER BY i.id LIMIT 1 OFFSET ?",
+        (offset,),
+    )
+    assert rows, "the fixtures gave no decision or solution to search for"
+    idea_id, content, source = rows[0]
+    return str(idea_id), str(content), str(source)
+
+
+def _phrase(content: str) -> str:
+    """Five words of an idea, as a person would remember them."""
+    words = [w.strip(".,:;()`'\"") for w in content.split()]
+    return " ".join([w for w in words if w][:5])
+
+
+def test_a_search_finds_a_fixture_phrase_and_opens_it_with_its_source_message(
+    page: Any, viewer: Viewer, indexed_home: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    idea_id, content, source = _fixture_idea(indexed_home, 0)
+    page.get(viewer.base + "/search")
+    page.find_element(By.ID, "q").send_keys(_phrase(content))
+    page.find_element(By.ID, "search-button").click()
+    wait_for(lambda: page.find_elements(By.CSS_SELECTOR, "li.result"), 60, "search results")
+    results = page.find_elements(By.CSS_SELECTOR, "li.result")
+    found = [r for r in results[:5] if r.find_element(By.CSS_SELECTOR, "a.item-link").text == f"#{idea_id}"]
+    assert found, f"#{idea_id} not in the first five results for {_phrase(content)!r}"
+    assert "fusion" in found[0].text  # the score parts are shown
+    found[0].find_element(By.CSS_SELECTOR, "a.item-link").click()
+    wait_for(lambda: page.find_elements(By.ID, "item-content"), 60, "the item page")
+    assert _text(page, "#item-content") == content.strip()
+    shown = _text(page, "#source-context li.source .message-text")
+    assert shown and " ".join(shown.split())[:80] == " ".join(source.split())[:80]
+
+
+def test_a_project_timeline_shows_its_sessions_and_topics(
+    page: Any, viewer: Viewer, indexed_home: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    sessions = _query(
+        indexed_home,
+        "SELECT s.id FROM sessions s JOIN projects p ON p.id = s.project_id WHERE p.path = ?",
+        ("/path/to/Demo",),
+    )
+    topics = _query(
+        indexed_home,
+        "SELECT t.name FROM topic_spans t JOIN sessions s ON s.id = t.session_id "
+        "JOIN projects p ON p.id = s.project_id WHERE p.path = ?",
+        ("/path/to/Demo",),
+    )
+    assert len(sessions) >= 2 and topics
+    page.get(viewer.base + "/projects")
+    page.find_element(By.CSS_SELECTOR, "a.project-link[data-path='/path/to/Demo']").click()
+    wait_for(lambda: page.find_elements(By.ID, "timeline"), 60, "the timeline")
+    lanes = page.find_elements(By.CSS_SELECTOR, "#timeline g.lane")
+    assert {lane.get_attribute("data-session") for lane in lanes} == {s for (s,) in sessions}
+    assert page.find_elements(By.CSS_SELECTOR, "#timeline rect.span")
+    assert page.find_elements(By.CSS_SELECTOR, "#timeline circle.mark")
+    listed = {e.get_attribute("textContent") for e in page.find_elements(By.CSS_SELECTOR, "a.topic-link")}
+    assert {name for (name,) in topics} <= listed
+
+
+def test_the_board_shows_an_open_question(page: Any, viewer: Viewer, indexed_home: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    open_ones = _query(
+        indexed_home,
+        "SELECT i.id, p.path FROM ideas i JOIN sessions s ON s.id = i.session_id "
+        "JOIN projects p ON p.id = s.project_id WHERE i.intent IN ('question', 'problem') "
+        "AND i.answered_at IS NULL AND i.superseded_by IS NULL ORDER BY i.id",
+    )
+    assert open_ones
+    idea_id, project = open_ones[0]
+    page.get(viewer.base + "/board")
+    board = page.find_element(By.CSS_SELECTOR, f"section.board[data-project-path='{project}']")
+    column = board.find_element(By.CSS_SELECTOR, ".open-questions")
+    assert f"#{idea_id}" in column.text
+
+
+def _open_idea(page: Any, viewer: Viewer, query: str, idea_id: str) -> None:
+    """Search `query` and open `idea_id` from the results, as a person would."""
+    from selenium.webdriver.common.by import By
+
+    _search(page, viewer, query, kind="ideas")
+    links = [
+        e for e in page.find_elements(By.CSS_SELECTOR, "li.result a.item-link") if e.text == f"#{idea_id}"
+    ]
+    assert links, f"#{idea_id} not found for {query!r}"
+    links[0].click()
+    wait_for(lambda: page.find_elements(By.ID, "forget-idea"), 60, "the idea page")
+
+
+def _found(page: Any, viewer: Viewer, query: str, idea_id: str) -> bool:
+    from selenium.webdriver.common.by import By
+
+    _search(page, viewer, query, kind="ideas")
+    return any(e.text == f"#{idea_id}" for e in page.find_elements(By.CSS_SELECTOR, "li.result a.item-link"))
+
+
+def test_forgetting_an_idea_removes_it_from_search(page: Any, viewer: Viewer, indexed_home: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    idea_id, content, _ = _fixture_idea(indexed_home, 1)
+    query = _phrase(content)
+    _open_idea(page, viewer, query, idea_id)
+    page.find_element(By.ID, "forget-idea").click()
+    assert "1 ideas" in _text(page, "#forget-preview") or "1 idea" in _text(page, "#forget-preview")
+    page.find_element(By.ID, "confirm-forget").click()
+    wait_for(lambda: f"idea #{idea_id}" in _text(page, ".forgets"), 60, "the forget's banner")
+
+    def applied() -> bool:
+        page.get(viewer.base + "/forgets")
+        return f"Forgot idea #{idea_id}" in _text(page, ".forgets")
+
+    wait_for(applied, 60, "the forget to be applied")
+    assert not _found(page, viewer, query, idea_id)
+
+
+def test_undo_keeps_the_idea(page: Any, viewer: Viewer, indexed_home: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    idea_id, content, _ = _fixture_idea(indexed_home, 2)
+    query = _phrase(content)
+    _open_idea(page, viewer, query, idea_id)
+    page.find_element(By.ID, "forget-idea").click()
+    page.find_element(By.ID, "confirm-forget").click()
+    wait_for(lambda: page.find_elements(By.CSS_SELECTOR, "button.undo"), 60, "the undo button")
+    page.find_element(By.CSS_SELECTOR, "button.undo").click()
+    wait_for(lambda: f"Kept idea #{idea_id} (undone)" in _text(page, ".forgets"), 60, "the undo")
+    page.get(f"{viewer.base}/item/{idea_id}")
+    assert page.find_elements(By.ID, "item-content")
+    assert _found(page, viewer, query, idea_id)
+
+
+def test_a_script_in_a_message_renders_as_text(page: Any, viewer: Viewer) -> None:
+    from selenium.webdriver.common.by import By
+
+    _search(page, viewer, "zebrafish preview", kind="messages")
+    results = [r for r in page.find_elements(By.CSS_SELECTOR, "li.result") if HOSTILE in r.text]
+    assert results, "the message with a script tag is not shown as text among the results"
+    _no_alert(page)
+    results[0].find_element(By.CSS_SELECTOR, "a.item-link").click()
+    wait_for(lambda: page.find_elements(By.ID, "item-content"), 60, "the message page")
+    assert HOSTILE in page.find_element(By.ID, "item-content").text
+    _no_alert(page)
+    assert not page.find_elements(By.CSS_SELECTOR, "main script")

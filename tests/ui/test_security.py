@@ -1,0 +1,77 @@
+"""Issue 18: who may talk to the viewer — a real `cairn ui` process asked with httpx, as another local
+program or a rebinding web page would."""
+
+from __future__ import annotations
+
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.ui.helpers import Viewer, running_viewer
+
+
+@pytest.fixture(scope="module")
+def viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Viewer]:
+    home = tmp_path_factory.mktemp("ui-security") / "home"
+    with running_viewer(home) as started:
+        yield started
+
+
+def test_a_request_without_the_token_is_refused(viewer: Viewer) -> None:
+    for path in ("/", "/search?q=anything", "/static/app.js", "/feed/items"):
+        response = httpx.get(viewer.base + path, timeout=30)
+        assert response.status_code == 403, path
+        assert "cairn ui" in response.text
+    wrong = httpx.get(viewer.base + "/", headers={"x-cairn-token": "not-" + viewer.token}, timeout=30)
+    assert wrong.status_code == 403
+
+
+def test_another_host_name_is_refused_even_with_the_token(viewer: Viewer) -> None:
+    for host in (f"evil.example:{viewer.port}", "127.0.0.1", f"127.0.0.1:{viewer.port + 1}"):
+        response = viewer.get("/", headers={"host": host})
+        assert response.status_code == 403, host
+        assert "127.0.0.1 or localhost" in response.text
+    assert viewer.get("/", headers={"host": f"localhost:{viewer.port}"}).status_code == 200
+
+
+def test_the_first_load_moves_the_token_into_a_strict_cookie(viewer: Viewer) -> None:
+    first = httpx.get(viewer.url, timeout=30)
+    assert first.status_code == 303 and first.headers["location"] == "/"
+    cookie = first.headers["set-cookie"].lower()
+    assert viewer.token.lower() in cookie and "httponly" in cookie and "samesite=strict" in cookie
+    with httpx.Client(base_url=viewer.base, timeout=30) as client:
+        client.cookies.set(f"cairn_ui_{viewer.port}", viewer.token)
+        assert client.get("/projects").status_code == 200
+
+
+def test_answers_carry_a_csp_without_inline_script_and_no_cors(viewer: Viewer) -> None:
+    for response in (
+        viewer.get("/", headers={"origin": "https://evil.example"}),
+        httpx.get(viewer.base + "/", timeout=30),  # refusals too
+    ):
+        csp = response.headers["content-security-policy"]
+        assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+        assert "default-src 'self'" in csp and "frame-ancestors 'none'" in csp
+        assert not [h for h in response.headers if h.startswith("access-control-")]
+        assert response.headers["referrer-policy"] == "no-referrer"
+
+
+def test_a_forget_needs_the_token_in_the_post_itself(viewer: Viewer) -> None:
+    """The cookie alone (what a forged cross-site form would carry) does not forget anything."""
+    with httpx.Client(base_url=viewer.base, timeout=30) as client:
+        client.cookies.set(f"cairn_ui_{viewer.port}", viewer.token)
+        refused = client.post("/forget", data={"idea": "1"})
+        assert refused.status_code == 403
+        assert client.get("/forget?idea=1").status_code in (200, 400)  # a GET only asks to confirm
+        assert "Forgetting" not in client.get("/forgets").text
+        assert client.delete("/forget").status_code == 405
+
+
+def test_the_token_file_is_the_users_alone(viewer: Viewer, tmp_path_factory: pytest.TempPathFactory) -> None:
+    token_files = list(Path(tmp_path_factory.getbasetemp()).glob("ui-security*/home/ui-token"))
+    assert token_files
+    assert stat.S_IMODE(token_files[0].stat().st_mode) == 0o600
+    assert token_files[0].read_text().strip() == viewer.token
