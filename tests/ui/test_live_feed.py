@@ -1,0 +1,84 @@
+"""Issue 18: the live feed shows what a running daemon indexes — a transcript line appended while the
+feed page is open in Chromium appears on that page (its script polls every 2 s; no reload), within a
+generous deadline; the figure is printed."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.daemon.helpers import Daemons, enqueue
+from tests.ui.helpers import chromium_driver, running_viewer, wait_for
+
+SESSION = "1ed5fee0-0000-4000-8000-000000000001"
+
+
+@pytest.fixture
+def daemons(cairn_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Daemons]:
+    monkeypatch.setenv("CAIRN_MODEL", "offline")
+    monkeypatch.setenv("CAIRN_BATCH_WINDOW_SECONDS", "0.2")
+    monkeypatch.setenv("CAIRN_IDLE_EXIT_SECONDS", "120")
+    started = Daemons(cairn_home)
+    try:
+        yield started
+    finally:
+        started.cleanup()
+
+
+def _line(n: int, role: str, text: str) -> str:
+    entry = {
+        "type": role,
+        "uuid": f"{role}-{n}",
+        "parentUuid": None if n == 1 else f"line-{n - 1}",
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": "/work/kingfisher",
+        "sessionId": SESSION,
+        "timestamp": f"2025-11-01T10:00:{n:02d}.000Z",
+        "message": {"role": role, "content": text if role == "user" else [{"type": "text", "text": text}]},
+    }
+    return json.dumps(entry) + "\n"
+
+
+def test_an_appended_line_shows_in_the_feed_while_the_daemon_runs(
+    daemons: Daemons, cairn_home: Path, tmp_path: Path
+) -> None:
+    transcript = tmp_path / "projects" / "-work-kingfisher" / f"{SESSION}.jsonl"
+    transcript.parent.mkdir(parents=True)
+    transcript.write_text(_line(1, "user", "How should the kingfisher cache evict old entries?"))
+    daemons.start()
+    with running_viewer(cairn_home) as viewer:
+        enqueue(cairn_home, transcript, SESSION)
+        wait_for(lambda: "kingfisher" in viewer.get("/feed/items").text, 60, "the first line's idea")
+
+        driver = chromium_driver(tmp_path / "chromium")
+        try:
+            driver.get(viewer.url)  # the feed page, left open
+            _append_and_watch(driver, transcript, cairn_home, tmp_path)
+        finally:
+            driver.quit()
+
+
+def _append_and_watch(driver: Any, transcript: Path, home: Path, shots: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    def listed() -> bool:
+        return "least recent use" in driver.find_element(By.ID, "feed").text
+
+    assert not listed()
+    decision = "We decided to evict kingfisher cache entries by least recent use."
+    with transcript.open("a", encoding="utf-8") as out:
+        out.write(_line(2, "assistant", decision))
+    written = time.monotonic()
+    enqueue(home, transcript, SESSION)  # what the Stop hook does after the answer
+    wait_for(listed, 60, "the appended line on the open feed page")
+    seconds = time.monotonic() - written
+    print(f"\nlive feed: the appended line's idea was on the open page {seconds:.2f} s after it was written")
+    driver.save_screenshot(str(shots / "live-feed.png"))
+    event = [e for e in driver.find_elements(By.CSS_SELECTOR, "li.event-idea") if "least recent" in e.text]
+    assert event and "decision" in event[0].text
