@@ -150,3 +150,28 @@ async def test_announced_actions_are_no_findings_and_a_plan_keeps_its_next_sente
             "SELECT content FROM ideas WHERE source_line = 9 AND intent = 'decision'"
         )
         assert plan is not None and "JWTAuthentication" in plan and "15 minutes" in plan
+
+
+async def test_an_idea_listing_code_names_links_the_first_two(settings: Settings, tmp_path: Path) -> None:
+    # Case 01, line 42: "`Settings` has no `env_prefix`, so pydantic-settings looks for `ADMIN_USER` /
+    # `ADMIN_PASSWORD`, but the .env file defines `LEDGER_ADMIN_USER` / `LEDGER_ADMIN_PASSWORD`."
+    case = SESSIONS / "01-ledger-pagination.jsonl"
+    (tmp_path / case.name).write_bytes(case.read_bytes())
+    async with await Store.open(settings) as store:
+        await _index_all(store, settings, [tmp_path / case.name])
+        rows = await store.db.fetchall(
+            """
+            SELECT e.canonical_name FROM entities AS e JOIN idea_entities AS ie ON ie.entity_id = e.id
+            JOIN ideas AS i ON i.id = ie.idea_id WHERE i.source_line = 42 AND e.type = 'concept'
+            """
+        )
+        names = [row["canonical_name"] for row in rows]
+        assert 1 <= len(names) <= 2 and "LEDGER_ADMIN_PASSWORD" not in names
+        # Its file is still linked, by its path inside the project.
+        files = await store.db.fetchall(
+            """
+            SELECT e.canonical_name FROM entities AS e JOIN idea_entities AS ie ON ie.entity_id = e.id
+            JOIN ideas AS i ON i.id = ie.idea_id WHERE i.source_line = 42 AND e.type = 'file'
+            """
+        )
+        assert "app/settings.py" in {row["canonical_name"] for row in files}

@@ -356,6 +356,9 @@ def _attach_written_files(view: SessionView, candidates: list[Candidate]) -> Non
                 added += 1
 
 
+MAX_CONCEPTS_PER_IDEA = 2
+
+
 def project_name(view: SessionView) -> str | None:
     """The project's own name: its directory's, when the conversation names it outside a path or the
     directory sits right in a home directory (`/home/dev/ledger-api`, `/Users/ana/shop`)."""
@@ -382,7 +385,11 @@ def _attach_session_entities(view: SessionView, candidates: list[Candidate]) -> 
     for candidate in candidates:
         # A code name only a tool's output shows (an exception class in a traceback) is not what the
         # conversation is about.
-        candidate.entities = [e for e in candidate.entities if e.type != "concept" or e.name in said]
+        grounded = [e for e in candidate.entities if e.type != "concept" or e.name in said]
+        # An idea that lists code names ("ADMIN_USER / ADMIN_PASSWORD / LEDGER_ADMIN_USER …") is about
+        # the first of them or two; the rest are its wording.
+        concepts = [e for e in grounded if e.type == "concept"][:MAX_CONCEPTS_PER_IDEA]
+        candidate.entities = [e for e in grounded if e.type != "concept" or e in concepts]
     first_named: dict[str, int] = {}
     for message in view.messages:
         if message.role in ("user", "assistant"):
