@@ -175,3 +175,19 @@ async def test_an_idea_listing_code_names_links_the_first_two(settings: Settings
             """
         )
         assert "app/settings.py" in {row["canonical_name"] for row in files}
+
+
+async def test_a_lowercase_question_followed_by_more_text_is_a_question(
+    settings: Settings, tmp_path: Path
+) -> None:
+    # Case 16, line 12: "HS256 or RS256? only our API checks these I think" — typed the way people do,
+    # the question mark ends the question though a lowercase word follows.
+    case = SESSIONS / "16-shopfront-jwt-auth-refactor.jsonl"
+    (tmp_path / case.name).write_bytes(case.read_bytes())
+    async with await Store.open(settings) as store:
+        await _index_all(store, settings, [tmp_path / case.name])
+        row = await store.db.fetchone(
+            "SELECT content, answered_at FROM ideas WHERE source_line = 12 AND intent = 'question'"
+        )
+        assert row is not None and row["content"].startswith("HS256 or RS256?")
+        assert row["answered_at"] is not None

@@ -19,8 +19,11 @@ _BULLET = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+")
 _TABLE = re.compile(r"^\s*\|")
 _RULE = re.compile(r"^\s*(?:-{3,}|\*{3,}|_{3,}|={3,})\s*$")
 # A sentence ends at . ! ? (or their full-width forms) followed by space and something that starts one.
-# Full-width sentence ends (U+3002, U+FF01, U+FF1F) split even without a following space.
-_SENTENCE_END = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])\s+(?=[A-Z0-9`\"'(\[*_])|(?<=[\u3002\uff01\uff1f])")
+# Full-width sentence ends (U+3002, U+FF01, U+FF1F) split even without a following space. A question
+# mark ends a sentence before a lowercase word too: people type "HS256 or RS256? only our API checks".
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?\u3002\uff01\uff1f])\s+(?=[A-Z0-9`\"'(\[*_])|(?<=\?)\s+(?=[a-z])|(?<=[\u3002\uff01\uff1f])"
+)
 _ABBREVIATIONS = frozenset(
     {"e.g.", "i.e.", "etc.", "vs.", "cf.", "approx.", "no.", "fig.", "mr.", "dr.", "ms."}
 )
