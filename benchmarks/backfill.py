@@ -25,7 +25,10 @@ measures cairn's own overhead (planning, tools, validation, applying, embedding)
 ``--realistic`` (issue 16, "Done when") lays the fixtures out as a Claude Code projects directory N
 times, each copy its own project directories, and rewrites every UUID in the files (file names,
 `sessionId`, `uuid`, `parentUuid`, tool ids) per copy: the store keys a session by the `sessionId` in
-its lines, so merely renamed copies would merge into the first copy's sessions and dedupe by uuid.
+its lines, so merely renamed copies would merge into the first copy's sessions and dedupe by uuid;
+and it marks every text of a copy as that copy's ("(copy 2) ..."), so the content-hash vector cache
+cannot make copies 2..N free (a real history repeats little: measured with identical texts, 4 copies
+ran at 3.5x capture, most vectors reused).
 It then times, in the same run and each from process start, capture alone (``cairn sync --no-index
 --no-vectors``, the baseline) and ``cairn backfill --model offline`` to a fully embedded store (it
 checks that no vector waits in the outbox afterwards), and reports messages/s, the backfill/capture
@@ -79,14 +82,44 @@ def copied_uuid(copy: int, original: bytes) -> bytes:
     return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}".encode()
 
 
+def distinct_text(data: bytes, copy: int) -> bytes:
+    """The JSONL `data` with every message text and tool output of copy `copy` (from 1) marked as its
+    own, so no copy reuses another's vectors through the content-hash cache (`text_sha`): a real
+    history repeats little. Lines that are not JSON objects are kept as they are."""
+    if copy == 0:
+        return data
+    mark = f"(copy {copy}) "
+
+    def marked(value: Any, key: str = "") -> Any:
+        if isinstance(value, str):
+            return mark + value if key in ("text", "content") and value else value
+        if isinstance(value, list):
+            return [marked(item, key) for item in value]
+        if isinstance(value, dict):
+            return {k: marked(v, k) for k, v in value.items()}
+        return value
+
+    lines = []
+    for line in data.splitlines(keepends=True):
+        body = line.rstrip(b"\r\n")
+        try:
+            obj = json.loads(body)
+        except ValueError:
+            lines.append(line)
+            continue
+        lines.append(json.dumps(marked(obj), ensure_ascii=False).encode() + line[len(body) :])
+    return b"".join(lines)
+
+
 def lay_out_realistic(projects: Path, copies: int) -> int:
     """The fixtures as `copies` distinct histories: a project directory per fixture project and copy,
-    every UUID rewritten per copy; mtimes kept (see `lay_out`). Returns the file count."""
+    every UUID rewritten and every text marked per copy (`distinct_text`); mtimes kept (see
+    `lay_out`). Returns the file count."""
     count = 0
     for copy in range(copies):
 
         def rewrite(data: bytes, copy: int = copy) -> bytes:
-            return UUID.sub(lambda m: copied_uuid(copy, m.group()), data)
+            return distinct_text(UUID.sub(lambda m: copied_uuid(copy, m.group()), data), copy)
 
         for path in sorted(FIXTURES.rglob("*.jsonl")):
             relative = path.relative_to(FIXTURES)
