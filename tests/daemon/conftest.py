@@ -7,16 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon.helpers import Daemons
+from tests.daemon.helpers import Daemons, offline_daemons
 
 
 @pytest.fixture
 def daemons(cairn_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Daemons]:
-    monkeypatch.setenv("CAIRN_MODEL", "offline")
-    monkeypatch.setenv("CAIRN_BATCH_WINDOW_SECONDS", "0.2")
-    monkeypatch.setenv("CAIRN_IDLE_EXIT_SECONDS", "60")
-    started = Daemons(cairn_home)
-    try:
+    settings = {"CAIRN_BATCH_WINDOW_SECONDS": "0.2", "CAIRN_IDLE_EXIT_SECONDS": "60"}
+    with offline_daemons(cairn_home, monkeypatch, **settings) as started:
         yield started
-    finally:
-        started.cleanup()

@@ -8,8 +8,10 @@ import signal
 import sqlite3
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+import pytest
 
 from tests.test_cli import cairn as run_cairn
 
@@ -116,3 +118,17 @@ class Daemons:
         for p in {*self.pids, *([pid] if pid else [])}:
             if alive(p):
                 kill_hard(p)
+
+
+@contextlib.contextmanager
+def offline_daemons(home: Path, monkeypatch: pytest.MonkeyPatch, **settings: str) -> Iterator[Daemons]:
+    """Daemons for `home` on the offline model, with `settings` (`CAIRN_*` names) in their environment;
+    every one started is killed at the end."""
+    monkeypatch.setenv("CAIRN_MODEL", "offline")
+    for name, value in settings.items():
+        monkeypatch.setenv(name, value)
+    started = Daemons(home)
+    try:
+        yield started
+    finally:
+        started.cleanup()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon.helpers import Daemons, alive
+from tests.daemon.helpers import Daemons, alive, offline_daemons
 from tests.lifecycle.conftest import ACME_PHRASES, DEMO_PATH, found_in_files
 from tests.lifecycle.test_forget import DEMO_SESSION
 from tests.test_cli import cairn, cairn_json
@@ -15,13 +15,8 @@ from tests.test_cli import cairn, cairn_json
 
 @pytest.fixture
 def daemons(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Daemons]:
-    monkeypatch.setenv("CAIRN_MODEL", "offline")
-    monkeypatch.setenv("CAIRN_IDLE_EXIT_SECONDS", "120")
-    started = Daemons(home)
-    try:
+    with offline_daemons(home, monkeypatch, CAIRN_IDLE_EXIT_SECONDS="120") as started:
         yield started
-    finally:
-        started.cleanup()
 
 
 def test_the_daemon_forgets_and_imports_for_the_command(home: Path, daemons: Daemons, tmp_path: Path) -> None:

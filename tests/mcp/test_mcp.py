@@ -25,7 +25,7 @@ from cairn.store.lock import StoreLock
 from cairn.store.store import Store
 from cairn.store.vectors import VectorIndex
 from tests.conftest import REPO_ROOT, SHARED_TRANSCRIPTS
-from tests.daemon.helpers import Daemons, enqueue, query, wait_for
+from tests.daemon.helpers import Daemons, enqueue, offline_daemons, query, wait_for
 from tests.test_cli import cairn
 from tests.test_cli_learn import EXPECTED_FIGURES, fill
 from tests.tools.memory import Memory, seed_closed
@@ -289,15 +289,13 @@ async def test_a_stdio_server_reports_its_version_and_offers_learner_stats_only_
 @pytest.fixture
 def daemons(cairn_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Daemons]:
     """Daemons on the offline model that index in many small runs; all killed at the end."""
-    monkeypatch.setenv("CAIRN_MODEL", "offline")
-    monkeypatch.setenv("CAIRN_BATCH_WINDOW_SECONDS", "0.05")
-    monkeypatch.setenv("CAIRN_CONTINUOUS_TOKEN_BUDGET", "1000")
-    monkeypatch.setenv("CAIRN_IDLE_EXIT_SECONDS", "60")
-    started = Daemons(cairn_home)
-    try:
+    settings = {
+        "CAIRN_BATCH_WINDOW_SECONDS": "0.05",
+        "CAIRN_CONTINUOUS_TOKEN_BUDGET": "1000",
+        "CAIRN_IDLE_EXIT_SECONDS": "60",
+    }
+    with offline_daemons(cairn_home, monkeypatch, **settings) as started:
         yield started
-    finally:
-        started.cleanup()
 
 
 async def test_a_stdio_subprocess_routes_through_a_running_daemon(
