@@ -141,7 +141,8 @@ async def search(store: Store, *, record_usage: bool = True, **fields: Any) -> A
     if store.writer is not None and request.mode != "keyword":
         page.notices.append(
             f"{store.writer} is writing the store (a backfill, say): results are by keyword only until "
-            "it ends, and the vectors it is still building join the ranking then"
+            "it ends, and the vectors it is still building join the ranking then (a backfill run with "
+            "the daemon up, `cairn daemon start` first, answers semantically as its vectors are built)"
         )
     elif store.read_only is not None and request.mode != "keyword":
         page.notices.append(
