@@ -191,3 +191,67 @@ async def test_a_lowercase_question_followed_by_more_text_is_a_question(
         )
         assert row is not None and row["content"].startswith("HS256 or RS256?")
         assert row["answered_at"] is not None
+
+
+async def _relations(store: Store) -> set[tuple[int, str, int]]:
+    rows = await store.db.fetchall(
+        """
+        SELECT f.source_line AS f, r.relation_type AS kind, t.source_line AS t FROM relations AS r
+        JOIN ideas AS f ON f.id = r.from_idea_id JOIN ideas AS t ON t.id = r.to_idea_id
+        """
+    )
+    return {(row["f"], row["kind"], row["t"]) for row in rows}
+
+
+async def test_the_real_cause_replaces_a_guess_that_a_bare_refutation_only_contradicts(
+    settings: Settings, tmp_path: Path
+) -> None:
+    # Case 01: "My first hypothesis: the mobile client sends 0-based page numbers" (8), "The page-number
+    # idea is wrong." (11), "Found the real cause. The monthly statement import stamps every imported
+    # row with the same created_at" (14).
+    case = SESSIONS / "01-ledger-pagination.jsonl"
+    (tmp_path / case.name).write_bytes(case.read_bytes())
+    async with await Store.open(settings) as store:
+        await _index_all(store, settings, [tmp_path / case.name])
+        relations = await _relations(store)
+        assert {(14, "supersedes", 8), (11, "contradicts", 8)} <= relations
+        assert (11, "supersedes", 8) not in relations
+
+
+async def test_fixes_build_on_the_problem_the_assistant_found_and_results_on_the_change(
+    settings: Settings, tmp_path: Path
+) -> None:
+    # Case 08: the assistant finds "the export fails with AccessDenied on s3:PutObject: the pod is
+    # falling back to the EKS node's instance role" (28); "Export succeeded through the
+    # `events-exporter` IAM role via IRSA" (37) builds on it. Case 12: "Use bf16 autocast (AMP)" (19),
+    # then "With bf16: peak memory 31.4 → 17.9 GiB" (24) measures that change. The person's own opening
+    # report (line 1 of case 12) is answered, not built on.
+    names = ("08-pipeline-k8s-exporter.jsonl", "12-pytorch-unet-oom.jsonl")
+    for name in names:
+        (tmp_path / name).write_bytes((SESSIONS / name).read_bytes())
+    async with await Store.open(settings) as store:
+        await _index_all(store, settings, [tmp_path / names[0]])
+        assert (37, "builds_on", 28) in await _relations(store)
+    async with await Store.open(Settings.load(tmp_path / "second")) as store:
+        await _index_all(store, store.settings, [tmp_path / names[1]])
+        relations = await _relations(store)
+        assert (24, "builds_on", 19) in relations
+        assert not any(to == 1 for _f, kind, to in relations if kind == "builds_on")
+
+
+async def test_measurements_compared_with_instead_are_findings_and_an_alternative_replaces_what_it_names(
+    settings: Settings, tmp_path: Path
+) -> None:
+    # Case 04, line 28: "a keystroke now commits in ~8 ms instead of ~300 ms" is a measured result,
+    # not a change of plan. Case 13: "Run Terraform through AWS SSO instead" (9) offers an
+    # alternative to the access keys, not to the module split decided at line 2.
+    names = ("04-trailmap-map-rerender.jsonl", "13-terraform-split-modules-moved.jsonl")
+    for name in names:
+        (tmp_path / name).write_bytes((SESSIONS / name).read_bytes())
+    async with await Store.open(settings) as store:
+        await _index_all(store, settings, [tmp_path / names[0]])
+        ideas = await _ideas(store)
+        assert (28, "conclusion") in ideas and (28, "decision") not in ideas
+    async with await Store.open(Settings.load(tmp_path / "second")) as store:
+        await _index_all(store, store.settings, [tmp_path / names[1]])
+        assert not any(f == 9 for f, _kind, _to in await _relations(store))

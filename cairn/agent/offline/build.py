@@ -106,8 +106,13 @@ def _in_batch(view: SessionView, kept: list[Candidate], keys: _Keys) -> _Linked:
             for t, line, summary in found.completed
         ],
         [
-            Relation(from_key=keys.of(new), to_idea_id=keys.of(old), relation_type="supersedes")
-            for new, old in found.supersedes
+            Relation(from_key=keys.of(new), to_idea_id=keys.of(old), relation_type=kind)
+            for kind, pairs in (
+                ("supersedes", found.supersedes),
+                ("contradicts", found.contradicts),
+                ("builds_on", found.builds_on),
+            )
+            for new, old in pairs
         ],
     )
 
@@ -170,7 +175,7 @@ def build_result(batch: IndexBatch, known: Known, *, conservative: bool = False)
         inner = _in_batch(view, kept, keys)  # keys too when conservative: the same ideas, fewer links
         # A change of mind replaces what it names, and the nearest earlier decision or guess of the
         # same conversation is that: a stored one it also resembles is not replaced too.
-        starts = {r.from_key for r in inner.relations}
+        starts = {r.from_key for r in inner.relations if r.relation_type in ("supersedes", "contradicts")}
         changed_lines = {c.line for c in kept if keys.get(c) in starts}
         links = answer_relations + [
             r

@@ -19,7 +19,12 @@ so the rules look for *where*, in order of how plainly the transcript says it:
 - **Supersedes.** A correction (a refutation or "the real cause") supersedes the latest earlier
   guess of the batch not yet superseded; a change-of-mind decision ("changing the plan", "instead
   of") supersedes the latest earlier decision it shares a word with. Always a later idea over an
-  earlier one, each replaced once: no cycle can arise.
+  earlier one, each replaced once: no cycle can arise. When a bare refutation ("The page-number
+  idea is wrong.") is followed by the real cause ("Found the real cause. …") before any new guess,
+  the real cause is what replaces the guess and the refutation only contradicts it.
+- **Builds on.** A fix or decision for a problem the assistant found (not a person's report, which is
+  answered; not a tool failure) builds on it; a figure that moved ("peak memory 31.4 → 17.9 GiB")
+  builds on the latest earlier decision or fix it shares a word with — the change it measures.
 """
 
 from __future__ import annotations
@@ -29,10 +34,13 @@ from dataclasses import dataclass, field
 from cairn.agent.offline.cues import (
     ANSWER_CUE,
     CHANGE,
+    CHANGE_SAID,
     COMPLETION,
     CORRECTION,
     DEFERRAL,
     DONE_CUE,
+    MOVED,
+    REAL_CAUSE,
     SAID_DONE,
     TODO,
     TODO_DONE,
@@ -46,8 +54,13 @@ ANSWER_COVERAGE = 0.4
 ANSWER_MIN_SHARED = 2
 TODO_MIN_SHARED = 3
 TODO_COVERAGE = 0.4
-# A decision that changes an earlier one names some of what it changes.
+# A decision that says it changes an earlier one ("changing the plan") names some of what it changes;
+# one that only offers an alternative ("run it through SSO instead") names more of what it replaces.
 CHANGE_MIN_SHARED = 1
+ALTERNATIVE_MIN_SHARED = 2
+# A measured result names what it measures ("With bf16: peak memory …" after "Use bf16 autocast").
+MEASURED_MIN_SHARED = 1
+_BUILT_ON = ("decision", "solution")
 _ANSWERING = {
     "question": ("conclusion", "decision", "solution", "context"),
     "problem": ("solution", "conclusion", "decision"),
@@ -61,6 +74,8 @@ class InBatchLinks:
     answered: list[tuple[Candidate, int, str]] = field(default_factory=list)  # question, line, summary
     completed: list[tuple[Candidate, int, str]] = field(default_factory=list)  # todo, line, summary
     supersedes: list[tuple[Candidate, Candidate]] = field(default_factory=list)  # (new, old)
+    contradicts: list[tuple[Candidate, Candidate]] = field(default_factory=list)  # (refutation, guess)
+    builds_on: list[tuple[Candidate, Candidate]] = field(default_factory=list)  # (new, old)
 
 
 @dataclass(frozen=True)
@@ -207,11 +222,19 @@ def completed(view: SessionView, candidates: list[Candidate]) -> list[tuple[Cand
     return sorted(done, key=lambda item: item[0].line)
 
 
-def supersedes(candidates: list[Candidate]) -> list[tuple[Candidate, Candidate]]:
-    """(new, old) pairs: a correction replaces the latest open guess, a change of mind the latest
-    decision it shares words with."""
-    found: list[tuple[Candidate, Candidate]] = []
+def _names_cause(candidate: Candidate) -> bool:
+    return bool(REAL_CAUSE.search(candidate.content))
+
+
+def _replacements(
+    candidates: list[Candidate],
+) -> tuple[list[tuple[Candidate, Candidate]], list[tuple[Candidate, Candidate]]]:
+    """(new, old) supersedes and (refutation, guess) contradicts pairs: a correction replaces the
+    latest open guess, a change of mind the latest decision it shares words with, and the real cause
+    named after a bare refutation takes the guess over from it."""
+    found: dict[int, int] = {}  # index of the replacing idea -> index of the replaced one
     replaced: set[int] = set()
+    contradicting: list[tuple[int, int]] = []
     for index, new in enumerate(candidates):
         earlier = [
             (i, c) for i, c in enumerate(candidates[:index]) if c.line < new.line and i not in replaced
@@ -219,23 +242,120 @@ def supersedes(candidates: list[Candidate]) -> list[tuple[Candidate, Candidate]]
         old: tuple[int, Candidate] | None = None
         if new.intent == "conclusion" and (new.refutation or CORRECTION.search(new.content)):
             old = next(((i, c) for i, c in reversed(earlier) if c.hypothesis), None)
+            taken = _taken_over(candidates, index, found)
+            if taken is not None and (old is None or old[0] < taken[1]):
+                refutation, guess = taken
+                del found[refutation]
+                contradicting.append((refutation, guess))
+                found[index] = guess
+                continue
         elif new.intent == "decision" and (new.supersession or CHANGE.search(new.content)):
+            needed = CHANGE_MIN_SHARED if CHANGE_SAID.search(new.content) else ALTERNATIVE_MIN_SHARED
             old = next(
                 (
                     (i, c)
                     for i, c in reversed(earlier)
-                    if c.intent == "decision" and len(idea_terms(c.content) & new.terms) >= CHANGE_MIN_SHARED
+                    if c.intent == "decision" and len(idea_terms(c.content) & new.terms) >= needed
                 ),
                 None,
             )
         if old is not None:
             replaced.add(old[0])
-            found.append((new, old[1]))
+            found[index] = old[0]
+    pairs = [(candidates[new], candidates[old]) for new, old in sorted(found.items())]
+    return pairs, [(candidates[new], candidates[old]) for new, old in contradicting]
+
+
+def _taken_over(candidates: list[Candidate], index: int, found: dict[int, int]) -> tuple[int, int] | None:
+    """(refutation, guess) when `candidates[index]` names the real cause and the latest correction
+    before it is a bare refutation of a guess, with no new guess said in between."""
+    if not _names_cause(candidates[index]):
+        return None
+    for i in range(index - 1, -1, -1):
+        earlier = candidates[i]
+        if earlier.hypothesis or earlier.line == candidates[index].line:
+            return None
+        if earlier.intent == "conclusion" and (earlier.refutation or CORRECTION.search(earlier.content)):
+            if i in found and not _names_cause(earlier) and candidates[found[i]].hypothesis:
+                return i, found[i]
+            return None
+    return None
+
+
+def supersedes(candidates: list[Candidate]) -> list[tuple[Candidate, Candidate]]:
+    """(new, old) pairs: a correction replaces the latest open guess (or takes it over from a bare
+    refutation), a change of mind the latest decision it shares words with."""
+    return _replacements(candidates)[0]
+
+
+def _fixes(
+    view: SessionView, candidates: list[Candidate], replaced: set[int]
+) -> list[tuple[Candidate, Candidate]]:
+    """(fix, problem): the first fix or decision that held, at or after a problem the assistant found
+    in prose, sharing a word with it."""
+    found: list[tuple[Candidate, Candidate]] = []
+    for problem in candidates:
+        message = view.by_line(problem.line)
+        if problem.intent != "problem" or problem.origin != "prose" or message is None:
+            continue
+        if message.role != "assistant":
+            continue
+        fix = next(
+            (
+                c
+                for c in candidates
+                if c.line >= problem.line
+                and c is not problem
+                and c.intent in ("solution", "decision")
+                and id(c) not in replaced
+                and problem.terms & c.terms
+            ),
+            None,
+        )
+        if fix is not None:
+            found.append((fix, problem))
+    return found
+
+
+def _measured(view: SessionView, candidates: list[Candidate]) -> list[tuple[Candidate, Candidate]]:
+    """(result, change): a figure that moved builds on the latest earlier decision or fix that shares a
+    word with it."""
+    found: list[tuple[Candidate, Candidate]] = []
+    for index, result in enumerate(candidates):
+        message = view.by_line(result.line)
+        if result.intent != "conclusion" or message is None or message.role != "assistant":
+            continue
+        if result.hypothesis or result.refutation or not MOVED.search(result.content):
+            continue
+        change = next(
+            (
+                c
+                for c in reversed(candidates[:index])
+                if c.line < result.line
+                and c.intent in _BUILT_ON
+                and not c.hypothesis
+                and len(c.terms & result.terms) >= MEASURED_MIN_SHARED
+            ),
+            None,
+        )
+        if change is not None:
+            found.append((result, change))
     return found
 
 
 def links(view: SessionView, candidates: list[Candidate]) -> InBatchLinks:
     """Every in-batch link of one session update's new ideas (`candidates`, in line order)."""
-    replacing = supersedes(candidates)
+    replacing, contradicting = _replacements(candidates)
     replaced = {id(old) for _new, old in replacing}
-    return InBatchLinks(answered(view, candidates, replaced), completed(view, candidates), replacing)
+    building: dict[tuple[int, int], tuple[Candidate, Candidate]] = {}
+    linked = {(id(new), id(old)) for new, old in replacing + contradicting}
+    for new, old in _fixes(view, candidates, replaced) + _measured(view, candidates):
+        if (id(new), id(old)) not in linked and (id(old), id(new)) not in linked:
+            building.setdefault((id(new), id(old)), (new, old))
+    return InBatchLinks(
+        answered(view, candidates, replaced),
+        completed(view, candidates),
+        replacing,
+        contradicting,
+        list(building.values()),
+    )
