@@ -5,11 +5,14 @@ against a store whose lock a real second process holds while it writes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -111,8 +114,13 @@ def test_a_real_backfill_is_searchable_by_keyword_while_it_runs(tmp_path: Path) 
 
 
 def _first_results_while(job: subprocess.Popen[bytes], home: Path, query: str) -> dict[str, Any] | None:
-    """The first search page with results taken while `job` runs (None if it ended first); searches
-    before the store exists, or before the first session is committed, find nothing and are retried."""
+    """The first search page with results taken while `job` runs (None if it ended first).
+
+    Searching starts once the backfill has stored messages, read with plain sqlite3: a `cairn search`
+    on a home nobody owns yet would take the store lock itself for a moment, and a backfill starting
+    in that moment is refused (writers report a busy store, they do not queue)."""
+    while job.poll() is None and not _has_messages(home / "cairn.db"):
+        time.sleep(0.2)
     while job.poll() is None:
         proc = run_cairn(home, "search", query, "--json")
         if proc.returncode == 0:
@@ -120,3 +128,14 @@ def _first_results_while(job: subprocess.Popen[bytes], home: Path, query: str) -
             if page["results"] and job.poll() is None:
                 return page
     return None
+
+
+def _has_messages(db: Path) -> bool:
+    """Whether `db` exists and holds a message, read without taking cairn's store lock."""
+    if not db.exists():
+        return False
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)) as conn:
+            return bool(conn.execute("SELECT EXISTS (SELECT 1 FROM messages)").fetchone()[0])
+    except sqlite3.Error:  # not created or migrated yet
+        return False

@@ -225,10 +225,14 @@ async def _add_keyword_signals(
     settings: Settings,
     signals: dict[tuple[Kind, int], Signals],
 ) -> None:
-    for kind in kinds:
-        hits = await keyword_hits(
-            db, kind, query, filters, settings.search_candidates, settings.search_term_window
+    # The kinds' queries run at once, on the database's two readers; merged in `kinds` order as before.
+    found = await asyncio.gather(
+        *(
+            keyword_hits(db, kind, query, filters, settings.search_candidates, settings.search_term_window)
+            for kind in kinds
         )
+    )
+    for kind, hits in zip(kinds, found, strict=True):
         for rank, hit in zip(tied_ranks([(h.strength, h.bm25) for h in hits]), hits, strict=True):
             signals[(kind, hit.row_id)] = Signals(
                 keyword_rank=rank, keyword=hit.strength, bm25=hit.bm25, passage_id=hit.passage_id
@@ -258,9 +262,11 @@ async def _add_vector_signals(
     assert vectors is not None
     try:
         vector = (await embedding)[0]
-        for kind in kinds:
-            n = settings.search_candidates
-            matches = await vector_matches(db, vectors, kind, vector, filters, n, settings)
+        n = settings.search_candidates
+        found = await asyncio.gather(
+            *(vector_matches(db, vectors, kind, vector, filters, n, settings) for kind in kinds)
+        )
+        for kind, matches in zip(kinds, found, strict=True):
             ranks = tied_ranks([(round(m.cosine, 6),) for m in matches])
             for rank, match in zip(ranks, matches, strict=True):
                 entry = signals.setdefault((kind, match.row_id), Signals())

@@ -11,6 +11,11 @@ Why `BEGIN IMMEDIATE`: with several processes, a deferred transaction that reads
 fail with "database is locked" despite `busy_timeout` (the lock upgrade is not retried). Taking the
 write lock up front makes writers queue instead.
 
+Why two readers: a search asks FTS5 for ideas, messages and spans, and SQLite runs one statement at a
+time per connection; with two read connections (each its own aiosqlite thread, the GIL released while
+SQLite works) the largest two run side by side on two cores. A query goes to the reader with fewer
+queries in flight.
+
 Why a read-only open (`open_read_only`): a store on a read-only medium (a backup mounted read-only, a
 home whose permissions deny writing) must still answer searches. SQLite reads a WAL database
 read-only only if its -wal and -shm files exist or can be created, else only as `immutable`; see
@@ -35,6 +40,9 @@ from cairn.store.migrations import LATEST_VERSION, SchemaTooNewError, migrate, s
 
 Params = Iterable[Any] | Mapping[str, Any]
 
+#: Read connections per database (see the module docstring: two queries of one search at once).
+READERS = 2
+
 
 class DatabaseError(RuntimeError):
     """The database cannot be opened or used; the message says why and what to do about it."""
@@ -47,14 +55,15 @@ class Database:
         self,
         path: Path,
         writer: aiosqlite.Connection,
-        reader: aiosqlite.Connection,
+        readers: list[aiosqlite.Connection],
         version: int,
         *,
         read_only: str | None = None,
     ):
         self.path = path
         self.conn = writer
-        self._reader = reader
+        self._readers = readers
+        self._in_flight = [0] * len(readers)
         self.schema_version = version
         self.read_only = read_only
         """Why this database was opened read-only (`open_read_only`), or None when it can be written."""
@@ -76,19 +85,18 @@ class Database:
         db_path = Path(path)
         _check_location(db_path)
         writer = await _connect(db_path, busy_timeout_ms)
+        readers: list[aiosqlite.Connection] = []
         try:
             version = await _configure_writer(db_path, writer, target_version, busy_timeout_ms)
-            reader = await _connect(db_path, busy_timeout_ms)
+            for _ in range(READERS):
+                readers.append(await _connect(db_path, busy_timeout_ms))
+                await readers[-1].execute("PRAGMA query_only = ON")
         except BaseException:
+            for reader in readers:
+                await reader.close()
             await writer.close()
             raise
-        try:
-            await reader.execute("PRAGMA query_only = ON")
-        except BaseException:
-            await reader.close()
-            await writer.close()
-            raise
-        return cls(db_path, writer, reader, version)
+        return cls(db_path, writer, readers, version)
 
     @classmethod
     async def open_read_only(
@@ -111,7 +119,7 @@ class Database:
             raise _explain(db_path, exc) from exc
         conns: list[aiosqlite.Connection] = []
         try:
-            for _ in range(2):
+            for _ in range(1 + READERS):
                 conns.append(await _connect(db_path, busy_timeout_ms, uri=uri))
                 await conns[-1].execute("PRAGMA query_only = ON")
             version = await schema_version(conns[0])
@@ -132,11 +140,12 @@ class Database:
                 f"v{LATEST_VERSION}: it upgrades it on open, which needs it writable ({reason}); run any "
                 "cairn command once where it can be written, or use the cairn that wrote it"
             )
-        return cls(db_path, conns[0], conns[1], version, read_only=reason)
+        return cls(db_path, conns[0], conns[1:], version, read_only=reason)
 
     async def close(self) -> None:
         try:
-            await self._reader.close()
+            for reader in self._readers:
+                await reader.close()
         finally:
             await self.conn.close()
 
@@ -172,12 +181,22 @@ class Database:
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
         """Rows of a read-only query, from committed data only."""
-        async with self._reader.execute(sql, params) as cursor:
+        async with self._reading() as reader, reader.execute(sql, params) as cursor:
             return list(await cursor.fetchall())
 
     async def fetchone(self, sql: str, params: Params = ()) -> sqlite3.Row | None:
-        async with self._reader.execute(sql, params) as cursor:
+        async with self._reading() as reader, reader.execute(sql, params) as cursor:
             return await cursor.fetchone()
+
+    @asynccontextmanager
+    async def _reading(self) -> AsyncIterator[aiosqlite.Connection]:
+        """The reader with the fewest queries in flight, counted as busy until the query is done."""
+        index = min(range(len(self._readers)), key=self._in_flight.__getitem__)
+        self._in_flight[index] += 1
+        try:
+            yield self._readers[index]
+        finally:
+            self._in_flight[index] -= 1
 
     async def scalar(self, sql: str, params: Params = ()) -> Any:
         """The first column of the first row, or None when there is no row."""
