@@ -255,3 +255,52 @@ async def test_measurements_compared_with_instead_are_findings_and_an_alternativ
     async with await Store.open(Settings.load(tmp_path / "second")) as store:
         await _index_all(store, store.settings, [tmp_path / names[1]])
         assert not any(f == 9 for f, _kind, _to in await _relations(store))
+
+
+async def test_the_projects_own_packages_services_and_tools_are_entities_once_each(
+    settings: Settings, tmp_path: Path
+) -> None:
+    # Case 09 works in /home/dev/pricing-svc (most edits in internal/cache/): its services
+    # `admin-svc` and the `price-updated` channel are named in prose and in code; files are named
+    # inside the project, not inside internal/cache. Case 02 runs `pgloader` in the shell and the
+    # prose talks about it ("Pgloader for the data copy"). Case 11: `TrailDetailFragment` and
+    # TrailDetailFragment.kt are one thing. Case 12: "GiB" is a unit, not code.
+    names = (
+        "09-pricing-stale-currency-cache.jsonl",
+        "02-ledger-postgres-migration.jsonl",
+        "11-android-trail-detail-crash.jsonl",
+        "12-pytorch-unet-oom.jsonl",
+    )
+    for name in names:
+        (tmp_path / name).write_bytes((SESSIONS / name).read_bytes())
+    found: list[dict[str, str]] = []
+    for index, name in enumerate(names):
+        home = Settings.load(tmp_path / f"store-{index}")
+        async with await Store.open(home) as store:
+            await _index_all(store, home, [tmp_path / name])
+            found.append(await _entities(store))
+    pricing, ledger, android, torch = found
+    assert {"admin-svc", "price-updated", "pricing-svc"} <= set(pricing)
+    assert any(name.startswith("internal/cache/") for name in pricing) and "cache" not in pricing
+    assert ledger.get("pgloader") == "technology"
+    assert not any(name.endswith("TrailDetailFragment.kt") for name in android)
+    assert "TrailDetailFragment" in android
+    assert "GiB" not in torch and "train.py" in torch
+
+
+async def test_technologies_are_named_as_the_conversation_names_them(
+    settings: Settings, tmp_path: Path
+) -> None:
+    # Case 07 says "the upstream Spark job" (never "Apache Spark"); case 03 sets up GitHub Actions, and
+    # its "GitHub" is that product, not a second entity.
+    names = ("07-pipeline-double-counts.jsonl", "03-ledger-ci-docker.jsonl")
+    for name in names:
+        (tmp_path / name).write_bytes((SESSIONS / name).read_bytes())
+    async with await Store.open(settings) as store:
+        await _index_all(store, settings, [tmp_path / names[0]])
+        entities = await _entities(store)
+        assert entities.get("Spark") == "technology" and "Apache Spark" not in entities
+    async with await Store.open(Settings.load(tmp_path / "second")) as store:
+        await _index_all(store, store.settings, [tmp_path / names[1]])
+        entities = await _entities(store)
+        assert "GitHub Actions" in entities and "GitHub" not in entities

@@ -6,11 +6,12 @@ calls the same read-only tools a language model would, and returns an `IndexResu
 agent's output tool, which the executor validates and applies like any other.
 
 Modules: `text` (sentences, terms), `gazetteer` (technology names), `entities` (files, identifiers,
-technologies), `cues` (intent from cue phrases), `reading` (roles, turns, tool calls), `extract`
-(candidate ideas), `lookups` (tool plan and answers), `linking` (answers, todos, duplicates, entity
-links, activation), `evidence` (what a new and a stored idea share), `relating` (relations between
-them), `inbatch` (answers, completions and supersedes between the batch's own new ideas, by key),
-`topics` (spans), `build` (the result), `model` (the `FunctionModel` state machine).
+technologies), `naming` (the project's own packages, services and tools), `cues` (intent from cue
+phrases), `reading` (roles, turns, tool calls), `extract` (candidate ideas), `lookups` (tool plan and
+answers), `linking` (answers, todos, duplicates, entity links, activation), `evidence` (what a new and
+a stored idea share), `relating` (relations between them), `inbatch` (answers, completions,
+supersedes, contradicts and builds_on between the batch's own new ideas, by key), `topics` (spans),
+`build` (the result), `model` (the `FunctionModel` state machine).
 """
 
 from cairn.agent.offline.build import build_result, read_batch

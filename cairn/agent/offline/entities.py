@@ -25,7 +25,8 @@ MAX_ENTITIES_PER_IDEA = 6
 
 _EXTENSION_TEXT = (
     "py pyi ipynb js jsx mjs cjs ts tsx json jsonl md mdx txt toml yaml yml ini cfg conf sh bash zsh sql "
-    "go rs java kt rb php c h cc cpp hpp cs swift css scss html vue svelte lock env xml csv db sqlite"
+    "go rs java kt kts gradle rb php c h cc cpp hpp cs swift css scss html vue svelte lock env xml csv db "
+    "sqlite tf tfvars hcl properties proto ex exs heex erl lua dart scala"
 )
 _EXTENSIONS = _EXTENSION_TEXT.split()
 _PATH = re.compile(
@@ -45,6 +46,11 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(
 _NOT_CODE = frozenset(
     {"GitHub", "JavaScript", "TypeScript", "PostgreSQL", "MySQL", "YouTube", "iPhone", "macOS"}
 )
+
+
+_HOME_PROJECT = re.compile(r"^(?:/(?:home|Users)/[^/]+/[^/]+|/root/[^/]+)(?=/)")
+# Binary size units are CamelCase-shaped ("GiB") but no code.
+_UNITS = frozenset({"KiB", "MiB", "GiB", "TiB", "PiB"})
 
 
 @dataclass(frozen=True)
@@ -77,7 +83,8 @@ def project_root(paths: Iterable[str]) -> str | None:
     An absolute path that ends in a relative path the same session writes ("/home/dev/app/src/a.ts"
     and "src/a.ts") gives it directly; otherwise it is the deepest directory, at least three levels
     deep (`/home/dev/project`, not `/home/dev`), that holds three in five of the absolute paths (and
-    two or more): one look outside the project does not move it.
+    two or more): one look outside the project does not move it. A directory right inside a home
+    directory that holds three in five of them comes first, even for a single path.
     """
     cleaned = {_clean(p) for p in paths}
     absolute = sorted(p for p in cleaned if p.startswith("/"))
@@ -91,6 +98,13 @@ def project_root(paths: Iterable[str]) -> str | None:
         for full in absolute:
             if full.endswith("/" + rel):
                 return full[: -len(rel) - 1]
+    # A directory right inside a home directory (`/home/dev/pricing-svc`) is where projects live: it
+    # wins over a deeper one most files happen to share (`…/internal/cache`).
+    homes = Counter(match.group(0) for full in absolute if (match := _HOME_PROJECT.match(full)))
+    if homes:
+        home, count = homes.most_common(1)[0]
+        if count >= math.ceil(len(absolute) * 0.6):
+            return home
     holding: Counter[str] = Counter()
     for full in absolute:
         parts = full.split("/")[:-1]
@@ -143,7 +157,7 @@ def written_files(text: str) -> list[str]:
 
 def _identifier_ok(name: str) -> bool:
     core = name.removesuffix("()")
-    if len(core) < 3 or core in _NOT_CODE or canonical(core) or is_file_like(core):
+    if len(core) < 3 or core in _NOT_CODE or core in _UNITS or canonical(core) or is_file_like(core):
         return False
     if "." in core:  # a dotted module or attribute: at least one part must look like code
         parts = core.split(".")

@@ -23,8 +23,15 @@ from cairn.agent.offline.cues import (
     is_ack,
     is_preamble,
 )
-from cairn.agent.offline.entities import MAX_ENTITIES_PER_IDEA, Entity, entity_key, extract, resolve_file
+from cairn.agent.offline.entities import (
+    MAX_ENTITIES_PER_IDEA,
+    Entity,
+    entity_key,
+    extract,
+    resolve_file,
+)
 from cairn.agent.offline.gazetteer import find_technologies
+from cairn.agent.offline.naming import named_in_code
 from cairn.agent.offline.reading import Message, SessionView
 from cairn.agent.offline.text import MAX_CONTENT_CHARS, Segment, jaccard, overlap, shorten, term_set
 from cairn.agent.schema import DEFAULT_IMPORTANCE, Intent
@@ -333,8 +340,12 @@ def _todo_write_candidates(view: SessionView) -> list[Candidate]:
     return out
 
 
+WRITTEN_FILES_PER_IDEA = 1
+
+
 def _attach_written_files(view: SessionView, candidates: list[Candidate]) -> None:
-    """Give decisions, solutions, conclusions and reports the files written in their turn (nearest two)."""
+    """Give decisions, solutions, conclusions and reports the file written in their turn nearest to
+    them: the one the idea is about; a turn's other edits are its means (helpers, manifests, tests)."""
     written: dict[int, list[tuple[int, str]]] = {}
     for message in view.messages:
         for path in message.written:
@@ -348,7 +359,7 @@ def _attach_written_files(view: SessionView, candidates: list[Candidate]) -> Non
         have = {entity_key(e.name) for e in candidate.entities}
         added = 0
         for _line, name in nearest:
-            if added == 2 or len(candidate.entities) >= MAX_ENTITIES_PER_IDEA:
+            if added == WRITTEN_FILES_PER_IDEA or len(candidate.entities) >= MAX_ENTITIES_PER_IDEA:
                 break
             if entity_key(name) not in have:
                 candidate.entities.append(Entity(name, "file"))
@@ -385,7 +396,10 @@ def _attach_session_entities(view: SessionView, candidates: list[Candidate]) -> 
     for candidate in candidates:
         # A code name only a tool's output shows (an exception class in a traceback) is not what the
         # conversation is about.
-        grounded = [e for e in candidate.entities if e.type != "concept" or e.name in said]
+        # A dotted path (`sa.false`, `backends.cudnn.benchmark`) is a place in code, not a thing.
+        grounded = [
+            e for e in candidate.entities if e.type != "concept" or (e.name in said and "." not in e.name)
+        ]
         # An idea that lists code names ("ADMIN_USER / ADMIN_PASSWORD / LEDGER_ADMIN_USER …") is about
         # the first of them or two; the rest are its wording.
         concepts = [e for e in grounded if e.type == "concept"][:MAX_CONCEPTS_PER_IDEA]
@@ -396,6 +410,7 @@ def _attach_session_entities(view: SessionView, candidates: list[Candidate]) -> 
             for tech in find_technologies(" ".join(s.text for s in message.prose)):
                 first_named.setdefault(tech, message.line)
     wanted: list[tuple[int, Entity]] = [(line, Entity(t, "technology")) for t, line in first_named.items()]
+    wanted += named_in_code(view)
     project = project_name(view)
     if project:
         wanted.insert(0, (candidates[0].line, Entity(project, "project")))
@@ -405,6 +420,33 @@ def _attach_session_entities(view: SessionView, candidates: list[Candidate]) -> 
         after = [c for c in candidates if c.line >= line]
         target = after[0] if after else candidates[-1]
         target.entities.append(entity)
+    _one_name_per_thing(candidates)
+
+
+def _one_name_per_thing(candidates: list[Candidate]) -> None:
+    """One entity for one thing across the session's ideas: a class or component and the file named
+    after it (`TrailDetailFragment`, `TrailDetailFragment.kt`) are the class, as the prose calls it;
+    a technology whose name
+    starts a longer one the session also names ("GitHub" beside "GitHub Actions") is the longer one."""
+    linked = [e for c in candidates for e in c.entities]
+    code_names = {e.name.removesuffix("()"): e for e in linked if e.type == "concept"}
+    technologies = {e.name for e in linked if e.type == "technology"}
+    longer = {
+        name: other
+        for name in technologies
+        for other in technologies
+        if other != name and other.startswith(name + " ")
+    }
+    for candidate in candidates:
+        kept: list[Entity] = []
+        for entity in candidate.entities:
+            if entity.type == "file":
+                entity = code_names.get(entity.name.rsplit("/", 1)[-1].split(".", 1)[0], entity)
+            elif entity.type == "technology" and entity.name in longer:
+                entity = Entity(longer[entity.name], "technology")
+            if entity not in kept:
+                kept.append(entity)
+        candidate.entities = kept
 
 
 def is_duplicate(intent: str, a: frozenset[str], b: frozenset[str]) -> bool:

@@ -136,7 +136,7 @@ _CASE_SENSITIVE: dict[str, str] = {
     "Rust": "Rust",
     "Swift": "Swift",
     "Express": "Express",
-    "Spark": "Apache Spark",
+    "Spark": "Spark",
     "Prettier": "Prettier",
 }
 
