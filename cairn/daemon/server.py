@@ -46,6 +46,7 @@ from cairn.learning import ops as learning_ops
 from cairn.lifecycle import ops as lifecycle_ops
 from cairn.recall import ops as recall_ops
 from cairn.search import browse as browse_ops
+from cairn.search import graph as graph_ops
 from cairn.search import ops as search_ops
 from cairn.store.store import Store
 
@@ -156,6 +157,7 @@ OPS: dict[str, Op] = {
     "feed": browse_ops.feed,
     "project_timeline": browse_ops.project_timeline,
     "source_context": browse_ops.source_context,
+    "neighbourhood": graph_ops.neighbourhood,
 }
 
 #: The ops above that write. The others also answer, by keyword, from a store another process is

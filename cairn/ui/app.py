@@ -107,7 +107,7 @@ def create_app(
     settings: Settings, *, token: str, port: int, undo_seconds: float = DEFAULT_UNDO_SECONDS
 ) -> Starlette:
     """The viewer for `settings`' store, answering only at 127.0.0.1/localhost:`port` with `token`."""
-    from cairn.ui.views import fix, live, projects, search
+    from cairn.ui.views import fix, graph, live, projects, search
 
     viewer = Viewer(settings, token, port, undo_seconds)
 
@@ -123,6 +123,7 @@ def create_app(
         *search.routes,
         *projects.routes,
         *fix.routes,
+        *graph.routes,
         Mount("/static", app=static, name="static"),
     ]
     app = Starlette(

@@ -147,6 +147,39 @@ def test_a_search_finds_a_fixture_phrase_and_opens_it_with_its_source_message(
     assert shown and " ".join(shown.split())[:80] == " ".join(source.split())[:80]
 
 
+def test_an_ideas_graph_shows_its_relations_and_entities(
+    page: Any, viewer: Viewer, indexed_home: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    rows = _query(
+        indexed_home,
+        "SELECT r.from_idea_id, r.to_idea_id FROM relations r ORDER BY r.id LIMIT 1",
+    )
+    assert rows, "the fixtures gave no relation to draw"
+    source, target = (str(value) for value in rows[0])
+    entities = {
+        str(name)
+        for (name,) in _query(
+            indexed_home,
+            "SELECT e.canonical_name FROM idea_entities ie JOIN entities e ON e.id = ie.entity_id "
+            "WHERE ie.idea_id = ?",
+            (int(source),),
+        )
+    }
+    page.get(f"{viewer.base}/item/{source}")
+    page.find_element(By.ID, "graph-link").click()
+    wait_for(lambda: page.find_elements(By.CSS_SELECTOR, "#graph .node"), 60, "the graph")
+    drawn = {e.get_attribute("data-node") for e in page.find_elements(By.CSS_SELECTOR, "#graph .node")}
+    assert {source, target} <= drawn
+    labels = _text(page, "#graph")
+    assert all(name[:24] in labels for name in entities), (entities, labels)
+    assert page.find_elements(By.CSS_SELECTOR, "#graph line.edge")
+    # A neighbour re-centres the graph on itself.
+    page.find_element(By.CSS_SELECTOR, f'#graph a.node[data-node="{target}"]').click()
+    wait_for(lambda: f"#{target}" in _text(page, "h1"), 60, "the neighbour's graph")
+
+
 def test_a_project_timeline_shows_its_sessions_and_topics(
     page: Any, viewer: Viewer, indexed_home: Path
 ) -> None:
