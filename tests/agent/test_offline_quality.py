@@ -13,7 +13,7 @@ from cairn.agent.offline.gazetteer import spellings
 from cairn.config import Settings
 from cairn.store.store import Store
 from tests.agent.test_offline_agent import _index_all
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, SHARED_TRANSCRIPTS
 
 SESSIONS = REPO_ROOT / "evals" / "datasets" / "core" / "sessions"
 
@@ -304,3 +304,23 @@ async def test_technologies_are_named_as_the_conversation_names_them(
         await _index_all(store, store.settings, [tmp_path / names[1]])
         entities = await _entities(store)
         assert "GitHub Actions" in entities and "GitHub" not in entities
+
+
+async def test_names_from_code_leave_out_shell_words_and_english_compounds(
+    settings: Settings, tmp_path: Path
+) -> None:
+    # A real session on a Go CLI of git hooks (901 lines): its shell loops (`for … do … done`),
+    # here-documents and Python one-liners run no program of the project, and comments in the files
+    # it reads are prose ("one-off", "pre-existing"); `go-git`, the library it uses, is named in
+    # prose and imported in code.
+    case = SHARED_TRANSCRIPTS / "entireio-cli" / "03a1382e-ecd5-42c4-b3d4-5c659e165904.jsonl"
+    path = tmp_path / case.name
+    path.write_bytes(case.read_bytes())
+    async with await Store.open(settings) as store:
+        await _index_all(store, settings, [path])
+        entities = await _entities(store)
+        assert "go-git" in entities
+        assert not {"for", "while", "done", "then", "stat", "one-off", "pre-existing", "TODO"} & set(entities)
+        said = "\n".join(row["text"].lower() for row in await store.db.fetchall("SELECT text FROM messages"))
+        for name in entities:
+            assert any(s.lower() in said for s in (name, *spellings(name))), name
