@@ -44,6 +44,7 @@ from cairn.config import Settings
 from cairn.files import ops as file_ops
 from cairn.learning import ops as learning_ops
 from cairn.lifecycle import ops as lifecycle_ops
+from cairn.lifecycle.supersede import supersede_op
 from cairn.recall import ops as recall_ops
 from cairn.search import browse as browse_ops
 from cairn.search import graph as graph_ops
@@ -158,11 +159,12 @@ OPS: dict[str, Op] = {
     "project_timeline": browse_ops.project_timeline,
     "source_context": browse_ops.source_context,
     "neighbourhood": graph_ops.neighbourhood,
+    "supersede": supersede_op,
 }
 
 #: The ops above that write. The others also answer, by keyword, from a store another process is
 #: writing (`Store.open(busy_ok=True)`); these wait for it instead.
-WRITING_OPS = frozenset({"enqueue", "learn_forget", "forget", "import"})
+WRITING_OPS = frozenset({"enqueue", "learn_forget", "forget", "import", "supersede"})
 
 
 def _long_ops() -> dict[str, Op]:

@@ -280,6 +280,31 @@ def test_undo_keeps_the_idea(page: Any, viewer: Viewer, indexed_home: Path) -> N
     assert _found(page, viewer, query, idea_id)
 
 
+def test_marking_an_idea_superseded_and_undoing_it(page: Any, viewer: Viewer, indexed_home: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    old_id, old_content, _ = _fixture_idea(indexed_home, 3)
+    new_id, _, _ = _fixture_idea(indexed_home, 4)
+    query = _phrase(old_content)
+    page.get(f"{viewer.base}/item/{old_id}")
+    page.find_element(By.ID, "superseded-by").send_keys(new_id)
+    page.find_element(By.ID, "supersede").click()
+    wait_for(lambda: page.find_elements(By.ID, "confirm-supersede"), 60, "the confirmation")
+    assert old_content.strip()[:40] in _text(page, "main")
+    page.find_element(By.ID, "confirm-supersede").click()
+    wait_for(lambda: page.find_elements(By.ID, "unsupersede"), 60, "the idea page, superseded")
+    assert f"#{new_id}" in _text(page, ".successor")
+    assert _query(indexed_home, "SELECT superseded_by FROM ideas WHERE id = ?", (int(old_id),)) == [
+        (int(new_id),)
+    ]
+    assert not _found(page, viewer, query, old_id)  # superseded ideas leave search
+    page.get(f"{viewer.base}/item/{old_id}")
+    page.find_element(By.ID, "unsupersede").click()
+    wait_for(lambda: page.find_elements(By.ID, "supersede"), 60, "the idea page, restored")
+    assert _query(indexed_home, "SELECT superseded_by FROM ideas WHERE id = ?", (int(old_id),)) == [(None,)]
+    assert _found(page, viewer, query, old_id)
+
+
 def test_a_script_in_a_message_renders_as_text(page: Any, viewer: Viewer) -> None:
     from selenium.webdriver.common.by import By
 

@@ -1,5 +1,6 @@
 """Fixing the memory: forget an idea, a session or a project — confirm first (a dry run says what goes),
-then an undo window (`cairn.ui.forgets`) before the `forget` op runs."""
+then an undo window (`cairn.ui.forgets`) before the `forget` op runs; mark an idea superseded by another
+— confirm first, undo from the idea's page (the `supersede` op)."""
 
 from __future__ import annotations
 
@@ -78,6 +79,35 @@ async def undo_post(request: Request) -> Response:
     return RedirectResponse("/forgets", status_code=303)
 
 
+def _idea_ids(values: Any) -> tuple[str, str] | None:
+    """(idea, by) when both are idea numbers (`#` allowed), else None."""
+    idea, by = (str(values.get(k) or "").strip().lstrip("#") for k in ("idea", "by"))
+    return (idea, by) if idea.isdigit() and by.isdigit() else None
+
+
+async def supersede_confirm(request: Request) -> Response:
+    viewer = viewer_of(request)
+    ids = _idea_ids(request.query_params)
+    if ids is None:
+        return viewer.refusal(request, "name the idea and the idea that supersedes it, by number")
+    old = await viewer.ops.call("show", {"id": ids[0]})
+    new = await viewer.ops.call("show", {"id": ids[1]})
+    return viewer.page(request, "supersede.html", old=old, new=new)
+
+
+async def supersede_post(request: Request) -> Response:
+    viewer = viewer_of(request)
+    form = await _posted(request, viewer)
+    if form is None:
+        return viewer.refusal(request, "refused: a change must be posted from the viewer's own page", 403)
+    ids = _idea_ids(form)
+    if ids is None:
+        return viewer.refusal(request, "name the idea and the idea that supersedes it, by number")
+    idea, by = ids
+    await viewer.ops.call("supersede", {"id": idea, "by": by, "undo": form.get("undo") == "1"})
+    return RedirectResponse(f"/item/{idea}", status_code=303)
+
+
 async def forgets_page(request: Request) -> Response:
     viewer = viewer_of(request)
     return viewer.page(request, "forgets.html", undo_seconds=viewer.forgets.undo_seconds)
@@ -88,4 +118,6 @@ routes = [
     Route("/forget", forget_post, methods=["POST"]),
     Route("/forget/undo", undo_post, methods=["POST"]),
     Route("/forgets", forgets_page),
+    Route("/supersede", supersede_confirm, methods=["GET"]),
+    Route("/supersede", supersede_post, methods=["POST"]),
 ]
