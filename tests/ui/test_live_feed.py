@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.daemon.helpers import Daemons, enqueue
+from tests.daemon.helpers import Daemons, enqueue, offline_daemons
 from tests.ui.helpers import chromium_driver, running_viewer, wait_for
 
 SESSION = "1ed5fee0-0000-4000-8000-000000000001"
@@ -20,14 +20,9 @@ SESSION = "1ed5fee0-0000-4000-8000-000000000001"
 
 @pytest.fixture
 def daemons(cairn_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Daemons]:
-    monkeypatch.setenv("CAIRN_MODEL", "offline")
-    monkeypatch.setenv("CAIRN_BATCH_WINDOW_SECONDS", "0.2")
-    monkeypatch.setenv("CAIRN_IDLE_EXIT_SECONDS", "120")
-    started = Daemons(cairn_home)
-    try:
+    settings = {"CAIRN_BATCH_WINDOW_SECONDS": "0.2", "CAIRN_IDLE_EXIT_SECONDS": "120"}
+    with offline_daemons(cairn_home, monkeypatch, **settings) as started:
         yield started
-    finally:
-        started.cleanup()
 
 
 def _line(n: int, role: str, text: str) -> str:
