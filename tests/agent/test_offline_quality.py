@@ -292,7 +292,7 @@ async def test_technologies_are_named_as_the_conversation_names_them(
     settings: Settings, tmp_path: Path
 ) -> None:
     # Case 07 says "the upstream Spark job" (never "Apache Spark"); case 03 sets up GitHub Actions, and
-    # its "GitHub" is that product, not a second entity.
+    # its "GitHub" is that product, not a second entity; its Dockerfile is a file.
     names = ("07-pipeline-double-counts.jsonl", "03-ledger-ci-docker.jsonl")
     for name in names:
         (tmp_path / name).write_bytes((SESSIONS / name).read_bytes())
@@ -304,6 +304,8 @@ async def test_technologies_are_named_as_the_conversation_names_them(
         await _index_all(store, store.settings, [tmp_path / names[1]])
         entities = await _entities(store)
         assert "GitHub Actions" in entities and "GitHub" not in entities
+        # "Rewrite the Dockerfile as a multi-stage build": a file without an extension, not Docker itself.
+        assert entities.get("Dockerfile") == "file" and entities.get("Docker") == "technology"
 
 
 async def test_names_from_code_leave_out_shell_words_and_english_compounds(

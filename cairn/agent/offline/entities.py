@@ -29,8 +29,14 @@ _EXTENSION_TEXT = (
     "sqlite tf tfvars hcl properties proto ex exs heex erl lua dart scala"
 )
 _EXTENSIONS = _EXTENSION_TEXT.split()
+# Build and tool files that by convention have no extension.
+_BARE_FILES = "Dockerfile|Containerfile|Makefile|GNUmakefile|Justfile|Procfile|Gemfile|Rakefile|Jenkinsfile"
 _PATH = re.compile(
-    r"(?<![\w@])((?:~|\.{1,2})?/?(?:[\w.@-]+/)*[\w@-][\w.@-]*\.(?:" + "|".join(_EXTENSIONS) + r"))(?![\w/])"
+    r"(?<![\w@])((?:~|\.{1,2})?/?(?:[\w.@-]+/)*(?:[\w@-][\w.@-]*\.(?:"
+    + "|".join(_EXTENSIONS)
+    + r")|(?:"
+    + _BARE_FILES
+    + r")))(?![\w/]|\.\w)"
 )
 _FILE_ARG = re.compile(r'\b(?:file_path|notebook_path|path)="([^"]+)"')
 _COMMAND_ARG = re.compile(r'\bcommand="((?:[^"\\]|\\.)*)"')

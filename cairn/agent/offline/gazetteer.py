@@ -90,7 +90,7 @@ _TECHNOLOGIES: dict[str, tuple[str, ...]] = {
     "Claude Code": (),
     "MCP": ("model context protocol",),
     "Ollama": (),
-    "Docker": ("dockerfile", "docker-compose", "docker compose"),
+    "Docker": ("docker-compose", "docker compose"),
     "Kubernetes": ("k8s", "kubectl"),
     "Helm": (),
     "Terraform": (),
