@@ -96,7 +96,7 @@ def project_root(paths: Iterable[str]) -> str | None:
     absolute = sorted(p for p in cleaned if p.startswith("/"))
     relative = sorted(
         (p.removeprefix("./") for p in cleaned if not p.startswith(("/", "~", ".."))),
-        key=lambda p: -p.count("/"),
+        key=lambda p: (-p.count("/"), p),  # ties by name: a set iterates in a per-process order
     )
     for rel in relative:
         if "/" not in rel:
