@@ -18,16 +18,20 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from chromadb.api.types import Documents, EmbeddingFunction
 from rich.console import Console
 
 from cairn.cli.progress import JobProgress, duration
+from cairn.config import Settings
 from cairn.progress import Phases
 from cairn.quiet import QUIET_ENV, quiet_third_party
 from cairn.store.store import Store
+from cairn.store.vectors import VectorIndex
 from tests.conftest import SHARED_TRANSCRIPTS
 from tests.progress_helpers import (
     PHASE_LINES,
@@ -248,13 +252,26 @@ def test_the_indexed_table_keys_are_index_json_keys() -> None:
     assert tuple(index_json(IndexReport())) == INDEX_KEYS
 
 
+@pytest.fixture
+async def all_vectors_store(
+    cairn_home: Path, embedding_function: EmbeddingFunction[Documents]
+) -> AsyncIterator[Store]:
+    """A store that embeds tool output too (`message_vectors = all`), so one real transcript fills more
+    than one outbox batch."""
+    settings = Settings.load(cairn_home, message_vectors="all")
+    opened = await Store.open(settings, vectors=VectorIndex(settings, embedding_function))
+    yield opened
+    await opened.close()
+
+
 async def test_embedding_stops_between_batches_and_keeps_the_rest_queued(
-    store: Store, tmp_path: Path
+    all_vectors_store: Store, tmp_path: Path
 ) -> None:
     """Ctrl-C while a large history is being embedded stops after the batch in flight, not minutes later."""
     from cairn.daemon.jobs import capture_phase, embed_phase
     from cairn.store import outbox
 
+    store = all_vectors_store
     transcript = tmp_path / "fe5e1c67-5e0c-4d5a-9e8f-000000000001.jsonl"
     shutil.copy2(
         SHARED_TRANSCRIPTS / "claude-code-viewer" / "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl", transcript

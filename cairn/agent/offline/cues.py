@@ -253,12 +253,6 @@ CHANGE = _any(
     r"(?:plan|decision|recommendation|part|approach)\b",
     r"\bswitching (?:approach|to)\b|\binstead\b",
 )
-# A decision that says in words that it changes an earlier one (not merely "instead").
-CHANGE_SAID = _any(
-    r"\bchang(?:e|es|ing) (?:the |my |that |our )?(?:earlier |\w+ )?"
-    r"(?:plan|decision|recommendation|part|approach)\b",
-    r"\bswitching approach\b",
-)
 # A correction that names the cause itself, not only that a guess was wrong.
 REAL_CAUSE = _any(r"\b(?:real|actual|true|root) (?:cause|problem|culprit|issue)\b")
 # A figure that moved: "31.4 → 17.9 GiB", "from 1.12 GB to 187 MB".

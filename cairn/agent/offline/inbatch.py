@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from cairn.agent.offline.cues import (
     ANSWER_CUE,
     CHANGE,
-    CHANGE_SAID,
     COMPLETION,
     CORRECTION,
     DEFERRAL,
@@ -54,10 +53,12 @@ ANSWER_COVERAGE = 0.4
 ANSWER_MIN_SHARED = 2
 TODO_MIN_SHARED = 3
 TODO_COVERAGE = 0.4
-# A decision that says it changes an earlier one ("changing the plan") names some of what it changes;
-# one that only offers an alternative ("run it through SSO instead") names more of what it replaces.
+# A decision that changes an earlier one ("changing the plan", "… instead") names some of what it
+# changes. Asking two shared words of a bare "instead" (tried) kept a team case's unrelated decision,
+# but let a real session's abandoned suspicion ("the EnableDotGitCommonDir suspicion is stronger now")
+# stand beside the decision that replaced it ("replace getStagedFiles … instead of go-git's
+# worktree.Status()"), and recall then handed the suspicion on.
 CHANGE_MIN_SHARED = 1
-ALTERNATIVE_MIN_SHARED = 2
 # A measured result names what it measures ("With bf16: peak memory …" after "Use bf16 autocast").
 MEASURED_MIN_SHARED = 1
 _BUILT_ON = ("decision", "solution")
@@ -250,12 +251,11 @@ def _replacements(
                 found[index] = guess
                 continue
         elif new.intent == "decision" and (new.supersession or CHANGE.search(new.content)):
-            needed = CHANGE_MIN_SHARED if CHANGE_SAID.search(new.content) else ALTERNATIVE_MIN_SHARED
             old = next(
                 (
                     (i, c)
                     for i, c in reversed(earlier)
-                    if c.intent == "decision" and len(idea_terms(c.content) & new.terms) >= needed
+                    if c.intent == "decision" and len(idea_terms(c.content) & new.terms) >= CHANGE_MIN_SHARED
                 ),
                 None,
             )
