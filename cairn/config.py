@@ -175,6 +175,12 @@ class Settings(BaseSettings):
         "reindex-vectors` applies it to all.",
     )
 
+    embed_alongside: bool = Field(
+        default=True,
+        description="Embed while `backfill` and `index` capture and index (the Python work and ONNX "
+        "Runtime then share the cores) instead of after capture; off, one after the other.",
+    )
+
     # Daemon (continuous indexing)
     batch_window_seconds: float = Field(
         default=2.5,
@@ -267,6 +273,13 @@ class Settings(BaseSettings):
     )
     search_context_lines: int = Field(
         default=2, ge=1, le=50, description="How many transcript lines away a message's context reaches."
+    )
+    search_date_weight: float = Field(
+        default=0.1,
+        ge=0,
+        le=1,
+        description="Relevance an item said on a date the query names gains (\"on 7 July, 2023\", "
+        "\"in May 2023\"); the date's words leave the keyword query (0: dates are plain words).",
     )
     search_term_window: int = Field(
         default=60,

@@ -21,6 +21,10 @@ BANNER_MARKERS = ("observability: off", "Pydantic Logfire", "PYDANTIC_AI_NO_BANN
 
 PHASE_LINES = ("capture: started", "capture: done", "embedding: started", "embedding: done")
 
+# `backfill` and `index` embed alongside capture and indexing (`Settings.embed_alongside`): embedding
+# starts while capture runs and ends last.
+ALONGSIDE_LINES = ("capture: started", "embedding: started", "indexing: started", "embedding: done")
+
 
 def lay_out_small(projects: Path) -> Path:
     """The small sessions in Claude Code's layout, `<project>/<session>.jsonl`."""

@@ -34,6 +34,7 @@ from cairn.store.store import Store
 from cairn.store.vectors import VectorIndex
 from tests.conftest import SHARED_TRANSCRIPTS
 from tests.progress_helpers import (
+    ALONGSIDE_LINES,
     PHASE_LINES,
     assert_honest_elapsed,
     assert_no_banner,
@@ -80,7 +81,8 @@ def test_backfill_on_a_pipe_prints_each_phase_and_the_whole_wall_time(
     proc, wall = timed("backfill", "--model", "offline", env=banner_env())
 
     lines = proc.stderr.splitlines()
-    in_order(proc.stderr, (*PHASE_LINES, "indexing: started", "indexing: done"))
+    in_order(proc.stderr, ALONGSIDE_LINES)
+    in_order(proc.stderr, ("capture: done", "indexing: started", "indexing: done", "embedding: done"))
     assert "capture: started (2 files)" in lines
     done = {line.split(":")[0]: line for line in lines if ": done, " in line}
     assert re.search(r"2/2 files, \d+ messages in \S+ \(.* files/s, .* messages/s\)", done["capture"])
@@ -111,7 +113,7 @@ def test_backfill_json_keeps_stdout_parseable_and_the_session_list(cairn_home: P
     assert {"capture_seconds", "embed_seconds", "index_seconds"} <= data.keys()
     assert_honest_elapsed(data["wall_seconds"], wall)
     assert data["job_seconds"] <= data["wall_seconds"]
-    in_order(proc.stderr, PHASE_LINES)
+    in_order(proc.stderr, ALONGSIDE_LINES)
     assert_no_banner(proc.stdout + proc.stderr)
 
 

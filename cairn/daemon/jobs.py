@@ -12,7 +12,8 @@ job, not only its indexing: on a large history capture and embedding are most of
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -78,6 +79,40 @@ async def embed_phase(store: Store, phases: Phases, should_stop: ShouldStop = _n
     return written
 
 
+@asynccontextmanager
+async def embedding_alongside(
+    store: Store, settings: Settings, phases: Phases, should_stop: ShouldStop = _never
+) -> AsyncIterator[Callable[[], int]]:
+    """Embed in the background while the body captures and indexes (`Settings.embed_alongside`).
+
+    Yields how many vectors were written, to ask once the block is over. Off, the block runs as
+    before and the queue is embedded after it, as one "embed" phase.
+    """
+    written = 0
+    if not settings.embed_alongside:
+        yield lambda: written
+        written = await embed_phase(store, phases, should_stop)
+        return
+    started = False
+
+    def progress(done: int, total: int) -> None:
+        # The phase starts at the worker's first report, which comes after the body has started
+        # its own first phase (capture): the display keeps the order capture, embedding, indexing.
+        nonlocal started
+        if not started:
+            phases.start("embed", None, "vectors")
+            started = True
+        phases.update("embed", done, total)
+
+    try:
+        async with store.vectors_alongside(progress=progress, should_stop=should_stop) as worker:
+            yield lambda: worker.written
+    finally:
+        if not started:
+            phases.start("embed", None, "vectors")
+        phases.end("embed")
+
+
 #: The keys of `index_json`, in its order: what an "indexed" table shows of a job's larger JSON.
 INDEX_KEYS = (
     "batches",
@@ -133,9 +168,10 @@ async def index_job(
     choice = resolve_model(settings, model)  # a model that cannot be set up fails before any work
     phases = Phases(emit)
     try:
-        captured = await capture_phase(store, files, settings, phases)
-        vectors = await embed_phase(store, phases, should_stop)
-        indexed = await index_phase(store, settings, choice, [str(f) for f in files], phases, should_stop)
+        async with embedding_alongside(store, settings, phases, should_stop) as vectors_written:
+            captured = await capture_phase(store, files, settings, phases)
+            indexed = await index_phase(store, settings, choice, [str(f) for f in files], phases, should_stop)
+        vectors = vectors_written()
     finally:
         await choice.aclose()
     return {
@@ -231,8 +267,8 @@ async def backfill_job(
     choice = None if dry_run else resolve_model(settings, model)
     phases = Phases(emit)
     try:
-        captured = await capture_phase(store, files, settings, phases)
         if dry_run:
+            captured = await capture_phase(store, files, settings, phases)
             overhead = run_overhead_tokens()
             total = Estimate()
             rows = []
@@ -250,8 +286,10 @@ async def backfill_job(
                 "total": total.as_dict(prices, model_name),
             }
         assert choice is not None
-        vectors = await embed_phase(store, phases, should_stop)
-        report = await _index_sessions(store, settings, sessions, choice, phases, should_stop)
+        async with embedding_alongside(store, settings, phases, should_stop) as vectors_written:
+            captured = await capture_phase(store, files, settings, phases)
+            report = await _index_sessions(store, settings, sessions, choice, phases, should_stop)
+        vectors = vectors_written()
         return {
             "model": model_name,
             "sessions_total": report.total,

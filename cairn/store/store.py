@@ -18,7 +18,8 @@ import errno
 import hashlib
 import json
 import os
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +36,7 @@ from cairn.store.db import Database, DatabaseError
 from cairn.store.failures import StoreReadOnlyError, disk_full, unwritable_reason
 from cairn.store.lock import StoreLock, StoreLockedError
 from cairn.store.projects import project_for_claude_dir, project_for_cwd
+from cairn.store.vector_worker import VectorWorker, WorkerProgress
 from cairn.transcripts import passages as passage_split
 from cairn.transcripts.discover import is_subagent_file, session_id_for
 from cairn.transcripts.normalise import ToolCall
@@ -150,6 +152,8 @@ class Store:
         self._closed = False
         #: Who holds the store while this one reads it (`open(busy_ok=True)`): a backfill, say.
         self.writer: str | None = None
+        #: The worker embedding the outbox in the background (`vectors_alongside`), if one runs.
+        self._vector_worker: VectorWorker | None = None
 
     @classmethod
     async def open(
@@ -493,9 +497,44 @@ class Store:
     # Vectors
 
     async def sync_vectors(self, progress: outbox.Progress | None = None) -> int:
-        """Write every pending vector change to Chroma; returns how many were applied."""
+        """Write every pending vector change to Chroma; returns how many were applied.
+
+        While a background worker runs (`vectors_alongside`) this only wakes it and returns 0: the
+        worker embeds the new rows, and two drains side by side would embed the same texts twice.
+        """
+        if self._vector_worker is not None:
+            self._vector_worker.wake()
+            return 0
+        return await self.drain_vectors(progress)
+
+    async def drain_vectors(self, progress: outbox.Progress | None = None) -> int:
+        """Drain the vector outbox now, whoever else may be draining it (see `sync_vectors`)."""
         sources = outbox.sources_for(self.settings.passage_vectors, self.settings.message_vectors)
         return await outbox.drain(self.db, self.vectors, progress=progress, sources=sources)
+
+    @asynccontextmanager
+    async def vectors_alongside(
+        self, progress: WorkerProgress | None = None, should_stop: Callable[[], bool] = lambda: False
+    ) -> AsyncIterator[VectorWorker]:
+        """Embed the outbox in the background while the body writes to it (`cairn.store.vector_worker`).
+
+        On a normal exit the rest of the queue is embedded before this returns (unless `should_stop`
+        says to stop), and an error the worker met is raised; if the body raises, the worker stops
+        where it is and the outbox keeps what it did not reach.
+        """
+        if self._vector_worker is not None:
+            raise RuntimeError("a vector worker already runs for this store")
+        worker = VectorWorker(self, progress, should_stop)
+        self._vector_worker = worker
+        worker.start()
+        try:
+            yield worker
+        except BaseException:
+            self._vector_worker = None
+            await worker.cancel()
+            raise
+        self._vector_worker = None
+        await worker.finish()
 
     async def reindex_vectors(self, progress: outbox.Progress | None = None) -> int:
         """Rebuild all Chroma collections from SQLite; returns how many vectors were written.
