@@ -8,7 +8,7 @@ one common word gets the same top rank as an exact phrase match. So each candida
     all key terms within NEAR_DISTANCE tokens         0.85
     all key terms anywhere                             0.7
     some key terms                                     0.7 x the share matched, each term
-                                                       weighted by its rarity (`term_weights`)
+                                                       weighted by its rarity (`weights`)
 
 Candidates are ordered by tier, then bm25 — so phrase > NEAR > terms, as the seed asks — and the
 strength is what the "BM25 is decisive" shortcut and the final score's match part use.
@@ -18,6 +18,14 @@ the tier is read from those marks (`cairn.search.tiers`), so no Python runs over
 Asking FTS5 for each tier instead (`MATCH ... AND rowid IN (...)`) evaluates the whole expression over
 the whole table every time. Snippets, needed only for the page shown, are cut here around the matches
 a compiled pattern finds.
+
+Common terms draw no candidates of their own. FTS5 ranks every row an OR query matches before it
+keeps the top N, so a query's cost is the rows its terms match: at 100K ideas a term in every twentieth
+row ("src", "time", "fix") cost most of the query while adding the least to bm25 and to the strength
+(`weights`). Terms are taken rarest first until they match `DF_CAP` rows between them (enough to
+choose `n` from); the rest still count, and are still marked, in the rows those terms, the phrase or
+NEAR draw (`candidate_match`), but a row holding only common terms is no longer a candidate. Below
+`DF_CAP` matching rows (every store of a few thousand items) the query is `FtsQuery.combined`.
 
 Messages are also found by their passages (`message_passages`: a long message's whole text, a clipped
 tool result in full, cut into pieces): one more FTS5 query over `message_passages_fts`, under the same
@@ -44,8 +52,10 @@ PASSAGES_FTS = "message_passages_fts"
 # Without filters that narrow the rows, FTS5's own top-N (over-fetched for the few rows the default
 # filters drop) is the candidate list; joining every match to its table first costs a lookup per match.
 FAST_OVERFETCH = 3
-# Document frequencies are counted up to this many rows (`term_weights`).
+# Document frequencies are counted up to this many rows (`term_counts`).
 DF_CAP = 5000
+# Terms matching this many rows between them draw enough candidates (`candidate_match`).
+DRAW_ROWS = DF_CAP
 
 _TOKEN = re.compile(r"\w+")
 # Stems at least this long match as prefixes (FTS5's `"term"*`); shorter ones only as whole words.
@@ -177,6 +187,8 @@ async def keyword_hits(
     counts the terms within its best `window` words (0: anywhere; `cairn.search.tiers`)."""
     spec = TABLES[kind]
     where, params = filters.sql(kind)
+    rows_of, counts = await term_counts(db, spec.table, spec.fts, query)
+    match = candidate_match(query, counts)
     marked = " || ' ' || ".join(
         f"highlight({spec.fts}, {c}, '{OPEN}', '{CLOSE}')" for c in range(spec.columns)
     )
@@ -188,7 +200,7 @@ async def keyword_hits(
             WHERE {spec.fts} MATCH ? AND {where}
             ORDER BY bm25 LIMIT ?
             """,
-            (query.combined, *params, n),
+            (match, *params, n),
         )
         # Marks only for the rows kept: a second MATCH restricted to them (highlight needs one).
         marks = {
@@ -196,7 +208,7 @@ async def keyword_hits(
             for row in await db.fetchall(
                 f"SELECT rowid AS id, {marked} AS marked FROM {spec.fts} "
                 f"WHERE {spec.fts} MATCH ? AND rowid IN (SELECT value FROM json_each(?))",
-                (query.combined, json.dumps([int(row["id"]) for row in rows])),
+                (match, json.dumps([int(row["id"]) for row in rows])),
             )
         }
     else:
@@ -210,28 +222,26 @@ async def keyword_hits(
             ) AS c JOIN {spec.table} AS t ON t.id = c.id
             WHERE {where} ORDER BY c.bm25 LIMIT ?
             """,
-            (query.combined, n * FAST_OVERFETCH, *params, n),
+            (match, n * FAST_OVERFETCH, *params, n),
         )
         marks = {int(row["id"]): str(row["marked"] or "") for row in rows}
-    tiers = Tiers(query, await term_weights(db, spec.table, spec.fts, query), window)
+    tiers = Tiers(query, weights(rows_of, counts), window)
     hits = [
         KeywordHit(int(row["id"]), tiers.strength(marks.get(int(row["id"]), "")), float(row["bm25"]))
         for row in rows
     ]
     if kind == "message":
-        hits = _best_per_message(hits + await _passage_hits(db, query, filters, n, tiers))[:n]
+        hits = _best_per_message(hits + await _passage_hits(db, match, filters, n, tiers))[:n]
     hits.sort(key=lambda hit: hit.order)
     return hits
 
 
-async def term_weights(db: Database, table: str, fts: str, query: FtsQuery) -> list[float]:
-    """Each key term's inverse document frequency in `fts`, log(1 + rows / rows matching it): a row
-    that holds the query's one rare word ("roadtrip") matches it better than a row holding three of
-    its common ones ("go", "soon", a name said in every other turn). Counting stops at `DF_CAP`
-    matches: beyond that a term is common whatever its exact count, and the count stays cheap. The
-    rows are estimated by the largest id (deleted rows barely move a logarithm)."""
+async def term_counts(db: Database, table: str, fts: str, query: FtsQuery) -> tuple[int, list[int]]:
+    """The rows of `table` (estimated by its largest id: deleted rows barely move a logarithm) and how
+    many of them each key term matches, counted up to `DF_CAP`: beyond that a term is common whatever
+    its exact count, and the count stays cheap. A one-term query needs neither: (0, [])."""
     if len(query.terms) < 2:
-        return [1.0] * len(query.terms)
+        return 0, []
     rows = await db.fetchall(
         f"SELECT (SELECT max(id) FROM {table}) AS n, "
         + ", ".join(
@@ -241,14 +251,48 @@ async def term_weights(db: Database, table: str, fts: str, query: FtsQuery) -> l
         tuple(query.term_match(term) for term in query.terms),
     )
     n = max(1, int(rows[0]["n"] or 0))  # max(id) of an empty table is NULL
-    return [math.log(1 + n / max(1, int(rows[0][f"t{i}"]))) for i in range(len(query.terms))]
+    return n, [int(rows[0][f"t{i}"]) for i in range(len(query.terms))]
+
+
+def weights(rows: int, counts: list[int]) -> list[float]:
+    """Each key term's inverse document frequency, log(1 + rows / rows matching it): a row that holds
+    the query's one rare word ("roadtrip") matches it better than a row holding three of its common
+    ones ("go", "soon", a name said in every other turn). Empty for a one-term query (`Tiers` then
+    weighs its one term 1)."""
+    return [math.log(1 + rows / max(1, count)) for count in counts]
+
+
+def candidate_match(query: FtsQuery, counts: list[int]) -> str:
+    """The MATCH expression candidates are drawn with: `query.combined` when its terms match fewer
+    than `DF_CAP` rows between them; else only the rarest terms, taken until they match `DF_CAP` rows,
+    draw rows of their own, and the others count only beside one of them (so they are still marked
+    and weighed in every row drawn). A row the phrase or NEAR draws holds every term anyway."""
+    if not counts or sum(counts) < DRAW_ROWS:
+        return query.combined
+    kept: set[str] = set()
+    found = 0
+    for count, term in sorted(zip(counts, query.terms, strict=True), key=lambda pair: pair[0]):
+        if found >= DRAW_ROWS:
+            break
+        kept.add(term)
+        found += count
+    if len(kept) == len(query.terms):
+        return query.combined
+    rare = " OR ".join(query.term_match(term) for term in query.terms if term in kept)
+    common = " OR ".join(query.term_match(term) for term in query.terms if term not in kept)
+    tiers = [f"({part})" for part in (query.phrase, query.near) if part]
+    # Rare terms alone, or rare terms beside common ones: each row sees one copy of each term, so
+    # its bm25 and marks are exactly those `combined` gives it (`rare OR (rare AND common)` would
+    # count the rare terms twice in rows holding both).
+    return " OR ".join([*tiers, f"(({rare}) AND ({common}))", f"(({rare}) NOT ({common}))"])
 
 
 async def _passage_hits(
-    db: Database, query: FtsQuery, filters: Filters, n: int, tiers: Tiers
+    db: Database, match: str, filters: Filters, n: int, tiers: Tiers
 ) -> list[KeywordHit]:
-    """Messages whose passages match, one hit per matching passage (the best `n` passages: a message
-    can have several), in one statement. Only searchable messages have passages, so unlike the
+    """Messages whose passages match `match` (the messages' candidate expression: passages are their
+    messages' words), one hit per matching passage (the best `n` passages: a message can have
+    several), in one statement. Only searchable messages have passages, so unlike the
     messages' own query this one needs no over-fetch for the rows the default filters drop: each
     row it returns costs a `highlight()` over its passage."""
     where, params = filters.sql("message")
@@ -268,7 +312,7 @@ async def _passage_hits(
             FROM top JOIN {PASSAGES_FTS} ON {PASSAGES_FTS}.rowid = top.id
             WHERE {PASSAGES_FTS} MATCH ?
         """
-        args: tuple[object, ...] = (query.combined, *params, n, query.combined)
+        args: tuple[object, ...] = (match, *params, n, match)
     else:
         sql = f"""
             SELECT c.id AS passage_id, p.message_id AS id, c.bm25, c.marked FROM (
@@ -279,7 +323,7 @@ async def _passage_hits(
             JOIN messages AS t ON t.id = p.message_id
             WHERE {where}
         """
-        args = (query.combined, n, *params)
+        args = (match, n, *params)
     return [
         KeywordHit(
             int(row["id"]),
