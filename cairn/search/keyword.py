@@ -49,9 +49,6 @@ from cairn.store.db import Database
 
 SNIPPET_TOKENS = 24
 PASSAGES_FTS = "message_passages_fts"
-# Without filters that narrow the rows, FTS5's own top-N (over-fetched for the few rows the default
-# filters drop) is the candidate list; joining every match to its table first costs a lookup per match.
-FAST_OVERFETCH = 3
 # Document frequencies are counted up to this many rows (`term_counts`).
 DF_CAP = 5000
 # Terms matching this many rows between them draw enough candidates (`candidate_match`).
@@ -212,17 +209,19 @@ async def keyword_hits(
             )
         }
     else:
-        # FTS5 sorts by `rank` itself and computes highlight() only for the rows it returns.
-        rank = f" AND rank MATCH '{spec.rank}'" if spec.rank else ""
+        # FTS5 hands rows over in `rank` order (it ranks every match first: the cost is the rows the
+        # expression matches), each is checked against its table as it comes, and highlight() runs
+        # only for the rows kept, up to `n`. CROSS JOIN keeps FTS5 the outer loop: driven by the
+        # table, FTS5 would be asked one rowid at a time, re-reading the query's doclists each time.
+        rank = f" AND f.rank MATCH '{spec.rank}'" if spec.rank else ""
         rows = await db.fetchall(
             f"""
-            SELECT c.id, c.bm25, c.marked FROM (
-                SELECT rowid AS id, rank AS bm25, {marked} AS marked FROM {spec.fts}
-                WHERE {spec.fts} MATCH ?{rank} ORDER BY rank LIMIT ?
-            ) AS c JOIN {spec.table} AS t ON t.id = c.id
-            WHERE {where} ORDER BY c.bm25 LIMIT ?
+            SELECT f.rowid AS id, f.rank AS bm25, {marked} AS marked
+            FROM {spec.fts} AS f CROSS JOIN {spec.table} AS t ON t.id = f.rowid
+            WHERE {spec.fts} MATCH ?{rank} AND {where}
+            ORDER BY f.rank LIMIT ?
             """,
-            (match, n * FAST_OVERFETCH, *params, n),
+            (match, *params, n),
         )
         marks = {int(row["id"]): str(row["marked"] or "") for row in rows}
     tiers = Tiers(query, weights(rows_of, counts), window)
@@ -292,9 +291,8 @@ async def _passage_hits(
 ) -> list[KeywordHit]:
     """Messages whose passages match `match` (the messages' candidate expression: passages are their
     messages' words), one hit per matching passage (the best `n` passages: a message can have
-    several), in one statement. Only searchable messages have passages, so unlike the
-    messages' own query this one needs no over-fetch for the rows the default filters drop: each
-    row it returns costs a `highlight()` over its passage."""
+    several), in one statement. Only searchable messages have passages, so the default filters
+    drop few of FTS5's top `n`: each row it returns costs a `highlight()` over its passage."""
     where, params = filters.sql("message")
     marked = f"highlight({PASSAGES_FTS}, 0, '{OPEN}', '{CLOSE}')"
     if filters.narrows:
