@@ -275,7 +275,7 @@ class Settings(BaseSettings):
         default=2, ge=1, le=50, description="How many transcript lines away a message's context reaches."
     )
     search_date_weight: float = Field(
-        default=0.1,
+        default=0.2,
         ge=0,
         le=1,
         description="Relevance an item said on a date the query names gains (\"on 7 July, 2023\", "

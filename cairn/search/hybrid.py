@@ -36,6 +36,7 @@ from pydantic import ValidationError
 from cairn.config import Settings
 from cairn.learning.boost import AssociationBoost, associations_for, boosted_ideas
 from cairn.learning.boost import reinforce as reinforce_associations
+from cairn.search.dates import QueryDates, dates_in, in_window
 from cairn.search.errors import BadContinuationError
 from cairn.search.filters import TABLES, Filters
 from cairn.search.hydrate import Item, load
@@ -96,7 +97,8 @@ async def search(
     started = time.perf_counter()
     base, snapshot, seen = _resume(request, settings.home)
     notices: list[str] = []
-    query = build(base.query)
+    dates = dates_in(base.query) if settings.search_date_weight > 0 else QueryDates((), base.query)
+    query = build(dates.rest) or build(base.query)
     if query is None:
         return _empty(base, ["the query has no words to search for; say what to look for"], started)
     filters = await _filters(db, base, snapshot, notices)
@@ -133,11 +135,15 @@ async def search(
         await _note_pending_vectors(db, kinds, notices)
     lifts: dict[int, AssociationBoost] = {}
     vector = (await embedding)[0] if use_vectors and embedding is not None else None
+    if use_vectors and dates.windows:
+        await _add_dated(db, kinds, dates, filters, settings, signals)
     if "idea" in kinds:
         lifts = await _idea_lifts(db, vectors, settings, base, filters, vector, signals)
     if vector is not None:
         await _fill_cosines(vectors, vector, signals)
-    ranked = await _rank(db, kinds, signals, filters, settings, base, use_keywords, use_vectors, lifts)
+    ranked = await _rank(
+        db, kinds, signals, filters, settings, base, use_keywords, use_vectors, lifts, dates
+    )
     return await _page(
         db,
         base,
@@ -305,6 +311,21 @@ async def _note_pending_vectors(db: Database, kinds: tuple[Kind, ...], notices: 
         )
 
 
+async def _add_dated(
+    db: Database,
+    kinds: tuple[Kind, ...],
+    dates: QueryDates,
+    filters: Filters,
+    settings: Settings,
+    signals: dict[tuple[Kind, int], Signals],
+) -> None:
+    """Items said within a date the query names are candidates even when neither ranking drew them
+    (a window of at most `search_candidates` items a kind): their cosine then scores them."""
+    for kind in kinds:
+        for row_id in await in_window(db, kind, dates, filters, settings.search_candidates):
+            signals.setdefault((kind, row_id), Signals())
+
+
 async def _idea_lifts(
     db: Database,
     vectors: VectorIndex | None,
@@ -363,10 +384,12 @@ async def _rank(
     keyword_used: bool,
     vector_used: bool,
     lifts: dict[int, AssociationBoost],
+    dates: QueryDates,
 ) -> list[_Ranked]:
-    """Every candidate that passes the filters and `min_score`, best first; an idea a learned
-    association lifts gets relevance x (1 + its weight), and messages are folded into their ideas
-    (`_fold`), before `min_score` applies."""
+    """Every candidate that passes the filters and `min_score`, best first; an item said within a
+    date the query names gains `search_date_weight` of relevance, an idea a learned association lifts
+    gets relevance x (1 + its weight), and messages are folded into their ideas (`_fold`), before
+    `min_score` applies."""
     now = datetime.now(UTC)
     minimum = settings.search_min_score if request.min_score is None else request.min_score
     ranked: list[_Ranked] = []
@@ -382,6 +405,13 @@ async def _rank(
         }
         if kind == "message" and settings.search_context_weight > 0:
             relevances = _with_context(items, relevances, settings)
+        if dates.windows and settings.search_date_weight > 0:
+            relevances = {
+                row_id: (own + settings.search_date_weight, vector)
+                if own > 0 and dates.holds(items[row_id].said_at)
+                else (own, vector)
+                for row_id, (own, vector) in relevances.items()
+            }
         for row_id, item in items.items():
             entry = signals[(kind, row_id)]
             parts_in = relevances[row_id]
