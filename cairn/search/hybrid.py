@@ -54,7 +54,7 @@ from cairn.search.paging import MAX_SEEN, decode_token, encode_token
 from cairn.search.projects import UNKNOWN_HINT, resolve_projects
 from cairn.search.query import FtsQuery, build
 from cairn.search.ranking import Scale, Signals, relevance, score
-from cairn.search.semantic import PASSAGES, cosines, vector_matches
+from cairn.search.semantic import PASSAGES, cosines_of, vector_matches
 from cairn.store.db import Database
 from cairn.store.store import iso_utc
 from cairn.store.usage import record_use
@@ -355,22 +355,30 @@ async def _fill_cosines(
     vectors: VectorIndex | None, vector: list[float], signals: dict[tuple[Kind, int], Signals]
 ) -> None:
     """Give every candidate the vector query did not draw its cosine, from its stored vector, so a
-    keyword match is weighed by its meaning too. A failure leaves them without (keywords still count)."""
+    keyword match is weighed by its meaning too. The kinds' vectors are read at once, as matrices. A
+    failure leaves them without (keywords still count)."""
     if vectors is None:
         return
     missing: dict[Kind, list[int]] = {}
     for (kind, row_id), entry in signals.items():
         if entry.cosine is None:
             missing.setdefault(kind, []).append(row_id)
-    for kind, ids in missing.items():
-        try:
-            stored = await asyncio.to_thread(
-                vectors.get_embeddings, TABLES[kind].vectors, [str(i) for i in ids]
+    found = await asyncio.gather(
+        *(
+            asyncio.to_thread(vectors.get_matrix, TABLES[kind].vectors, [str(i) for i in ids])
+            for kind, ids in missing.items()
+        ),
+        return_exceptions=True,
+    )
+    for (kind, ids), stored in zip(missing.items(), found, strict=True):
+        if isinstance(stored, Exception):
+            log.warning(
+                "could not read the vectors of %d %s candidates", len(ids), kind, exc_info=stored
             )
-        except Exception:
-            log.warning("could not read the vectors of %d %s candidates", len(ids), kind, exc_info=True)
             continue
-        for record_id, cosine in cosines(vector, stored).items():
+        if isinstance(stored, BaseException):
+            raise stored
+        for record_id, cosine in cosines_of(vector, *stored).items():
             signals[(kind, int(record_id))].cosine = cosine
 
 

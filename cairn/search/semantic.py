@@ -70,7 +70,13 @@ def cosines(query: list[float], stored: dict[str, list[float]]) -> dict[str, flo
     if not stored:
         return {}
     ids = list(stored)
-    matrix = np.asarray([stored[i] for i in ids], dtype=np.float64)
+    return cosines_of(query, ids, np.asarray([stored[i] for i in ids], dtype=np.float64))
+
+
+def cosines_of(query: list[float], ids: list[str], matrix: np.ndarray) -> dict[str, float]:
+    """`cosines` of the vectors in the rows of `matrix`, by the id of each row."""
+    if not ids:
+        return {}
     q = np.asarray(query, dtype=np.float64)
     norms = np.linalg.norm(matrix, axis=1) * np.linalg.norm(q)
     norms[norms == 0] = 1.0

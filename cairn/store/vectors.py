@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import chromadb
 import httpx
+import numpy as np
 from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection
 from chromadb.api.shared_system_client import SharedSystemClient
@@ -402,17 +403,20 @@ class VectorIndex:
 
     def get_embeddings(self, kind: str, ids: list[str]) -> dict[str, list[float]]:
         """The stored vectors of `ids` (those that have one), to score items a vector query missed."""
-        if not ids:
-            return {}
-        with self._reachable():
-            result = self._collection(kind).get(ids=list(dict.fromkeys(ids)), include=["embeddings"])
-        embeddings = result.get("embeddings")
-        if embeddings is None:
-            return {}
-        return {
-            record_id: list(map(float, vector))
-            for record_id, vector in zip(result["ids"], embeddings, strict=True)
-        }
+        found, matrix = self.get_matrix(kind, ids)
+        return dict(zip(found, matrix.tolist(), strict=True))
+
+    def get_matrix(self, kind: str, ids: list[str]) -> tuple[list[str], np.ndarray]:
+        """The stored vectors of `ids` that have one: their ids and one matrix row each, as Chroma
+        returns them. Scoring a search's few hundred candidates this way makes no Python float per
+        dimension (turning 300 vectors into lists cost more than reading them)."""
+        if ids:
+            with self._reachable():
+                result = self._collection(kind).get(ids=list(dict.fromkeys(ids)), include=["embeddings"])
+            embeddings = result.get("embeddings")
+            if embeddings is not None and len(result["ids"]) > 0:
+                return list(result["ids"]), np.asarray(embeddings, dtype=np.float64)
+        return [], np.zeros((0, 0))
 
     def get_ids(self, kind: str) -> set[str]:
         """Every id stored for `kind`, read page by page (for consistency checks against SQLite)."""
