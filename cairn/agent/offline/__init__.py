@@ -7,7 +7,8 @@ agent's output tool, which the executor validates and applies like any other.
 
 Modules: `text` (sentences, terms), `gazetteer` (technology names), `entities` (files, identifiers,
 technologies), `naming` (the project's own packages, services and tools), `cues` (intent from cue
-phrases), `reading` (roles, turns, tool calls), `extract` (candidate ideas), `lookups` (tool plan and
+phrases), `reading` (roles, turns, tool calls), `extract` (candidate ideas), `answers` (the reply to a
+person's question, the person's decision on an offer), `lookups` (tool plan and
 answers), `linking` (answers, todos, duplicates, entity links, activation), `evidence` (what a new and
 a stored idea share), `relating` (relations between them), `inbatch` (answers, completions,
 supersedes, contradicts and builds_on between the batch's own new ideas, by key), `topics` (spans),

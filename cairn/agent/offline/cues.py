@@ -51,6 +51,9 @@ _LABELS: dict[str, Intent] = {
     "proposal": "decision",
     "plan": "decision",
     "recommendation": "decision",
+    "limitation": "problem",
+    "known limitation": "problem",
+    "caveat": "problem",
 }
 _LABEL_NAMES = "|".join(sorted((re.escape(k) for k in _LABELS), key=len, reverse=True))
 LABEL = re.compile(
@@ -64,10 +67,29 @@ LABEL = re.compile(
 HEADING_LABEL = re.compile(r"^(?P<label>" + _LABEL_NAMES + r")$", _I)
 
 
+# A summary's heading that says what its list holds: the design decisions of work just done, the chain
+# of causes found, the changes that fixed something ("Key design decisions:", "Here's the root cause
+# chain:", "Key changes:"). Checked after the exact labels, on headings only: a list under them is one idea.
+SUMMARY_HEADING: tuple[tuple[re.Pattern[str], Intent], ...] = (
+    (re.compile(r"\bdesign (?:decisions?|choices)\b|^(?:key |main )?decisions(?: made)?$", _I), "decision"),
+    (re.compile(r"\broot[- ]cause\b|^(?:the )?(?:cause|diagnosis)$", _I), "conclusion"),
+    (re.compile(r"^(?:key |main )?changes(?: made)?$|^what (?:i |was )?changed$", _I), "solution"),
+    (re.compile(r"(?:^|[.!]\s+)(?:here'?s )?(?:the flow|how (?:it|this) works)$", _I), "conclusion"),
+)
+
+
 def heading_intent(heading: str) -> Intent | None:
     """The intent a list's heading names ("Decision", "Fix", "Plan"), or None."""
     match = HEADING_LABEL.match(heading.strip().rstrip(":").strip())
     return _LABELS[match.group("label").lower()] if match else None
+
+
+def list_intent(heading: str) -> Intent | None:
+    """The intent of the list under a heading: a label's, or a summary heading's ("Key design
+    decisions", "Here's the root cause chain"). Only for a segment's heading, never its own text:
+    "the root cause is …" in a sentence is a statement, not a heading."""
+    text = heading.strip().rstrip(":").strip()
+    return heading_intent(text) or next((i for pattern, i in SUMMARY_HEADING if pattern.search(text)), None)
 
 
 HEDGE = _any(
@@ -159,9 +181,16 @@ TODO_PHRASES = _any(
     r"\bwe should (?:also )?(?:add|write|update|fix|check|implement|handle|migrate|test|document|revisit|"
     r"clean|refactor|investigate|measure|remove|rename)\b",
     r"\bstill (?:needs?|has) to be\b|\bleft to do\b|\bfollow[- ]up\b",
+    # What the person is to do later: "Next time you do a commit/push, check `/tmp/…log`."
+    r"^(?:the )?next time (?:you|we|it)\b[^.]{0,80}\b(?:check|look at|run|watch|see|compare|open|send)\b",
 )
 SOLUTION_STRONG = _any(
-    r"\bfixed by\b|\bthe (?:fix|solution|workaround) (?:is|was)\b|\bresolved by\b",
+    r"\bfixed by\b|\bresolved by\b",
+    r"\bthe (?:real |actual |proper |right |correct |simplest |minimal |only )?"
+    r"(?:fix|solution|workaround) (?:is|was)\b",
+    # "The fix adds detection for …": a report of what the fix does.
+    r"^(?:the|this|my) fix (?:now )?(?:adds|uses|makes|changes|moves|replaces|removes|checks|detects|skips|"
+    r"keeps|sets|stops|guards|wraps)\b",
     r"\b(?:is|are|was|were|has been|have been) (?:now )?(?:fixed|resolved|solved)\b",
     r"\bnow (?:passes|pass|works|work|succeeds|compiles|builds|runs)\b",
     r"\b(?:works|passes|pass|compiles|builds) now\b|\b(?:this|that|which) fixe[sd]\b|\bsolved\b",
@@ -179,7 +208,7 @@ PROBLEM_USER = _any(
     r"\bfailure\b(?! (?:handling|mode))",
     r"\b(?:get|getting|got|see|seeing|hit|hitting|returns?|shows?) (?:an? |this |the |some )?(?:\w+ )?"
     r"(?:error|exception|bug)s?\b",
-    r"\b(?:error|exception)\s*:|\bthere(?:'s| is) a bug\b|\bbug in\b",
+    r"\b(?:error|exception|fatal)\s*:|\bthere(?:'s| is) a bug\b|\bbug in\b",
     # Symptoms as people report them: slowness, wrong or doubled output, an HTTP error status, a jump
     # in a measured figure ("p99 went from 40ms to 350ms").
     r"\b(?:slow|laggy|stuck|crashloop\w*|wrong|doubled|duplicated?|leak(?:s|ing|ed)?)\b",
@@ -246,6 +275,25 @@ CORRECTION = _any(
     r"\b(?:real|actual|true) (?:cause|problem|culprit|issue)\b",
     r"\b(?:theory|guess|hypothesis|suspicion|read) (?:was|is) wrong\b|\bi was wrong\b",
     r"\bafter all\b|\boverturns\b|^correction\b|\bsays otherwise\b",
+)
+# The moment the cause is seen: "I see the problem!", "Now I understand the issue.", "Found it." — the
+# sentence after it says what was seen, as a correction's does. "I notice from the output that …" and
+# "That's the commit that added …" state the finding themselves.
+REALISED = _any(
+    r"^(?:(?:ok(?:ay)?|ah|aha|oh|now|good|great)[,!.]?\s+)*(?:now\s+)?"
+    r"(?:i (?:see|understand|get|found|spotted|know) (?:the |what(?:'s| is) |what was )?"
+    r"(?:problem|issue|bug|cause|culprit|happening|going on|wrong)|"
+    r"found (?:it|the (?:problem|issue|bug|cause|culprit))|"
+    r"there it is|that'?s the (?:problem|issue|bug|culprit))[.!:]*$"
+)
+NOTICED = _any(
+    # "I notice from the output that …" after a run; "I can see that there's an empty hooks directory"
+    # describes a listing, and is left out.
+    r"^(?:(?:ok(?:ay)?|ah|oh|now)[,!.]?\s+)*i (?:notice|noticed) (?:from [^,]{1,60} )?that\b",
+    r"^that'?s (?:the|where the|why the) (?:commit|change|code|call|line|hook|function|step|one|place|reason)"
+    r" (?:that|which|where|who|corrupting|causing|breaking|writing|touching)\b",
+    # "That's the condensation code — somewhere in PostCommit() go-git is writing to the index."
+    r"^that'?s the [\w`.()-]+ (?:code|commit|change|call|hook|path|function)\s*(?:\u2014|\u2013|-|:)\s+\w",
 )
 # A decision that says it changes an earlier one, besides the cues of `SUPERSESSION`.
 CHANGE = _any(
@@ -364,6 +412,8 @@ def classify(sentence: str, role: str, *, after_problem: bool = False) -> Classi
         return make("conclusion", 0.5, hypothesis=True)
     if REFUTATION.search(raw):
         return make("conclusion", 0.7, refutation=True)
+    if role == "assistant" and (REALISED.match(raw) or NOTICED.match(raw)):
+        return make("conclusion", 0.75)
     if role == "assistant" and _LET_ME.match(_FILLER.sub("", raw)):
         return None  # "Let me look at what is actually stored … instead": an action announced, no finding
     # "a keystroke now commits in ~8 ms instead of ~300 ms" compares two measurements: a finding, no

@@ -14,14 +14,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
+from cairn.agent.offline.answers import answers, offer_replies
 from cairn.agent.offline.cues import (
     CORRECTION,
+    REALISED,
     Classified,
     capitalise,
     classify,
     heading_intent,
     is_ack,
     is_preamble,
+    list_intent,
 )
 from cairn.agent.offline.entities import (
     MAX_ENTITIES_PER_IDEA,
@@ -99,7 +102,7 @@ class Candidate:
     importance: float
     turn: int
     entities: list[Entity] = field(default_factory=list)
-    origin: str = "prose"  # prose, tool_error, todo_write
+    origin: str = "prose"  # prose, tool_error, todo_write, answer (the reply to a person's question)
     hypothesis: bool = False
     refutation: bool = False
     supersession: bool = False
@@ -151,17 +154,29 @@ def _with_cause(chosen: Segment, prose: list[Segment], content: str) -> str:
     return joined if len(joined) <= MAX_CONTENT_CHARS else content
 
 
+def _join_items(items: list[str]) -> str:
+    """A list's items as one text, each ended so the next does not run on ("… data; Idempotent — …")."""
+    return " ".join(item if item[-1:] in ".!?;:" else f"{item};" for item in items).rstrip(";")
+
+
 def _labelled_lists(prose: list[Segment]) -> dict[int, tuple[Intent, list[str]]]:
     """Bullets under a label ("Decision:", "Fix:", "Plan:" as a heading or a line of its own), by
     segment index: the label's intent and the text of every bullet of that list."""
     lists: dict[int, tuple[Intent, list[str]]] = {}
     current: tuple[Intent, list[str]] | None = None
+    heading = ""
     for segment in prose:
         if not segment.bullet:
+            # "Decision:" on a line of its own, or a sentence that introduces its list ("Here's the flow:").
             said = heading_intent(segment.text)
+            if said is None and segment.text.endswith(":"):
+                said = list_intent(segment.text)
             current = (said, []) if said else None
+            heading = segment.heading
             continue
-        under = heading_intent(segment.heading)
+        if segment.heading != heading:  # a new heading ends the list above it
+            current, heading = None, segment.heading
+        under = list_intent(segment.heading)
         if current is None and under:
             current = (under, [])
         if current is not None:
@@ -185,7 +200,7 @@ def _message_candidates(view: SessionView, message: Message, after_problem: bool
             # "Decision:" / "Fix:" above a list: the list, all of it, is what was decided or done.
             intent, items = listed
             found = Classified(
-                intent, 0.85, DEFAULT_IMPORTANCE[intent], capitalise(" ".join(items)), labelled=True
+                intent, 0.85, DEFAULT_IMPORTANCE[intent], capitalise(_join_items(items)), labelled=True
             )
         if (
             segment.bullet
@@ -206,7 +221,11 @@ def _message_candidates(view: SessionView, message: Message, after_problem: bool
     chosen = ranked[:MAX_IDEAS_PER_MESSAGE] + todos_under_heading[: max(0, 3 - len(ranked))]
     out: list[Candidate] = []
     for found, segment in sorted(chosen, key=lambda item: item[1].index):
-        if found.intent == "conclusion" and (found.refutation or CORRECTION.search(segment.text)):
+        if found.intent == "conclusion" and REALISED.match(segment.text):
+            content = _with_cause(segment, message.prose, found.content)
+            if content == found.content:
+                continue  # "I see the problem!" with nothing after it says nothing
+        elif found.intent == "conclusion" and (found.refutation or CORRECTION.search(segment.text)):
             content = _with_cause(segment, message.prose, found.content)
         else:
             content = _with_neighbours(segment, message.prose, found.content, found.labelled)
@@ -455,7 +474,7 @@ def is_duplicate(intent: str, a: frozenset[str], b: frozenset[str]) -> bool:
     return len(a & b) >= 3 and overlap(a, b) >= least_overlap and jaccard(a, b) >= least_jaccard
 
 
-_ORIGIN_RANK = {"prose": 2, "todo_write": 1, "tool_error": 0}
+_ORIGIN_RANK = {"prose": 2, "answer": 2, "todo_write": 1, "tool_error": 0}
 
 
 def _rank(candidate: Candidate) -> tuple[int, int]:
@@ -488,6 +507,30 @@ def _deduplicate(candidates: list[Candidate]) -> list[Candidate]:
     return sorted(kept, key=lambda c: (c.line, c.origin))
 
 
+def _answer_candidates(view: SessionView, candidates: list[Candidate]) -> list[Candidate]:
+    """The assistant's answer to each of the person's questions and the person's decision on each of
+    the assistant's offers, when no idea of that message says it already."""
+    said: dict[int, list[str]] = {}
+    for candidate in candidates:
+        said.setdefault(candidate.line, []).append(candidate.content)
+    asked = [(c.line, c.turn, c.content) for c in candidates if c.intent == "question"]
+    return [
+        Candidate(
+            view.session,
+            view.source_file,
+            answer.message.line,
+            answer.intent,
+            answer.content,
+            0.7,
+            round(DEFAULT_IMPORTANCE[answer.intent] - 0.1, 2),
+            answer.message.turn,
+            extract(answer.content, view.known_files),
+            origin="answer",
+        )
+        for answer in [*answers(view, asked, said), *offer_replies(view, said)]
+    ]
+
+
 def session_candidates(view: SessionView, *, open_problem: bool = False) -> list[Candidate]:
     """Every candidate idea of one session, in line order."""
     candidates: list[Candidate] = []
@@ -512,6 +555,7 @@ def session_candidates(view: SessionView, *, open_problem: bool = False) -> list
             if candidate.intent == "problem":
                 after_problem = True
             candidates.append(candidate)
+    candidates.extend(_answer_candidates(view, candidates))
     candidates.extend(reports.values())
     candidates.extend(_todo_write_candidates(view))
     said = {m.line: m.timestamp for m in view.messages}

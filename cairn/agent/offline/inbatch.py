@@ -133,6 +133,7 @@ def _resolving(problem: Candidate, candidates: list[Candidate], replaced: set[in
     for candidate in candidates:
         if (
             candidate.line > problem.line
+            and candidate.origin != "answer"  # it answers the question it follows, not the problem
             and candidate.intent in _ANSWERING["problem"]
             and not candidate.hypothesis
             and id(candidate) not in replaced

@@ -26,6 +26,8 @@ _TODO_ITEM = re.compile(
     r'\{"content":"(?P<content>(?:[^"\\]|\\.)+)","status":"(?P<status>pending|in_progress|completed)"'
 )
 _ALNUM = re.compile(r"[^a-z0-9]+")
+# Claude Code's reply when the person rejects a tool call and says why: their words follow this line.
+_REJECTED_WITH_WORDS = re.compile(r"\bTo tell you how to proceed, the user said:\s*\n(?P<said>.+)", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,15 @@ def _role(message: BatchMessage, prompts: set[str]) -> str:
     return message.role
 
 
+def person_words(message: BatchMessage) -> str | None:
+    """What the person said when rejecting a tool call ("… the user said:\nis 241 really still a
+    problem?"): their own words, a message of theirs like any other."""
+    if message.role not in ("user", "tool") or not _TOOL_RESULT.match(message.content):
+        return None
+    match = _REJECTED_WITH_WORDS.search(message.content)
+    return match["said"].strip() or None if match else None
+
+
 def read_session(update: SessionUpdate) -> SessionView:
     """Parse one session update into messages with roles, turns, prose segments and tool facts."""
     prompts = _task_prompts(update)
@@ -119,6 +130,9 @@ def read_session(update: SessionUpdate) -> SessionView:
     turn = 0
     for raw in update.messages:
         role = _role(raw, prompts)
+        if role == "tool" and (said := person_words(raw)):
+            raw = BatchMessage(line=raw.line, role="user", content=said, timestamp=raw.timestamp)
+            role = "user"
         if role in ("user", "delegate", "compaction"):
             turn += 1
         message = Message(raw.line, role, raw.content, turn, timestamp=raw.timestamp)

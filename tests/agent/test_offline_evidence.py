@@ -1,0 +1,143 @@
+"""Offline ideas that hold the evidence (issue 15): the statements real sessions make that someone asks
+about weeks later — answers to the person's questions, the person's decisions on an offer, the cause
+once it is seen, summaries of work done, fixes stated as such — become ideas at their own line.
+
+Every case is an excerpt of a real Claude Code session (`../shared/fixtures/transcripts`, entireio/cli
+and chiphuyen/sniffly, MIT), indexed through the real agent and executor with the offline model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cairn.config import Settings
+from cairn.store.store import Store
+from tests.agent.test_offline_agent import _index_all
+from tests.conftest import SHARED_TRANSCRIPTS
+
+GC_SESSION = SHARED_TRANSCRIPTS / "entireio-cli" / "03a1382e-ecd5-42c4-b3d4-5c659e165904.jsonl"
+FORK_SESSION = SHARED_TRANSCRIPTS / "entireio-cli" / "2cfdacb8-9317-430f-8975-0709d2837d1c.jsonl"
+REBASE_SESSION = SHARED_TRANSCRIPTS / "entireio-cli" / "5dd7775c-3161-4ad5-bf25-eb59a6ffa8e6.jsonl"
+MUSIC_SESSION = SHARED_TRANSCRIPTS / "chiphuyen-sniffly" / "d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl"
+
+
+def _excerpt(source: Path, target: Path, *spans: tuple[int, int]) -> dict[int, int]:
+    """Write the physical lines `spans` (1-based, inclusive) of `source` to `target`, in order; the
+    excerpt's line of each source line."""
+    lines = source.read_text(encoding="utf-8").splitlines(keepends=True)
+    kept = [n for start, end in spans for n in range(start, end + 1)]
+    target.write_text("".join(lines[n - 1] for n in kept), encoding="utf-8")
+    return {n: i + 1 for i, n in enumerate(kept)}
+
+
+async def _ideas(store: Store) -> dict[int, list[tuple[str, str]]]:
+    rows = await store.db.fetchall("SELECT source_line, intent, content FROM ideas ORDER BY id")
+    found: dict[int, list[tuple[str, str]]] = {}
+    for row in rows:
+        found.setdefault(row["source_line"], []).append((row["intent"], row["content"]))
+    return found
+
+
+async def test_answers_to_the_persons_questions_and_their_decisions_on_offers_are_ideas(
+    settings: Settings, tmp_path: Path
+) -> None:
+    # Line 184 asks "is it problematic, data wise?" about turning auto-GC off; 185 answers "Disabling
+    # auto-GC won't lose any data, but it will cause **disk bloat**:" above a list. Line 216 offers
+    # "Want me to also set `gc.auto 0` on your repo now?"; 221: "no don't set it, let's see if it keeps
+    # happening". Line 876 is the person rejecting a tool call with "is 241 really still a problem?",
+    # answered at 877. Line 894 asks for the auto-summarization setting; 901 answers with a path and a
+    # JSON block.
+    path = tmp_path / "gc.jsonl"
+    at = _excerpt(GC_SESSION, path, (180, 225), (860, 902))
+    async with await Store.open(settings) as store:
+        await _index_all(store, settings, [path])
+        ideas = await _ideas(store)
+    assert ("conclusion", "Disabling auto-GC won't lose any data, but it will cause disk bloat.") in ideas[
+        at[185]
+    ]
+    [(intent, offer)] = ideas[at[221]]
+    assert intent == "decision" and "don't set it" in offer and "gc.auto 0" in offer
+    assert ("question", "Is 241 really still a problem?") in ideas[at[876]]
+    said = " ".join(content for _intent, content in ideas[at[877]])
+    assert "GC pruning objects is harmless" in said and "The real fix is ENT-242." in said
+    setting = " ".join(content for _intent, content in ideas[at[901]])
+    assert ".entire/settings.json" in setting and '"summarize": { "enabled": true }' in setting
+    # "Yeah close it" (884) takes the offer "Want me to close it?" up in words of its own: a decision.
+    assert [intent for intent, _content in ideas[at[884]]] == ["decision"]
+
+
+async def test_the_cause_once_seen_is_the_sentence_after_i_see_the_problem(
+    settings: Settings, tmp_path: Path
+) -> None:
+    # "I see the problem! The current mapping is too narrow …" (71); "I notice from the output that
+    # almost everything is getting mapped to **waltz rhythm** …" (117). In the rebase session: "Now I
+    # understand the issue. During `git rebase`, git calls prepare-commit-msg …" (19-21) and "Done.
+    # The fix adds detection for git "sequence operations" …" (57-58).
+    music = tmp_path / "music.jsonl"
+    music.write_bytes(MUSIC_SESSION.read_bytes())
+    rebase = tmp_path / "rebase.jsonl"
+    rebase.write_bytes(REBASE_SESSION.read_bytes())
+    async with await Store.open(settings) as store:
+        await _index_all(store, settings, [music, rebase])
+        rows = await store.db.fetchall(
+            "SELECT f.path, i.source_line, i.intent, i.content FROM ideas AS i"
+            " JOIN transcript_files AS f ON f.id = i.source_file_id"
+        )
+    ideas = {(Path(r["path"]).stem, r["source_line"]): (r["intent"], r["content"]) for r in rows}
+    intent, content = ideas[("music", 71)]
+    assert intent == "conclusion" and content.startswith(
+        "I see the problem! The current mapping is too narrow"
+    )
+    assert ideas[("music", 117)][0] == "conclusion" and "waltz rhythm" in ideas[("music", 117)][1]
+    intent, content = ideas[("rebase", 19)]
+    assert intent == "conclusion" and 'doesn\'t pass a special "rebase" source' in content
+    assert ideas[("rebase", 57)] == (
+        "solution",
+        'The fix adds detection for git "sequence operations" (rebase, cherry-pick, revert) at the start '
+        "of `PrepareCommitMsg`.",
+    )
+    # A realisation with nothing after it says nothing: no idea reads only "I see the problem!".
+    assert not any(
+        content.rstrip("!.") in ("I see the problem", "Found it") for _i, content in ideas.values()
+    )
+
+
+async def test_summaries_of_work_done_hold_their_design_decisions_flow_and_limits(
+    settings: Settings, tmp_path: Path
+) -> None:
+    # "Here's the flow:" above three bullets (73); "Here's what I built: … **How it works:** … **Key
+    # design decisions:** … **Limitation:** For private forks, …" (118); "Key changes:" (178).
+    path = tmp_path / "fork.jsonl"
+    path.write_bytes(FORK_SESSION.read_bytes())
+    async with await Store.open(settings) as store:
+        await _index_all(store, settings, [path])
+        ideas = await _ideas(store)
+    [(intent, flow)] = ideas[73]
+    assert intent == "conclusion" and "Entire-Checkpoint" in flow and "12 lowercase hex characters" in flow
+    built = dict(ideas[118])
+    assert built["decision"].startswith("Selective import — only copies checkpoint directories")
+    assert "; Idempotent — exits cleanly" in built["decision"]
+    assert built["problem"].startswith("For private forks, you'd pass a PAT")
+    assert "conclusion" in built  # how it works
+    assert dict(ideas[178])["solution"].startswith("Removed `actions/checkout` — no full repo clone")
+
+
+async def test_findings_todos_and_pasted_errors_of_an_investigation(
+    settings: Settings, tmp_path: Path
+) -> None:
+    # "Here's the root cause chain:" above numbered causes (164); "Done. Next time you do a
+    # commit/push, check `/tmp/entire-index-debug.log`." (631); "**Post-commit hook changed the
+    # index.** … That's the condensation code — somewhere in `PostCommit()` go-git is writing to the
+    # worktree index." (640); the person pasting "fatal: unable to read e53647ba…" (660).
+    path = tmp_path / "gc.jsonl"
+    at = _excerpt(GC_SESSION, path, (160, 166), (625, 662))
+    async with await Store.open(settings) as store:
+        await _index_all(store, settings, [path])
+        ideas = await _ideas(store)
+    chain = dict(ideas[at[164]])["conclusion"]
+    assert chain.startswith("Go-git's `SetEncodedObject` creates loose objects")
+    assert ("todo", "Next time you do a commit/push, check `/tmp/entire-index-debug.log`.") in ideas[at[631]]
+    found = dict(ideas[at[640]])["conclusion"]
+    assert "That's the condensation code" in found
+    pasted = dict(ideas[at[660]])["problem"]
+    assert "fatal: unable to read e53647ba1f1e5203bedff558b482f178db045555" in pasted
