@@ -26,8 +26,11 @@ identifiers) runs ``--repeats`` times after a warm-up pass, and p50/p95 are repo
   target is judged on;
 * ``keyword`` and ``semantic`` alone;
 * the baseline: a bare ``SELECT rowid FROM ideas_fts WHERE ideas_fts MATCH ? ORDER BY rank LIMIT 10``
-  with the same FTS5 expression search draws its keyword candidates with, through the same
-  read connection. The ratio hybrid/bare is what cairn's fusion, vectors and hydration cost on top;
+  with the query's whole FTS5 expression (`FtsQuery.combined`: phrase, NEAR and every key term),
+  through the same read connection. The ratio hybrid/bare is what cairn's fusion, vectors and
+  hydration cost on top. For reading it: the same bare query with the expression search draws its
+  keyword candidates with (`keyword.candidate_match`: in a large store the query's common terms
+  draw no rows of their own), and the term counts that choose it;
 * for reading the semantic figures: embedding one query, and a bare top-10 Chroma query on ideas,
   without and with the metadata filter search applies by default (``superseded: False``).
 
@@ -72,6 +75,7 @@ from pathlib import Path
 from typing import Any
 
 from cairn.config import Settings
+from cairn.search import keyword
 from cairn.search import query as fts_query
 from cairn.search.models import Mode, SearchPage, SearchRequest
 from cairn.store import outbox
@@ -733,6 +737,8 @@ async def measure_latency(
         "keyword",
         "semantic",
         "bare_fts",
+        "bare_fts_drawn",
+        "term_counts",
         "embed_query",
         "bare_chroma",
         "bare_chroma_filtered",
@@ -761,6 +767,20 @@ async def measure_latency(
             assert built is not None, q
             return lambda: db.fetchall(BARE_FTS, (built.combined,))
 
+        def counted(q: str) -> Callable[[], Awaitable[Any]]:
+            built = fts_query.build(q)
+            assert built is not None, q
+            return lambda: keyword.term_counts(db, "ideas", "ideas_fts", built)
+
+        drawn: dict[str, str] = {}
+        for q in queries:
+            built = fts_query.build(q)
+            assert built is not None, q
+            drawn[q] = keyword.candidate_match(built, (await counted(q)())[1])
+
+        def bare_drawn(q: str) -> Callable[[], Awaitable[Any]]:
+            return lambda: db.fetchall(BARE_FTS, (drawn[q],))
+
         # Reference points for reading the figures: embedding one query, and one bare Chroma query.
         def embed(q: str) -> Callable[[], Awaitable[Any]]:
             return lambda: asyncio.to_thread(vectors.embedding_function, [q])  # never a kept vector
@@ -778,6 +798,8 @@ async def measure_latency(
             await nearest(q)()
         for q in queries:
             samples["bare_fts"] += await time_calls(bare(q), repeats)
+            samples["bare_fts_drawn"] += await time_calls(bare_drawn(q), repeats)
+            samples["term_counts"] += await time_calls(counted(q), repeats)
             samples["embed_query"] += await time_calls(embed(q), repeats)
             samples["bare_chroma"] += await time_calls(nearest(q), repeats)
             # The metadata filter search applies by default (superseded ideas are left out).
@@ -1001,6 +1023,8 @@ def print_latency(size: int, info: dict[str, Any], figures: dict[str, Any], quer
     print(f"  {'':30} {'p50 ms':>9} {'p95 ms':>9}")
     labels = {
         "bare_fts": "bare FTS5 (ideas_fts)",
+        "bare_fts_drawn": "  same, search's expression",
+        "term_counts": "  its term counts",
         "embed_query": "  for reference: embed query",
         "bare_chroma": "  bare Chroma top 10 (ideas)",
         "bare_chroma_filtered": "  same, where superseded=False",
