@@ -30,7 +30,9 @@ and it marks every text of a copy as that copy's ("(copy 2) ..."), so the conten
 cannot make copies 2..N free (a real history repeats little: measured with identical texts, 4 copies
 ran at 3.5x capture, most vectors reused).
 It then times, in the same run and each from process start, capture alone (``cairn sync --no-index
---no-vectors``, the baseline) and ``cairn backfill --model offline`` to a fully embedded store (it
+--no-vectors``, the baseline) and ``cairn backfill --model offline`` twice, each into a fresh store —
+embedding after indexing (``CAIRN_EMBED_ALONGSIDE=false``, as before) and alongside (the default) — to a
+fully embedded store (it
 checks that no vector waits in the outbox afterwards), and reports messages/s, the backfill/capture
 time ratio (issue 16's target: <= 6) and each process's peak RSS (its own `wait4` rusage; target
 < 500 MB). With ``--eval`` it then runs ``cairn eval qa`` on coding-qa-dev, which uses the same default
