@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -230,8 +230,16 @@ async def enqueue(conn: aiosqlite.Connection, kind: str, item_ids: Iterable[int]
     )
 
 
-async def pending(db: Database) -> int:
-    return int(await db.scalar("SELECT count(*) FROM vector_outbox"))
+async def pending(db: Database, kinds: Collection[str] | None = None) -> int:
+    """Queued outbox rows (of `kinds` only, when given)."""
+    where, params = _kinds_filter(kinds)
+    return int(await db.scalar(f"SELECT count(*) FROM vector_outbox {where}", params))
+
+
+def _kinds_filter(kinds: Collection[str] | None) -> tuple[str, tuple[str, ...]]:
+    if kinds is None:
+        return "", ()
+    return f"WHERE kind IN ({', '.join('?' * len(kinds))})", tuple(kinds)
 
 
 async def drain(
@@ -241,22 +249,26 @@ async def drain(
     batch: int = 256,
     progress: Progress | None = None,
     sources: Mapping[str, VectorSource] = SOURCES,
+    kinds: Collection[str] | None = None,
 ) -> int:
     """Apply every queued change to Chroma; return how many outbox rows were applied.
 
     Runs until the queue is empty, `batch` rows at a time (one Chroma call per kind per batch).
-    `sources` says how each kind's items are loaded (`sources_for` the settings).
+    `sources` says how each kind's items are loaded (`sources_for` the settings); `kinds`, when
+    given, limits the drain to those kinds (two drains of disjoint kinds can run side by side).
     """
     if batch < 1:
         raise ValueError(f"batch must be at least 1, got {batch}")
-    total = await pending(db)
+    where, params = _kinds_filter(kinds)
+    total = await pending(db, kinds)
     done = 0
     if progress:
         progress(done, total)
     while True:
         rows = await db.fetchall(
-            "SELECT kind, item_id, revision FROM vector_outbox ORDER BY queued_at, kind, item_id LIMIT ?",
-            (batch,),
+            f"SELECT kind, item_id, revision FROM vector_outbox {where} "
+            "ORDER BY queued_at, kind, item_id LIMIT ?",
+            (*params, batch),
         )
         if not rows:
             return done
@@ -268,7 +280,7 @@ async def drain(
         await _acknowledge(db, rows)
         done += len(rows)
         if progress:
-            total = max(total, done + await pending(db))
+            total = max(total, done + await pending(db, kinds))
             progress(done, total)
 
 

@@ -18,7 +18,7 @@ import errno
 import hashlib
 import json
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -36,7 +36,7 @@ from cairn.store.db import Database, DatabaseError
 from cairn.store.failures import StoreReadOnlyError, disk_full, unwritable_reason
 from cairn.store.lock import StoreLock, StoreLockedError
 from cairn.store.projects import project_for_claude_dir, project_for_cwd
-from cairn.store.vector_worker import VectorWorker, WorkerProgress
+from cairn.store.vector_worker import MEMORY_VECTOR_KINDS, VectorWorker, WorkerProgress
 from cairn.transcripts import passages as passage_split
 from cairn.transcripts.discover import is_subagent_file, session_id_for
 from cairn.transcripts.normalise import ToolCall
@@ -499,18 +499,22 @@ class Store:
     async def sync_vectors(self, progress: outbox.Progress | None = None) -> int:
         """Write every pending vector change to Chroma; returns how many were applied.
 
-        While a background worker runs (`vectors_alongside`) this only wakes it and returns 0: the
-        worker embeds the new rows, and two drains side by side would embed the same texts twice.
+        While a background worker runs (`vectors_alongside`), the bulk of the queue — messages and
+        passages — is the worker's: this drains only the rest (the ideas, spans and entities an
+        indexing run just wrote, so the next run's searches find them, as without a worker) and
+        wakes the worker. The two drains never share a kind, so no text is embedded twice.
         """
         if self._vector_worker is not None:
             self._vector_worker.wake()
-            return 0
+            return await self.drain_vectors(progress, kinds=MEMORY_VECTOR_KINDS)
         return await self.drain_vectors(progress)
 
-    async def drain_vectors(self, progress: outbox.Progress | None = None) -> int:
-        """Drain the vector outbox now, whoever else may be draining it (see `sync_vectors`)."""
+    async def drain_vectors(
+        self, progress: outbox.Progress | None = None, kinds: Collection[str] | None = None
+    ) -> int:
+        """Drain the vector outbox (of `kinds` only, when given) now, whoever else may be draining."""
         sources = outbox.sources_for(self.settings.passage_vectors, self.settings.message_vectors)
-        return await outbox.drain(self.db, self.vectors, progress=progress, sources=sources)
+        return await outbox.drain(self.db, self.vectors, progress=progress, sources=sources, kinds=kinds)
 
     @asynccontextmanager
     async def vectors_alongside(

@@ -3,9 +3,10 @@
 A backfill's two heavy halves are capture and indexing — Python, one core — and embedding — ONNX
 Runtime, outside the GIL. Run one after the other they leave a core idle most of the time; run side
 by side they share both. `VectorWorker` drains the outbox (`Store.sync_vectors`) in a loop while
-the job captures and indexes: it waits when the queue is empty and is woken by the job's own
-`sync_vectors` calls (which, while a worker runs, only wake it instead of draining beside it, so no
-text is embedded twice), and `finish` drains what is left once the job has written everything.
+the job captures and indexes: it embeds the captured messages and passages, waits when there are none
+and is woken by the job's own `sync_vectors` calls — which meanwhile embed only what indexing wrote
+(ideas, spans, entities: a few per run, needed by the next run's searches), so the two never share a
+row — and `finish` drains everything left once the job has written it all.
 
 Nothing changes about what gets stored: the outbox rows are removed only after their vectors are
 written (`cairn.store.outbox`), so a worker stopped or killed half-way leaves the rest queued for the
@@ -21,6 +22,14 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from cairn.store.store import Store
+
+#: What the worker embeds while the job runs: captured text, the bulk of the queue.
+BULK_VECTOR_KINDS = ("messages", "passages")
+#: What the job's own `sync_vectors` still embeds at once, so its next indexing run can search it.
+#: Spelled out rather than derived from `cairn.store.vectors.VECTOR_KINDS`: importing that module
+#: imports Chroma (seconds), which the store leaves until vectors are used. A test checks the two
+#: tuples cover every kind.
+MEMORY_VECTOR_KINDS = ("ideas", "spans", "entities", "chunks", "associations")
 
 #: How long an idle worker sleeps before looking at the queue again without being woken (a write
 #: that did not call `sync_vectors`, such as capture's, still gets its vectors this soon).
@@ -70,7 +79,7 @@ class VectorWorker:
         if self._task is not None:
             await self._task
         if drain and not self._should_stop():
-            await self._drain()
+            await self._drain(None)
         return self.written
 
     async def _run(self) -> None:
@@ -81,8 +90,8 @@ class VectorWorker:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), IDLE_SECONDS)
 
-    async def _drain(self) -> int:
-        """One drain of the queue as it is; how many rows it applied."""
+    async def _drain(self, kinds: tuple[str, ...] | None = BULK_VECTOR_KINDS) -> int:
+        """One drain of the queue (of `kinds`) as it is; how many rows it applied."""
         before, applied = self.written, 0
 
         def progress(done: int, total: int) -> None:
@@ -94,7 +103,7 @@ class VectorWorker:
                 raise _Stop
 
         try:
-            await self._store.drain_vectors(progress=progress)
+            await self._store.drain_vectors(progress=progress, kinds=kinds)
         except _Stop:
             self._closing = True
         self.written = before + applied

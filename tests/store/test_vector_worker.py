@@ -11,6 +11,8 @@ import pytest
 from cairn.config import Settings
 from cairn.store import outbox
 from cairn.store.store import Store
+from cairn.store.vector_worker import BULK_VECTOR_KINDS, MEMORY_VECTOR_KINDS
+from cairn.store.vectors import VECTOR_KINDS
 from tests.conftest import SHARED_TRANSCRIPTS
 from tests.store.ingesting import LARGE, MAIN, MEDIUM, SMALL, ingest
 from tests.store.test_outbox import add_memory, assert_consistent
@@ -33,15 +35,18 @@ async def test_what_the_body_writes_is_embedded_once_by_the_end(store: Store) ->
             await ingest(store, path)
             # What the indexer does after each batch: while the worker runs this only wakes it.
             assert await store.sync_vectors() == 0
-        await add_memory(store, SMALL.stem)
-        assert await store.sync_vectors() == 0
+        ids = await add_memory(store, SMALL.stem)
+        # What indexing wrote is embedded at once, for the next run's searches; messages are the worker's.
+        memory = await store.sync_vectors()
+        assert memory == 6, "2 ideas, a span, an entity, a file chunk, an association (not the passage)"
+        assert str(ids["new"]) in store.vectors.get_ids("ideas")
 
     assert await outbox.pending(store.db) == 0
     await assert_consistent(store)
     assert worker.written > 0 and seen[-1][0] == worker.written
     assert all(done <= total for done, total in seen)
-    # Every row was written to Chroma once: the worker was the only drain (all rows here are upserts).
-    assert store.vectors.embedded + store.vectors.reused == worker.written
+    # Every row was written to Chroma once: the two drains never share a row (all rows here are upserts).
+    assert store.vectors.embedded + store.vectors.reused == worker.written + memory
     assert await store.sync_vectors() == 0  # after the block, sync_vectors drains again (nothing left)
 
 
@@ -84,3 +89,7 @@ async def test_one_worker_per_store(store: Store) -> None:
         with pytest.raises(RuntimeError, match="already runs"):
             async with store.vectors_alongside():
                 pass
+
+
+def test_the_worker_and_the_job_share_out_every_kind() -> None:
+    assert sorted(BULK_VECTOR_KINDS + MEMORY_VECTOR_KINDS) == sorted(VECTOR_KINDS)
