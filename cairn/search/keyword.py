@@ -189,7 +189,8 @@ async def keyword_hits(
     marked = " || ' ' || ".join(
         f"highlight({spec.fts}, {c}, '{OPEN}', '{CLOSE}')" for c in range(spec.columns)
     )
-    if filters.narrows:
+    if filters.session is not None:
+        # A session holds a few hundred rows: bm25 only for its matches, then marks for the kept.
         rows = await db.fetchall(
             f"""
             SELECT f.rowid AS id, {spec.bm25} AS bm25
@@ -199,7 +200,8 @@ async def keyword_hits(
             """,
             (match, *params, n),
         )
-        # Marks only for the rows kept: a second MATCH restricted to them (highlight needs one).
+        # highlight() needs a MATCH: a second one restricted to the kept rows (FTS5 re-reads the
+        # query's doclists for each, which only a handful of rows can afford).
         marks = {
             int(row["id"]): str(row["marked"] or "")
             for row in await db.fetchall(
@@ -210,9 +212,10 @@ async def keyword_hits(
         }
     else:
         # FTS5 hands rows over in `rank` order (it ranks every match first: the cost is the rows the
-        # expression matches), each is checked against its table as it comes, and highlight() runs
-        # only for the rows kept, up to `n`. CROSS JOIN keeps FTS5 the outer loop: driven by the
-        # table, FTS5 would be asked one rowid at a time, re-reading the query's doclists each time.
+        # expression matches), each is checked against the filters as it comes, and highlight() runs
+        # only for the rows kept, up to `n`. CROSS JOIN keeps FTS5 the outer loop. At 100K ideas a
+        # project filter cost 0.65 / 2.8 s (p50 / p95) the other way, marking the kept rows by a
+        # second MATCH per rowid; this way 0.10 / 0.5 s, results identical.
         rank = f" AND f.rank MATCH '{spec.rank}'" if spec.rank else ""
         rows = await db.fetchall(
             f"""
