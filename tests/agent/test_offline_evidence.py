@@ -62,8 +62,8 @@ async def test_answers_to_the_persons_questions_and_their_decisions_on_offers_ar
     assert "GC pruning objects is harmless" in said and "The real fix is ENT-242." in said
     setting = " ".join(content for _intent, content in ideas[at[901]])
     assert ".entire/settings.json" in setting and '"summarize": { "enabled": true }' in setting
-    # "Yeah close it" (884) takes the offer "Want me to close it?" up in words of its own: a decision.
-    assert [intent for intent, _content in ideas[at[884]]] == ["decision"]
+    # "yeah close it" (884) on "Want me to close it?" is a nod with one word of its own: no idea.
+    assert at[884] not in ideas
 
 
 async def test_the_cause_once_seen_is_the_sentence_after_i_see_the_problem(

@@ -29,6 +29,13 @@ _FENCE = re.compile(r"```[\w+-]*\n(?P<code>.*?)(?:```|\Z)", re.DOTALL)
 _NOD = re.compile(
     r"^(?:(?:good|great|fair|interesting)\s+(?:point|question|catch|call|enough)|fair enough)\b", re.I
 )
+# A sentence that only nods before the answer: "Most likely, yeah.", "Right, exactly.", "Two reasons."
+_BARE_NOD = re.compile(
+    r"^(?:(?:yes|yeah|yep|right|exactly|correct|indeed|true|most likely|probably|likely|good point|"
+    r"fair point|good question|great question|good catch|fair enough|you'?re right|two reasons|"
+    r"a few reasons|several reasons|ah|oh)[\s,.!\u2014-]*)+$",
+    re.I,
+)
 # "I'll investigate how …": the work that will find the answer, not the answer.
 _FUTURE = re.compile(r"^(?:i'll|i will|i'm going to|i am going to|let me|let's)\b", re.I)
 _ANSWER_INTENTS = ("decision", "solution", "conclusion")
@@ -89,7 +96,8 @@ def _previous_words(view: SessionView, message: Message) -> Message | None:
 
 def offer_replies(view: SessionView, said: Mapping[int, list[str]]) -> list[Answer]:
     """The person's decision on each offer the assistant closed a message with, when their reply says
-    more than "yes" (a nod is no decision anyone looks up) and gave no idea of its own."""
+    more than "yes" — at least two words of its own ("yeah close it" is a nod anyone can infer) — and
+    gave no idea of its own."""
     out: list[Answer] = []
     for message in view.messages:
         if message.role != "user" or not message.prose or said.get(message.line):
@@ -102,7 +110,7 @@ def offer_replies(view: SessionView, said: Mapping[int, list[str]]) -> list[Answ
             continue
         reply = " ".join(s.text for s in message.prose)
         verdict = VERDICT.match(reply)
-        if verdict is None or len(verdict["rest"].split()) < 2:
+        if verdict is None or len(term_set(verdict["rest"])) < 2:
             continue
         content = shorten(f"{capitalise(reply.rstrip('.'))} (on: {asked})")
         out.append(Answer(message, "decision", content))
@@ -117,7 +125,7 @@ def _statement(message: Message) -> str | None:
     if any(is_preamble(s.text) or _FUTURE.match(s.text) for s in message.prose):
         return None
     spoken = [s for s in message.prose if not s.text.endswith("?")]
-    while spoken and (is_ack(spoken[0].text) or (_NOD.match(spoken[0].text) and len(spoken[0].text) < 24)):
+    while len(spoken) > 1 and (is_ack(spoken[0].text) or _BARE_NOD.match(spoken[0].text)):
         spoken = spoken[1:]
     if not spoken or DEFERRAL.search(spoken[0].text):
         return None
