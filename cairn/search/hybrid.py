@@ -2,10 +2,12 @@
 
 The steps, for each kind the request covers:
 
-1. keyword candidates (FTS5 BM25, three tiers, `cairn.search.keyword`) under the filters;
+1. keyword candidates (FTS5 BM25, three tiers, `cairn.search.keyword`) under the filters, for the
+   query without the dates it names (`cairn.search.dates`: those are time windows);
 2. unless keyword matches are decisive (top strength >= `search_decisive_top` and ahead of the second
    by `search_decisive_gap`), vector candidates (Chroma, filtered inside the query) for the query's
-   embedding, computed once and started while the keyword queries run;
+   embedding, computed once and started while the keyword queries run, and the items of a narrow
+   window the query names;
 3. load every candidate with its context, re-checking the filters (`cairn.search.hydrate`);
 4. score (`cairn.search.ranking`), drop what falls under `min_score`, fold a raw message into the idea
    extracted from it when both are found, and page.
