@@ -278,8 +278,8 @@ class Settings(BaseSettings):
         default=0.2,
         ge=0,
         le=1,
-        description="Relevance an item said on a date the query names gains (\"on 7 July, 2023\", "
-        "\"in May 2023\"); the date's words leave the keyword query (0: dates are plain words).",
+        description='Relevance an item said on a date the query names gains ("on 7 July, 2023", '
+        '"in May 2023"); the date\'s words leave the keyword query (0: dates are plain words).',
     )
     search_term_window: int = Field(
         default=60,

@@ -143,9 +143,7 @@ async def search(
         lifts = await _idea_lifts(db, vectors, settings, base, filters, vector, signals)
     if vector is not None:
         await _fill_cosines(vectors, vector, signals)
-    ranked = await _rank(
-        db, kinds, signals, filters, settings, base, use_keywords, use_vectors, lifts, dates
-    )
+    ranked = await _rank(db, kinds, signals, filters, settings, base, use_keywords, use_vectors, lifts, dates)
     return await _page(
         db,
         base,
@@ -187,9 +185,7 @@ async def _filters(
         project_ids = tuple(pid for pid, _ in found)
         project_paths = tuple(path for _, path in found)
         if not found:
-            notices.append(
-                f"no stored project matches {request.project!r}; {UNKNOWN_HINT}"
-            )
+            notices.append(f"no stored project matches {request.project!r}; {UNKNOWN_HINT}")
     if snapshot is None:
         row = await db.fetchone(
             "SELECT (SELECT max(id) FROM ideas) AS idea, (SELECT max(id) FROM topic_spans) AS span, "
@@ -374,9 +370,7 @@ async def _fill_cosines(
     )
     for (kind, ids), stored in zip(missing.items(), found, strict=True):
         if isinstance(stored, Exception):
-            log.warning(
-                "could not read the vectors of %d %s candidates", len(ids), kind, exc_info=stored
-            )
+            log.warning("could not read the vectors of %d %s candidates", len(ids), kind, exc_info=stored)
             continue
         if isinstance(stored, BaseException):
             raise stored

@@ -289,9 +289,7 @@ def candidate_match(query: FtsQuery, counts: list[int]) -> str:
     return " OR ".join([*tiers, f"(({rare}) AND ({common}))", f"(({rare}) NOT ({common}))"])
 
 
-async def _passage_hits(
-    db: Database, match: str, filters: Filters, n: int, tiers: Tiers
-) -> list[KeywordHit]:
+async def _passage_hits(db: Database, match: str, filters: Filters, n: int, tiers: Tiers) -> list[KeywordHit]:
     """Messages whose passages match `match` (the messages' candidate expression: passages are their
     messages' words), one hit per matching passage (the best `n` passages: a message can have
     several), in one statement. Only searchable messages have passages, so the default filters
