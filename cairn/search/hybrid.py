@@ -29,7 +29,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -397,10 +397,9 @@ async def _rank(
     now = datetime.now(UTC)
     minimum = settings.search_min_score if request.min_score is None else request.min_score
     ranked: list[_Ranked] = []
-    scales = _scales(kinds, signals, settings)
     for kind in kinds:
         ids = [row_id for (k, row_id) in signals if k == kind]
-        scale = scales[kind]
+        scale = Scale.of([signals[(kind, row_id)] for row_id in ids], settings)
         items = await load(db, kind, ids, filters)
         relevances = {
             row_id: relevance(
@@ -429,28 +428,6 @@ async def _rank(
                 parts.learned = round(lift.weight, 4)
             ranked.append(_Ranked(item, entry, final, parts, lift))
     return [r for r in _fold(ranked) if r.score >= minimum]
-
-
-def _scales(
-    kinds: tuple[Kind, ...], signals: dict[tuple[Kind, int], Signals], settings: Settings
-) -> dict[Kind, Scale]:
-    """Each kind's yardsticks for this query; searched beside messages, ideas and spans (drawn from
-    messages) measure their bm25 against the best match of their own kind or of the messages, whichever
-    is better. Measured against their own kind alone, the best of a weak kind got full bm25 credit: a
-    greeting copied into an idea ("Caroline: Hey Melanie! How's it going?") matched the names of a
-    question as well as any idea did, and took a place in kind=all from the message that answered it.
-    Messages keep their own yardstick, so they score in kind=all as they do alone."""
-    scales = {
-        kind: Scale.of([entry for (k, _), entry in signals.items() if k == kind], settings) for kind in kinds
-    }
-    messages = scales.get("message")
-    if messages is None or messages.best_bm25 is None:
-        return scales
-    best = messages.best_bm25
-    return {
-        kind: scale if scale.best_bm25 is None else replace(scale, best_bm25=min(best, scale.best_bm25))
-        for kind, scale in scales.items()
-    }
 
 
 def _with_context(

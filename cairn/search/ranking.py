@@ -1,6 +1,6 @@
 """Scoring: keyword and vector evidence combined per query, then importance, recency, usage and intent.
 
-    keyword   = tier strength x (1 - bm25_share + bm25_share x bm25 / best bm25)            in [0, 1]
+    keyword   = tier strength x (1 - bm25_share + bm25_share x bm25 / best bm25 of the kind)   in [0, 1]
     vector    = (cosine - floor) / (top - floor) x calibrate(top)                                  in [0, 1]
     relevance = keyword_share x keyword + (1 - keyword_share) x vector
               (+ context_weight x the best relevance of a neighbouring text message, for messages:
@@ -12,8 +12,7 @@ generic message that a vector query happens to rank first ("Cool! What did it lo
 message holding every word of the query. Here each signal keeps its strength:
 
 - the keyword part is the match tier (phrase > NEAR > all terms > some, an absolute measure) scaled by
-  bm25 relative to the best row of the kind (for ideas and spans searched beside messages: or of the
-  messages, if better; `cairn.search.hybrid._scales`), so among rows of one tier the better bm25 wins;
+  bm25 relative to the best row of the same kind, so among rows of one tier the better bm25 wins;
 - the vector part is calibrated *per query*: cosines are spread between the kind's best candidate
   (`top`) and a floor (the `search_vector_floor_rank`-th best, at least `search_vector_floor`; just
   `search_vector_floor` when fewer candidates came back), so
