@@ -71,3 +71,23 @@ def test_a_small_store_is_searched_with_the_whole_query() -> None:
     single = build("webhook")
     assert single is not None
     assert candidate_match(single, []) == single.combined
+
+
+def test_the_draw_stops_before_a_term_that_would_cross_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A term is added to the draw only while the drawn rows stay within the bound: the common term
+    that would cross it costs bm25 for every row it holds (most of a large store's query time)."""
+    monkeypatch.setattr(keyword, "DRAW_ROWS", 100)
+    query = build("certificate verification failing staging")
+    assert query is not None
+    by_term = dict(zip(query.terms, [30, 60, 5000, 0], strict=True))
+    counts = [by_term[term] for term in query.terms]
+    match = candidate_match(query, counts)
+    drawn = match.rsplit(" NOT ", 1)[0]
+    rare, common = drawn.rsplit(" AND ", 1)
+    # 30 + 60 rows stay within 100, so both draw; "failing" (5,000) only counts beside them.
+    assert query.term_match(query.terms[0]) in rare and query.term_match(query.terms[1]) in rare
+    assert query.term_match(query.terms[2]) in common and query.term_match(query.terms[2]) not in rare
+    # The rarest term draws even alone above the bound: something must.
+    alone = candidate_match(query, [5000, 5000, 5000, 4000])
+    assert alone.count(query.term_match(query.terms[3])) == 2
+    assert alone.rsplit(" NOT ", 1)[1].count(" OR ") == 2
