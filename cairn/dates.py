@@ -8,7 +8,7 @@ in `cairn backfill`, `cairn reindex` and the MCP `search` tool alike.
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 #: The forms `parse_when` accepts, for error messages and help texts.
 ACCEPTED = "2025-01-31, 2025-01-31T14:00, today, yesterday, now, or an age such as 3d, 12h, 2w"
@@ -59,3 +59,16 @@ def parse_when(value: str, what: str = "date", *, now: datetime | None = None) -
 def parse_when_iso(value: str | None, what: str = "date") -> str | None:
     """`parse_when` as an ISO string, passing None through: the form ops and the daemon's JSON carry."""
     return None if value is None else parse_when(value, what).isoformat()
+
+
+def parse_stored(value: str | None) -> datetime | None:
+    """An aware datetime for a timestamp cairn stored (a transcript's ISO time, SQLite's `...Z`), or
+    None when there is none or it is unreadable: ranking and filters treat such a row as undated
+    rather than failing a search on one odd value. A time without a zone is UTC, as stored."""
+    if not value:
+        return None
+    try:
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)

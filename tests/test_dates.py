@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from cairn.dates import DateError, parse_when
+from cairn.dates import DateError, parse_stored, parse_when
 
 NOW = datetime(2026, 3, 10, 15, 30, tzinfo=UTC)
 
@@ -43,3 +43,12 @@ def test_a_bad_value_names_itself_and_the_accepted_forms(value: str) -> None:
     message = str(caught.value)
     assert message.startswith(f"--since {value!r} is not a date") and "3d" in message
     assert "\n" not in message
+
+
+def test_stored_timestamps_read_as_utc_and_odd_values_as_undated() -> None:
+    """What ranking (recency), date windows and learned associations read back from the store."""
+    assert parse_stored("2025-03-01T10:00:00Z") == datetime(2025, 3, 1, 10, tzinfo=UTC)
+    assert parse_stored("2025-03-01T10:00:00.123+02:00") == datetime(2025, 3, 1, 8, 0, 0, 123000, tzinfo=UTC)
+    assert parse_stored("2025-03-01 10:00:00") == datetime(2025, 3, 1, 10, tzinfo=UTC)
+    for odd in (None, "", "yesterday", "2025-13-01T00:00:00Z"):
+        assert parse_stored(odd) is None

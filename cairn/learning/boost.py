@@ -38,6 +38,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from cairn.config import Settings
+from cairn.dates import parse_stored
 from cairn.learning.associations import query_key
 from cairn.store.db import Database
 from cairn.store.usage import record_use
@@ -79,21 +80,11 @@ def closeness(cosine: float, settings: Settings) -> float:
 
 def decay(learned_at: str | None, last_used_at: str | None, settings: Settings, now: datetime) -> float:
     """0.5 ** (days since the association was last learned or used / half-life); 1 when unknown."""
-    times = [t for t in (_parse(learned_at), _parse(last_used_at)) if t is not None]
+    times = [t for t in (parse_stored(learned_at), parse_stored(last_used_at)) if t is not None]
     if not times:
         return 1.0
     age_days = max(0.0, (now - max(times)).total_seconds() / 86_400)
     return float(0.5 ** (age_days / settings.learn_half_life_days))
-
-
-def _parse(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 async def associations_for(

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
+from cairn.dates import parse_stored
 from cairn.search.filters import TABLES, Filters
 from cairn.search.models import Kind
 from cairn.store.db import Database
@@ -65,15 +66,8 @@ class Window:
     end: datetime
 
     def holds(self, iso: str | None) -> bool:
-        if not iso:
-            return False
-        try:
-            when = datetime.fromisoformat(iso.replace("Z", "+00:00"))
-        except ValueError:
-            return False
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        return self.start <= when < self.end
+        when = parse_stored(iso)
+        return when is not None and self.start <= when < self.end
 
 
 @dataclass(frozen=True)
