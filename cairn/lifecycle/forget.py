@@ -12,6 +12,11 @@ Chroma's own SQLite file gets the same treatment once its deletions are applied 
 
 The transcript files' cursor rows are kept: the transcripts themselves are Claude Code's, and a later
 sync reads only what is appended after the forget instead of capturing the forgotten lines again.
+
+Indexing runs are kept too (their counts and costs are the store's history), but not what they quote:
+a rejected result item (`index_runs.rejected_items`) carries the model's text about a session, and an
+error can quote it. Items that name a forgotten session or point at a forgotten idea are dropped, and
+an error that names a forgotten session is cleared (`_scrub_runs`).
 """
 
 from __future__ import annotations
@@ -127,6 +132,7 @@ async def forget(store: Store, selection: Selection, *, dry_run: bool = False) -
             deleted = await _delete(conn, plan)
             if deleted != counts:
                 raise RuntimeError(f"forget deleted {deleted} but planned {counts}; rolled back")
+            await _scrub_runs(conn, plan)
             for table in FTS_TABLES:
                 await conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
     report = ForgetReport(counts=counts, dry_run=dry_run, projects=[path for _, path in projects])
@@ -322,3 +328,44 @@ async def _delete(conn: aiosqlite.Connection, plan: _Plan) -> dict[str, int]:
         deleted[kind] = cursor.rowcount
         await cursor.close()
     return {kind: deleted[kind] for kind in KINDS}
+
+
+async def _scrub_runs(conn: aiosqlite.Connection, plan: _Plan) -> None:
+    """Drop from `index_runs` the rejected items that name a forgotten session (anywhere in the item:
+    a session id is a UUID, so its text is unambiguous) or point at a forgotten idea (`*_idea_id`),
+    and clear errors that name a forgotten session. The rest of each run stays."""
+    sessions = set(plan.session_ids)
+    ideas = set(plan.idea_ids)
+    if not sessions and not ideas:
+        return
+    async with conn.execute(
+        "SELECT id, rejected_items, error FROM index_runs WHERE rejected_items <> '[]' OR error IS NOT NULL"
+    ) as cursor:
+        runs = list(await cursor.fetchall())
+
+    def names_forgotten(text: str) -> bool:
+        return any(session in text for session in sessions)
+
+    def points_at_forgotten(entry: Any) -> bool:
+        item = entry.get("item") if isinstance(entry, dict) else None
+        if not isinstance(item, dict):
+            return False
+        return any(key.endswith("idea_id") and value in ideas for key, value in item.items())
+
+    for run_id, rejected_json, error in runs:
+        try:
+            rejected = json.loads(rejected_json)
+        except ValueError:
+            rejected = []
+        entries = rejected if isinstance(rejected, list) else []
+        kept = [
+            entry
+            for entry in entries
+            if not names_forgotten(json.dumps(entry, ensure_ascii=False)) and not points_at_forgotten(entry)
+        ]
+        cleared = None if error is not None and names_forgotten(error) else error
+        if kept != rejected or cleared != error:
+            await conn.execute(
+                "UPDATE index_runs SET rejected_items = ?, error = ? WHERE id = ?",
+                (json.dumps(kept, ensure_ascii=False), cleared, run_id),
+            )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +154,36 @@ async def test_a_forget_killed_after_its_commit_is_finished_by_the_next_vector_s
     finally:
         await reopened.close()
     assert json.loads(cairn("search", "Black Friday orders", "--json").stdout)["results"] == []
+
+
+def test_index_runs_keep_nothing_the_forgotten_project_said(home: Path) -> None:
+    """A rejected result item quotes the model's text about a session, and an error can too: after a
+    forget, those of the forgotten sessions and ideas are gone from disk; the other project's stay."""
+    with sqlite3.connect(home / "cairn.db") as db:
+        other = db.execute("SELECT id FROM sessions WHERE id <> ? LIMIT 1", (DEMO_SESSION,)).fetchone()[0]
+        idea = db.execute("SELECT id FROM ideas WHERE session_id = ? LIMIT 1", (DEMO_SESSION,)).fetchone()[0]
+        rejected = [
+            {"field": "ideas", "item": {"session": DEMO_SESSION, "content": "XYZZY-IDEA"}, "reason": "dup"},
+            {
+                "field": "answered_questions",
+                "item": {"question_idea_id": idea, "answer_summary": "XYZZY-ANSWER"},
+                "reason": "no such line",
+            },
+            {"field": "ideas", "item": {"session": other, "content": "KEEP-OTHER"}, "reason": "dup"},
+        ]
+        error = f"ValidationError: {DEMO_SESSION} XYZZY-ERROR"
+        db.execute(
+            "INSERT INTO index_runs (model, prompt_version, mode, rejected_items, error) "
+            "VALUES (?, ?, ?, ?, ?)",
+            ("offline", "v", "backfill", json.dumps(rejected), error),
+        )
+        db.execute(
+            "INSERT INTO index_runs (model, prompt_version, mode, error) VALUES (?, ?, ?, ?)",
+            ("offline", "v", "backfill", f"timeout on {other} KEEP-ERROR"),
+        )
+    runs_before = stats()["index_runs"]
+    cairn_json("forget", "--project", "acme-api", "--yes")
+    for phrase in (b"XYZZY-IDEA", b"XYZZY-ANSWER", b"XYZZY-ERROR"):
+        assert found_in_files(home, phrase) == [], f"{phrase!r} is still on disk"
+    assert found_in_files(home, b"KEEP-OTHER") and found_in_files(home, b"KEEP-ERROR")
+    assert stats()["index_runs"] == runs_before, "the runs themselves (counts, costs) stay"
