@@ -281,7 +281,9 @@ def install(
         raise fail("--purge deletes CAIRN_HOME and goes only with --uninstall", code=2)
     if purge:
         _confirm_purge(settings, yes)
-    path = settings_file if settings_file is not None else installer.DEFAULT_SETTINGS
+    # An uninstall finds the files an install with --settings/--claude-config wrote to.
+    recorded_settings, recorded_config = launcher.read_where(settings.home) if uninstall else (None, None)
+    path = settings_file or recorded_settings or installer.DEFAULT_SETTINGS
     targets = None
     try:
         if uninstall:
@@ -293,8 +295,8 @@ def install(
     except (installer.SettingsFileError, OSError) as exc:
         raise fail(str(exc)) from exc
     mcp_report = None
+    config = claude_config or recorded_config or installer.DEFAULT_CLAUDE_CONFIG
     if mcp:
-        config = claude_config if claude_config is not None else installer.DEFAULT_CLAUDE_CONFIG
         try:
             if uninstall:
                 mcp_report = installer.uninstall_mcp(config)
@@ -304,6 +306,8 @@ def install(
             done = "removed" if uninstall else "installed"
             raise fail(f"{exc} (the hooks were {done}; rerun once that is fixed)") from exc
     purged = None
+    if not uninstall:
+        launcher.write_where(settings.home, path, config if mcp else None)
     if uninstall:
         launcher.remove(settings.home)
         if purge:

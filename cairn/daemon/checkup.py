@@ -104,7 +104,7 @@ def _handler_commands(hooks: dict[str, Any], event: str, match: Any) -> list[str
 
 def check_hooks(settings: Settings, path: Path | None = None) -> Finding:
     """cairn's capture hook on every indexing event (and recall, if installed, on both of its), runnable."""
-    path = (path or installer.DEFAULT_SETTINGS).expanduser()
+    path = (path or launcher.read_where(settings.home)[0] or installer.DEFAULT_SETTINGS).expanduser()
     data, error = _read_json(path)
     if error:
         return Finding("claude-hooks", False, error, f"Fix the JSON in {path}, then run {install_command()}.")
@@ -137,7 +137,7 @@ def check_hooks(settings: Settings, path: Path | None = None) -> Finding:
 
 def check_mcp(settings: Settings, path: Path | None = None) -> Finding:
     """The `cairn` MCP server registered in `~/.claude.json`, with a command that runs."""
-    path = (path or installer.DEFAULT_CLAUDE_CONFIG).expanduser()
+    path = (path or launcher.read_where(settings.home)[1] or installer.DEFAULT_CLAUDE_CONFIG).expanduser()
     data, error = _read_json(path)
     if error:
         return Finding("claude-mcp", False, error, f"Fix the JSON in {path}, then run {install_command()}.")

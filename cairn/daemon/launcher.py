@@ -34,6 +34,9 @@ HOOK_LAUNCHER = "cairn-hook"
 RECALL_LAUNCHER = "cairn-recall"
 MCP_LAUNCHER = "cairn-mcp"
 RECORD = "launcher.json"
+#: Where `cairn install` put the hooks and the MCP server, when not at Claude Code's default paths
+#: (`--settings`, `--claude-config`): `cairn doctor` and `cairn install --uninstall` look there first.
+WHERE = "installed.json"
 LAUNCHERS = (HOOK_LAUNCHER, RECALL_LAUNCHER, MCP_LAUNCHER)
 # Bumped whenever the scripts' text changes; `cairn doctor` compares whole texts, this tells a reader which.
 LAUNCHER_VERSION = 1
@@ -210,6 +213,31 @@ def read(home: Path) -> Targets | None:
         return None
 
 
+def write_where(home: Path, settings_file: Path, claude_config: Path | None) -> None:
+    """Record the settings file the hooks went into and the config the MCP server went into (None: not
+    registered), as absolute paths."""
+    directory = bin_dir(home)
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    where = {
+        "settings": str(settings_file.expanduser().absolute()),
+        "claude_config": str(claude_config.expanduser().absolute()) if claude_config is not None else None,
+    }
+    _write_atomic(directory / WHERE, json.dumps(where, indent=2) + "\n", 0o600)
+
+
+def read_where(home: Path) -> tuple[Path | None, Path | None]:
+    """The settings file and MCP config `cairn install` last wrote to; None for what it did not record."""
+    try:
+        data = json.loads((bin_dir(home) / WHERE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None, None
+    if not isinstance(data, dict):
+        return None, None
+    paths = [data.get(key) for key in ("settings", "claude_config")]
+    settings_file, claude_config = (Path(p) if isinstance(p, str) and p else None for p in paths)
+    return settings_file, claude_config
+
+
 def stale(home: Path, targets: Targets) -> list[str]:
     """Launchers that are missing, not executable, or differ from what `targets` renders."""
     out = []
@@ -230,7 +258,7 @@ def remove(home: Path) -> bool:
     directory = bin_dir(home)
     if not directory.exists():
         return False
-    for name in (*LAUNCHERS, RECORD):
+    for name in (*LAUNCHERS, RECORD, WHERE):
         (directory / name).unlink(missing_ok=True)
     if not any(directory.iterdir()):
         shutil.rmtree(directory)

@@ -149,6 +149,28 @@ def test_doctor_names_the_fix_for_missing_hooks_and_mcp_server(cairn_home: Path,
     assert code == 0 and all(checks[name]["ok"] for name in CLAUDE_CHECKS), checks
 
 
+def test_doctor_and_uninstall_find_hooks_installed_at_other_paths(
+    tmp_path: Path, cairn_home: Path, user_home: Path
+) -> None:
+    """`cairn install --settings S --claude-config C` is remembered: doctor checks S and C, not the
+    defaults, and a plain `--uninstall` takes cairn out of S and C."""
+    settings, config = tmp_path / "team" / "settings.json", tmp_path / "team" / "claude.json"
+    cairn("install", "--settings", str(settings), "--claude-config", str(config))
+    assert not (user_home / ".claude" / "settings.json").exists()
+    assert not (user_home / ".claude.json").exists()
+    code, checks = doctor()
+    assert code == 0 and all(checks[name]["ok"] for name in CLAUDE_CHECKS), checks
+    assert str(settings) in checks["claude-hooks"]["detail"]
+
+    cairn("install", "--uninstall")
+    assert "cairn" not in json.loads(config.read_text()).get("mcpServers", {})
+    hooks = json.loads(settings.read_text()).get("hooks", {})
+    commands = [h.get("command") for groups in hooks.values() for g in groups for h in g["hooks"]]
+    assert not any(is_owned_command(command) for command in commands)
+    code, checks = doctor()
+    assert code == 1 and not checks["claude-hooks"]["ok"], "nothing recorded now: the defaults, empty"
+
+
 def test_an_install_from_before_the_launchers_fails_doctor_until_reinstalled(
     cairn_home: Path, user_home: Path
 ) -> None:
