@@ -271,6 +271,14 @@ class Settings(BaseSettings):
         description="A message's relevance gains this share of the best relevance among the candidate "
         "text messages within search_context_lines lines of it (0: off).",
     )
+    search_answer_weight: float = Field(
+        default=0.1,
+        ge=0,
+        le=1,
+        description="A message also gains this share of the best relevance among the candidate text "
+        "messages that ask a question (a '?' near their end) within search_context_lines lines before "
+        "it: the answer follows the turn that asks what the query asks (0: off).",
+    )
     search_context_lines: int = Field(
         default=2, ge=1, le=50, description="How many transcript lines away a message's context reaches."
     )

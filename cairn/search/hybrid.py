@@ -70,6 +70,8 @@ log = logging.getLogger(__name__)
 
 _KIND_ORDER: dict[Kind, int] = {"idea": 0, "span": 1, "message": 2}
 _TOKEN = "search"
+# How far from its end a message's question mark may sit for the message to ask a question.
+QUESTION_TAIL = 200
 # Rows counted for the "still waiting for vectors" notice, at most.
 PENDING_CAP = 10_001
 
@@ -407,7 +409,7 @@ async def _rank(
             )
             for row_id in items
         }
-        if kind == "message" and settings.search_context_weight > 0:
+        if kind == "message" and (settings.search_context_weight > 0 or settings.search_answer_weight > 0):
             relevances = _with_context(items, relevances, settings)
         if dates.windows and settings.search_date_weight > 0:
             relevances = {
@@ -434,28 +436,42 @@ def _with_context(
     items: dict[int, Item], relevances: dict[int, tuple[float, float]], settings: Settings
 ) -> dict[int, tuple[float, float]]:
     """Each message's relevance plus `search_context_weight` x the best relevance among the candidate
-    text messages (not tool output) within `search_context_lines` lines of it in the same file.
+    text messages (not tool output) within `search_context_lines` lines of it in the same file, plus
+    `search_answer_weight` x the best relevance of such a message *before* it that asks a question.
 
     An answer sits in a conversation about the question: the turn before asks it, the turn after
     builds on it, and either may hold the words the answer itself leaves out ("When did she apply?"
     answered by "I did it last week" under a turn about the application). Tool output gives no
-    context: a long listing next to a message matches many words by chance.
+    context: a long listing next to a message matches many words by chance. A turn that asks what
+    the query asks matches it best of all — "Have you done events for any other causes?" for "What
+    causes has John done events for?" — but the answer is the turn after it, which the question's
+    relevance lifts further than any other neighbour's (`asks_question`).
     """
     weight, reach = settings.search_context_weight, settings.search_context_lines
-    by_line: dict[tuple[int, int], float] = {
-        item.source_key: relevances[row_id][0]
-        for row_id, item in items.items()
-        if item.source_key is not None and item.boost_key == "message"
-    }
+    by_line: dict[tuple[int, int], float] = {}
+    asking: dict[tuple[int, int], float] = {}
+    for row_id, item in items.items():
+        if item.source_key is not None and item.boost_key == "message":
+            by_line[item.source_key] = relevances[row_id][0]
+            if asks_question(item.content):
+                asking[item.source_key] = relevances[row_id][0]
     with_context = {}
     for row_id, (own, vector) in relevances.items():
         key = items[row_id].source_key
-        best = 0.0
+        best = asked = 0.0
         if key is not None:
             file_id, line = key
             best = max(by_line.get((file_id, line + step), 0.0) for step in range(-reach, reach + 1) if step)
-        with_context[row_id] = (own + weight * best, vector)
+            asked = max(asking.get((file_id, line - step), 0.0) for step in range(1, reach + 1))
+        with_context[row_id] = (own + weight * best + settings.search_answer_weight * asked, vector)
     return with_context
+
+
+def asks_question(text: str) -> bool:
+    """Whether a message asks something: a question mark within its last `QUESTION_TAIL` characters
+    (a turn may open with a statement and end on its question; one quoted early in a long answer
+    does not make it a question)."""
+    return "?" in text[-QUESTION_TAIL:]
 
 
 def _fold(ranked: list[_Ranked]) -> list[_Ranked]:

@@ -3,8 +3,9 @@
     keyword   = tier strength x (1 - bm25_share + bm25_share x bm25 / best bm25 of the kind)   in [0, 1]
     vector    = (cosine - floor) / (top - floor) x calibrate(top)                                  in [0, 1]
     relevance = keyword_share x keyword + (1 - keyword_share) x vector
-              (+ context_weight x the best relevance of a neighbouring text message, for messages:
-               added by `cairn.search.hybrid._with_context`, which sees every candidate's place)
+              (+ context_weight x the best relevance of a neighbouring text message, and answer_weight x
+               that of one asking a question just before, for messages: added by
+               `cairn.search.hybrid._with_context`, which sees every candidate's place)
     score     = relevance x boost(intent or kind) x importance x recency x usage [x superseded penalty]
 
 Why a convex combination and not rank fusion: rank fusion throws away how strong a match is, so a short

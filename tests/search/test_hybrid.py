@@ -11,7 +11,7 @@ import aiosqlite
 import pytest
 
 from cairn.search.errors import BadContinuationError
-from cairn.search.hybrid import search
+from cairn.search.hybrid import asks_question, search
 from cairn.search.models import SearchPage, SearchRequest
 from cairn.store.store import Store, message_hash
 from tests.tools.memory import add_idea, add_span, insert
@@ -428,7 +428,7 @@ async def test_a_turn_whose_neighbours_match_outranks_a_lone_match(store: Store)
     order = ids(page)
     assert order.index(answer) < order.index(lone)
 
-    without = store.settings.model_copy(update={"search_context_weight": 0.0})
+    without = store.settings.model_copy(update={"search_context_weight": 0.0, "search_answer_weight": 0.0})
     request = SearchRequest(query=query, mode="keyword", kind="messages", min_score=0)
     plain = await search(store.db, store.vectors, without, request, record_usage=False)
     scores = {r.id: r.score for r in plain.results}
@@ -507,3 +507,39 @@ async def test_search_says_when_vectors_are_still_being_built(store: Store) -> N
     await store.sync_vectors()
     done = await run(store, "cache warmer", kind="messages", min_score=0)
     assert not any("waiting for their vectors" in n for n in done.notices)
+
+
+async def test_the_turn_after_a_question_the_query_asks_outranks_the_same_turn_after_a_statement(
+    store: Store,
+) -> None:
+    # The turns before the two replies hold the same words; only one asks them. Its reply is the answer.
+    found = await conversation_store(
+        store,
+        {
+            "asked": [
+                (10, "assistant", "Which adoption agencies did you look at in the end?"),
+                (11, "user", "We looked at the two near the park, both were lovely"),
+            ],
+            "told": [
+                (10, "assistant", "Which adoption agencies did you look at in the end."),
+                (11, "user", "We looked at the two near the park, both were lovely"),
+            ],
+        },
+    )
+    query = "Which adoption agencies did Caroline look at?"
+    answer, other = f"m{found['asked:11']}", f"m{found['told:11']}"
+    page = await run(store, query, mode="keyword", kind="messages", min_score=0)
+    scores = {r.id: r.score for r in page.results}
+    assert scores[answer] > scores[other]
+
+    without = store.settings.model_copy(update={"search_answer_weight": 0.0})
+    request = SearchRequest(query=query, mode="keyword", kind="messages", min_score=0)
+    plain = await search(store.db, store.vectors, without, request, record_usage=False)
+    scores = {r.id: r.score for r in plain.results}
+    assert scores[answer] == scores[other]  # the same text and context words: only the question mark differs
+
+
+def test_a_question_is_asked_near_the_end_of_a_turn() -> None:
+    assert asks_question("I went to a poetry reading last Friday. Ever been to one?")
+    assert asks_question("Is it the migration?\n\nI think so, look at the dates.")
+    assert not asks_question("You asked: why? " + "Because the index was rewritten. " * 10)
