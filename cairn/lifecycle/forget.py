@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 
+from cairn.lifecycle.hnsw_scrub import scrub_segments
+
 if TYPE_CHECKING:
     from cairn.store.store import Store
 
@@ -174,11 +176,13 @@ def compact_chroma(chroma_dir: Path) -> None:
     segment catches up, which for a small collection can be never; a deleted record's earlier writes
     stay there. Their metadata can never be read again (a later delete of the same id wins), so it is
     cleared. Deleting also leaves text in freed pages and old FTS segments. A separate connection does
-    this while the client stays open: SQLite's locking serialises it with Chroma's own writes.
+    this while the client stays open: SQLite's locking serialises it with Chroma's own writes. The HNSW
+    segment files get their unused slots zeroed (`hnsw_scrub`): Chroma fills them from uninitialised memory.
     """
     path = chroma_dir / "chroma.sqlite3"
     if not path.is_file():
         return
+    scrub_segments(chroma_dir)
     conn = sqlite3.connect(path, timeout=30, isolation_level=None)
     try:
         conn.execute("PRAGMA secure_delete = ON")
