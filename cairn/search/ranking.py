@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from cairn.config import Settings
+from cairn.dates import parse_stored
 from cairn.search.hydrate import Item
 from cairn.search.models import MatchType, ScoreParts
 from cairn.search.semantic import calibrate
@@ -108,14 +109,9 @@ def relevance(
 
 def recency(said_at: str | None, settings: Settings, now: datetime) -> float:
     """0.5 ** (age in days / half-life): 1 for now, 0.5 at one half-life, never 0 (no hard cut-off)."""
-    if not said_at:
+    when = parse_stored(said_at)
+    if when is None:
         return 0.5
-    try:
-        when = datetime.fromisoformat(said_at.replace("Z", "+00:00"))
-    except ValueError:
-        return 0.5
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
     age_days = max(0.0, (now - when).total_seconds() / 86_400)
     return 0.5 ** (age_days / settings.search_half_life_days)
 
