@@ -296,6 +296,13 @@ class Settings(BaseSettings):
         description="A keyword match holding only some of the query's terms counts those within its best "
         "window of this many words (0: anywhere in the text).",
     )
+    search_tool_call_weight: float = Field(
+        default=0.7,
+        ge=0,
+        le=1,
+        description="A message whose keyword match holds the query's words only in its tool calls' "
+        "arguments (paths, code, commands) rather than its prose counts at this share (1: no difference).",
+    )
     search_candidates: int = Field(
         default=100, ge=10, le=1000, description="Candidates per ranking (one per kind and signal)."
     )

@@ -234,7 +234,15 @@ async def _add_keyword_signals(
     # The kinds' queries run at once, on the database's two readers; merged in `kinds` order as before.
     found = await asyncio.gather(
         *(
-            keyword_hits(db, kind, query, filters, settings.search_candidates, settings.search_term_window)
+            keyword_hits(
+                db,
+                kind,
+                query,
+                filters,
+                settings.search_candidates,
+                settings.search_term_window,
+                settings.search_tool_call_weight,
+            )
             for kind in kinds
         )
     )

@@ -178,10 +178,17 @@ def plain(text: str) -> str:
 
 
 async def keyword_hits(
-    db: Database, kind: Kind, query: FtsQuery, filters: Filters, n: int, window: int = 0
+    db: Database,
+    kind: Kind,
+    query: FtsQuery,
+    filters: Filters,
+    n: int,
+    window: int = 0,
+    tool_weight: float = 1.0,
 ) -> list[KeywordHit]:
     """The best `n` rows of `kind` matching `query` under `filters`, strongest first; a partial match
-    counts the terms within its best `window` words (0: anywhere; `cairn.search.tiers`)."""
+    counts the terms within its best `window` words (0: anywhere; `cairn.search.tiers`), and a message
+    matched only in its tool calls counts `tool_weight` of it (`prose_strength`)."""
     spec = TABLES[kind]
     where, params = filters.sql(kind)
     rows_of, counts = await term_counts(db, spec.table, spec.fts, query)
@@ -228,14 +235,29 @@ async def keyword_hits(
         )
         marks = {int(row["id"]): str(row["marked"] or "") for row in rows}
     tiers = Tiers(query, weights(rows_of, counts), window)
+    measure = tiers.strength if kind != "message" else lambda m: prose_strength(tiers, m, tool_weight)
     hits = [
-        KeywordHit(int(row["id"]), tiers.strength(marks.get(int(row["id"]), "")), float(row["bm25"]))
-        for row in rows
+        KeywordHit(int(row["id"]), measure(marks.get(int(row["id"]), "")), float(row["bm25"])) for row in rows
     ]
     if kind == "message":
         hits = _best_per_message(hits + await _passage_hits(db, match, filters, n, tiers))[:n]
     hits.sort(key=lambda hit: hit.order)
     return hits
+
+
+#: Where an assistant message's rendered tool calls begin (`cairn.transcripts.normalise`).
+TOOL_CALL = "[tool_use "
+
+
+def prose_strength(tiers: Tiers, marked: str, tool_weight: float) -> float:
+    """A message's match strength, its tool calls' arguments counting `tool_weight` of theirs: a call
+    that reads `.github/actions/sync/action.yml` holds a question's words about "the sync action" in a
+    path, while the message only says "Let me re-read the action"; its prose counts in full."""
+    whole = tiers.strength(marked)
+    start = marked.find(TOOL_CALL)
+    if start < 0 or tool_weight >= 1:
+        return whole
+    return max(tiers.strength(marked[:start]), tool_weight * whole)
 
 
 async def term_counts(db: Database, table: str, fts: str, query: FtsQuery) -> tuple[int, list[int]]:

@@ -543,3 +543,32 @@ def test_a_question_is_asked_near_the_end_of_a_turn() -> None:
     assert asks_question("I went to a poetry reading last Friday. Ever been to one?")
     assert asks_question("Is it the migration?\n\nI think so, look at the dates.")
     assert not asks_question("You asked: why? " + "Because the index was rewritten. " * 10)
+
+
+async def test_a_match_only_in_a_tool_calls_arguments_ranks_below_the_same_words_in_prose(
+    store: Store,
+) -> None:
+    # Both hold the phrase; one only in the path its Read call opens, the other in what it says.
+    found = await conversation_store(
+        store,
+        {
+            "path": [
+                (
+                    10,
+                    "assistant",
+                    'Let me look at it again.\n[tool_use Read] file_path="/repo/checkpoint-sync/action.yml"',
+                )
+            ],
+            "said": [(10, "assistant", "The checkpoint sync action no longer checks out the repository.")],
+        },
+    )
+    query = "checkpoint sync action"
+    in_path, in_prose = f"m{found['path:10']}", f"m{found['said:10']}"
+    page = await run(store, query, mode="keyword", kind="messages", min_score=0)
+    scores = {r.id: r.score for r in page.results}
+    assert scores[in_prose] > scores[in_path]
+
+    full = store.settings.model_copy(update={"search_tool_call_weight": 1.0})
+    request = SearchRequest(query=query, mode="keyword", kind="messages", min_score=0)
+    plain = await search(store.db, store.vectors, full, request, record_usage=False)
+    assert {r.id: r.score for r in plain.results}[in_path] > scores[in_path], "counted in full at weight 1"
