@@ -47,8 +47,12 @@ def _scrub(segment: Path) -> bool:
             return False
         if lengths.stat().st_size not in (count * _INT, capacity * _INT):
             return False
-        _zero_from(data, count * slot)
-        _zero_from(lengths, count * _INT)
+        for path, offset in ((data, count * slot), (lengths, count * _INT)):
+            # Chroma may have persisted the index since the header was read (the daemon's vector loop
+            # is not paused for a forget): then the slots are no longer known to be unused.
+            if (segment / "header.bin").read_bytes() != raw:
+                return False
+            _zero_from(path, offset)
     except OSError:
         return False
     return True
