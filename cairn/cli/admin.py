@@ -221,14 +221,17 @@ def install(
     settings_file: Annotated[
         Path | None,
         typer.Option(
-            "--settings", help="Claude Code settings file to edit (default ~/.claude/settings.json)."
+            "--settings",
+            help="Claude Code settings file to edit (default ~/.claude/settings.json); remembered for "
+            "`cairn doctor` and `--uninstall`.",
         ),
     ] = None,
     claude_config: Annotated[
         Path | None,
         typer.Option(
             "--claude-config",
-            help="Claude Code's user config, where MCP servers are registered (default ~/.claude.json).",
+            help="Claude Code's user config, where MCP servers are registered (default ~/.claude.json); "
+            "remembered like --settings.",
         ),
     ] = None,
     mcp: Annotated[
