@@ -56,7 +56,7 @@ from cairn.search.paging import MAX_SEEN, decode_token, encode_token
 from cairn.search.projects import UNKNOWN_HINT, resolve_projects
 from cairn.search.query import FtsQuery, build
 from cairn.search.ranking import Scale, Signals, relevance, score
-from cairn.search.semantic import PASSAGES, cosines_of, vector_matches
+from cairn.search.semantic import PASSAGES, VectorMatch, cosines_of, vector_matches
 from cairn.store.db import Database
 from cairn.store.store import iso_utc
 from cairn.store.usage import record_use
@@ -113,39 +113,57 @@ async def search(
         use_vectors = False
         notices.append("semantic search is not available here; keyword matches only")
     embedding = _start_embedding(vectors, base.query) if use_vectors else None
+    # The vector queries do not depend on the keyword matches: they run alongside them, and their
+    # answer is dropped unused when the keyword matches turn out decisive.
+    nearest = _start_vector_matches(db, vectors, embedding, kinds, filters, settings)
     use_keywords = base.mode != "semantic"
 
     signals: dict[tuple[Kind, int], Signals] = {}
     if use_keywords or not use_vectors:
-        await _add_keyword_signals(db, kinds, query, filters, settings, signals)
+        try:
+            await _add_keyword_signals(db, kinds, query, filters, settings, signals)
+        except BaseException:
+            for task in (nearest, embedding):
+                if task is not None:
+                    _drop(task)
+            raise
         use_keywords = True
 
     vector_skipped = False
     if use_vectors and base.mode == "hybrid" and _decisive(signals, settings):
         use_vectors, vector_skipped = False, True
         notices.append("keyword matches were decisive; vector search skipped")
-    if embedding is not None and not use_vectors:
-        embedding.cancel()
-    if use_vectors and embedding is not None:
-        vector_used = await _add_vector_signals(
-            db, vectors, embedding, kinds, filters, settings, signals, notices
-        )
+    if not use_vectors:
+        for task in (nearest, embedding):
+            if task is not None:
+                _drop(task)
+    if use_vectors and nearest is not None:
+        vector_used = await _add_vector_signals(nearest, kinds, signals, notices)
         if not vector_used and not use_keywords:
             use_keywords = True
             await _add_keyword_signals(db, kinds, query, filters, settings, signals)
         use_vectors = vector_used
 
-    if use_vectors or vector_skipped:
-        await _note_pending_vectors(db, kinds, notices)
-    lifts: dict[int, AssociationBoost] = {}
     vector = (await embedding)[0] if use_vectors and embedding is not None else None
-    if use_vectors and dates.windows:
-        await _add_dated(db, kinds, dates, filters, settings, signals)
-    if "idea" in kinds:
-        lifts = await _idea_lifts(db, vectors, settings, base, filters, vector, signals)
+    # Independent look-ups, at once: pending vectors, the date window's items, learned associations.
+    _, dated, boosts = await asyncio.gather(
+        _note_pending_vectors(db, kinds, notices) if use_vectors or vector_skipped else _nothing(),
+        _dated(db, kinds, dates, filters, settings) if use_vectors and dates.windows else _nothing(),
+        _idea_lifts(db, vectors, settings, base, filters, vector) if "idea" in kinds else _nothing(),
+    )
+    for key in dated or ():
+        signals.setdefault(key, Signals())
+    lifts: dict[int, AssociationBoost] = boosts or {}
     if vector is not None:
-        await _fill_cosines(vectors, vector, signals)
-    ranked = await _rank(db, kinds, signals, filters, settings, base, use_keywords, use_vectors, lifts, dates)
+        for idea in lifts:
+            signals.setdefault(("idea", idea), Signals())
+    # Every candidate is known now: its stored vector and its row are read at once.
+    loaded = await asyncio.gather(
+        _fill_cosines(vectors, vector, signals) if vector is not None else _nothing(),
+        *(load(db, kind, [row_id for (k, row_id) in signals if k == kind], filters) for kind in kinds),
+    )
+    items = dict(zip(kinds, loaded[1:], strict=True))
+    ranked = _rank(kinds, items, signals, settings, base, use_keywords, use_vectors, lifts, dates)
     return await _page(
         db,
         base,
@@ -213,6 +231,42 @@ def _start_embedding(vectors: VectorIndex | None, text: str) -> asyncio.Task[lis
     return asyncio.ensure_future(asyncio.to_thread(vectors.embed, [text]))
 
 
+def _start_vector_matches(
+    db: Database,
+    vectors: VectorIndex | None,
+    embedding: asyncio.Task[list[list[float]]] | None,
+    kinds: tuple[Kind, ...],
+    filters: Filters,
+    settings: Settings,
+) -> asyncio.Task[list[list[VectorMatch]]] | None:
+    """Each kind's vector ranking, started now: once the query's embedding is there, the kinds'
+    queries run at once, in threads, while the keyword queries hold the database's readers."""
+    if vectors is None or embedding is None:
+        return None
+
+    async def nearest() -> list[list[VectorMatch]]:
+        vector = (await embedding)[0]
+        n = settings.search_candidates
+        return list(
+            await asyncio.gather(
+                *(vector_matches(db, vectors, kind, vector, filters, n, settings) for kind in kinds)
+            )
+        )
+
+    return asyncio.ensure_future(nearest())
+
+
+def _drop(task: asyncio.Future[object]) -> None:
+    """Cancel a task whose answer is no longer wanted, and let its failure, if any, go unreported:
+    a vector query that fails after a decisive keyword match changes nothing."""
+    task.cancel()
+    task.add_done_callback(lambda done: done.cancelled() or done.exception())
+
+
+async def _nothing() -> None:
+    return None
+
+
 def tied_ranks(keys: list[tuple[float, ...]]) -> list[int]:
     """1-based ranks of an ordered list where equal keys share a rank: identical matches (the same
     sentence said in two sessions) must not be told apart by which row id came first, or the rank
@@ -263,23 +317,15 @@ def _decisive(signals: dict[tuple[Kind, int], Signals], settings: Settings) -> b
 
 
 async def _add_vector_signals(
-    db: Database,
-    vectors: VectorIndex | None,
-    embedding: asyncio.Task[list[list[float]]],
+    nearest: asyncio.Task[list[list[VectorMatch]]],
     kinds: tuple[Kind, ...],
-    filters: Filters,
-    settings: Settings,
     signals: dict[tuple[Kind, int], Signals],
     notices: list[str],
 ) -> bool:
-    """Merge each kind's vector ranking into `signals`; False when the vector index failed."""
-    assert vectors is not None
+    """Merge each kind's vector ranking (`_start_vector_matches`) into `signals`; False when the
+    vector index failed."""
     try:
-        vector = (await embedding)[0]
-        n = settings.search_candidates
-        found = await asyncio.gather(
-            *(vector_matches(db, vectors, kind, vector, filters, n, settings) for kind in kinds)
-        )
+        found = await nearest
         for kind, matches in zip(kinds, found, strict=True):
             ranks = tied_ranks([(round(m.cosine, 6),) for m in matches])
             for rank, match in zip(ranks, matches, strict=True):
@@ -319,19 +365,20 @@ async def _note_pending_vectors(db: Database, kinds: tuple[Kind, ...], notices: 
         )
 
 
-async def _add_dated(
+async def _dated(
     db: Database,
     kinds: tuple[Kind, ...],
     dates: QueryDates,
     filters: Filters,
     settings: Settings,
-    signals: dict[tuple[Kind, int], Signals],
-) -> None:
+) -> list[tuple[Kind, int]]:
     """Items said within a date the query names are candidates even when neither ranking drew them
-    (a window of at most `search_candidates` items a kind): their cosine then scores them."""
-    for kind in kinds:
-        for row_id in await in_window(db, kind, dates, filters, settings.search_candidates):
-            signals.setdefault((kind, row_id), Signals())
+    (a window of at most `search_candidates` items a kind): their cosine then scores them. The kinds'
+    windows are read at once; the keys come back in `kinds` order."""
+    windows = await asyncio.gather(
+        *(in_window(db, kind, dates, filters, settings.search_candidates) for kind in kinds)
+    )
+    return [(kind, row_id) for kind, ids in zip(kinds, windows, strict=True) for row_id in ids]
 
 
 async def _idea_lifts(
@@ -341,10 +388,10 @@ async def _idea_lifts(
     request: SearchRequest,
     filters: Filters,
     vector: list[float] | None,
-    signals: dict[tuple[Kind, int], Signals],
 ) -> dict[int, AssociationBoost]:
-    """Ideas linked to files learned associations point at (idea id -> strongest), added to the
-    candidates when no ranking drew them: their cosine to the query then scores them like the rest.
+    """Ideas linked to files learned associations point at (idea id -> strongest). With the query's
+    embedding the caller adds them to the candidates when no ranking drew them: their cosine to the
+    query then scores them like the rest.
 
     Without the query's embedding (keyword mode, a decisive keyword match, no vectors) only the same
     query applies and only ideas already drawn are lifted: no idea's similarity is known to rank it by.
@@ -352,11 +399,7 @@ async def _idea_lifts(
     boosts = await associations_for(
         db, vectors, settings, text=request.query, embedding=vector, project_ids=filters.project_ids
     )
-    lifts = await boosted_ideas(db, boosts)
-    if vector is not None:
-        for idea in lifts:
-            signals.setdefault(("idea", idea), Signals())
-    return lifts
+    return await boosted_ideas(db, boosts)
 
 
 async def _fill_cosines(
@@ -388,11 +431,10 @@ async def _fill_cosines(
             signals[(kind, int(record_id))].cosine = cosine
 
 
-async def _rank(
-    db: Database,
+def _rank(
     kinds: tuple[Kind, ...],
+    loaded: dict[Kind, dict[int, Item]],
     signals: dict[tuple[Kind, int], Signals],
-    filters: Filters,
     settings: Settings,
     request: SearchRequest,
     keyword_used: bool,
@@ -403,14 +445,14 @@ async def _rank(
     """Every candidate that passes the filters and `min_score`, best first; an item said within a
     date the query names gains `search_date_weight` of relevance, an idea a learned association lifts
     gets relevance x (1 + its weight), and messages are folded into their ideas (`_fold`), before
-    `min_score` applies."""
+    `min_score` applies. `loaded` holds the candidates of each kind that pass the filters (`load`)."""
     now = datetime.now(UTC)
     minimum = settings.search_min_score if request.min_score is None else request.min_score
     ranked: list[_Ranked] = []
     for kind in kinds:
         ids = [row_id for (k, row_id) in signals if k == kind]
         scale = Scale.of([signals[(kind, row_id)] for row_id in ids], settings)
-        items = await load(db, kind, ids, filters)
+        items = loaded[kind]
         relevances = {
             row_id: relevance(
                 signals[(kind, row_id)], scale, settings, keyword_used=keyword_used, vector_used=vector_used

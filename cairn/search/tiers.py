@@ -88,7 +88,7 @@ class Tiers:
         if self.single:
             term = self.terms[0]
             return PHRASE if any(stem(run) == term for run in runs) else ALL_TERMS
-        if self.phrase_tokens > 1 and any(len(_FTS_TOKEN.findall(run)) >= self.phrase_tokens for run in runs):
+        if self.phrase_tokens > 1 and any(self._is_phrase(run) for run in runs):
             return PHRASE
         terms = [self._term(run) for run in runs]
         covered = set(terms)
@@ -104,6 +104,11 @@ class Tiers:
             position += len(_FTS_TOKEN.findall(gap)) if len(gap) <= FAR_GAP_CHARS else NEAR_DISTANCE + 1
         return NEAR if near(positions, len(self.terms)) else ALL_TERMS
 
+    def _is_phrase(self, run: str) -> bool:
+        """Whether a marked run holds as many FTS tokens as the phrase. n tokens take at least
+        2n - 1 characters, so most runs (one marked word) are told apart without tokenising them."""
+        return len(run) >= 2 * self.phrase_tokens - 1 and len(_FTS_TOKEN.findall(run)) >= self.phrase_tokens
+
     def _window_share(self, terms: list[int], gaps: list[str]) -> float:
         """The largest weighted share of key terms that some `window`-word stretch holds. Gaps are
         counted in FTS tokens; one longer than 8 characters a word is past the window whatever it holds."""
@@ -111,16 +116,22 @@ class Tiers:
         best, left, position = 0.0, 0, 0
         positions: list[int] = []
         counts: dict[int, int] = {}
+        share = 0.0
         for term, gap in zip(terms, gaps, strict=True):
             positions.append(position)
+            changed = term not in counts
             counts[term] = counts.get(term, 0) + 1
             while position - positions[left] > self.window:
                 dropped = terms[left]
                 counts[dropped] -= 1
                 if not counts[dropped]:
                     del counts[dropped]
+                    changed = True
                 left += 1
-            best = max(best, sum(self.weights[t] for t in counts))
+            # Summed afresh (in the window's order, so the float is the same) only when its terms change.
+            if changed:
+                share = sum(self.weights[t] for t in counts)
+            best = max(best, share)
             position += 1 + (len(_FTS_TOKEN.findall(gap)) if len(gap) <= longest else self.window)
         return best / self._total
 

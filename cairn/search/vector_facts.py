@@ -62,10 +62,12 @@ async def _facts(db: Database, select: str, ids: list[int]) -> dict[int, dict[st
         return {}
     rows = await db.fetchall(f"{select} WHERE t.id IN (SELECT value FROM json_each(?))", (json.dumps(ids),))
     facts: dict[int, dict[str, Any]] = {}
+    # By position: `sqlite3.Row` finds a column by name by comparing it with each name in turn.
+    names = rows[0].keys() if rows else []
     for row in rows:
         facts[int(row["id"])] = {
-            key: bool(row[key]) if key in _FLAGS else row[key]
-            for key in row.keys()  # noqa: SIM118 - sqlite3.Row is not iterable by key
-            if key != "id" and row[key] is not None
+            key: bool(value) if key in _FLAGS else value
+            for key, value in zip(names, row, strict=True)
+            if key != "id" and value is not None
         }
     return facts

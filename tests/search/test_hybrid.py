@@ -3,6 +3,7 @@ hostile queries, the decisive shortcut, degradation without vectors and usage re
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -10,8 +11,10 @@ from typing import Any
 import aiosqlite
 import pytest
 
+from cairn.search import hybrid
 from cairn.search.errors import BadContinuationError
 from cairn.search.hybrid import asks_question, search
+from cairn.search.keyword import keyword_hits
 from cairn.search.models import SearchPage, SearchRequest
 from cairn.store.store import Store, message_hash
 from tests.tools.memory import add_idea, add_span, insert
@@ -572,3 +575,22 @@ async def test_a_match_only_in_a_tool_calls_arguments_ranks_below_the_same_words
     request = SearchRequest(query=query, mode="keyword", kind="messages", min_score=0)
     plain = await search(store.db, store.vectors, full, request, record_usage=False)
     assert {r.id: r.score for r in plain.results}[in_path] > scores[in_path], "counted in full at weight 1"
+
+
+async def test_a_vector_failure_after_a_decisive_keyword_match_changes_nothing(
+    store: Store, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The vector queries start alongside the keyword queries; a decisive keyword match drops their
+    # answer, and their failure with it.
+    class Broken:
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            raise RuntimeError("chroma is down")
+
+    async def slow_keyword_hits(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(0.2)  # the vector queries have failed by the time the keyword matches are in
+        return await keyword_hits(*args, **kwargs)
+
+    monkeypatch.setattr(hybrid, "keyword_hits", slow_keyword_hits)
+    page = await run(store, "refreshed by the gateway", kind="ideas", vectors=Broken())
+    assert page.vector_skipped and ids(page)[0] == str(world.ideas["auth"])
+    assert not any("chroma is down" in n for n in page.notices)
