@@ -9,8 +9,11 @@ The steps, for each kind the request covers:
    embedding, computed once and started while the keyword queries run, and the items of a narrow
    window the query names;
 3. load every candidate with its context, re-checking the filters (`cairn.search.hydrate`);
-4. score (`cairn.search.ranking`), drop what falls under `min_score`, fold a raw message into the idea
-   extracted from it when both are found, and page.
+4. score (`cairn.search.ranking`), fold a raw message into the idea extracted from it and an answered
+   question into its answer (`cairn.search.folding`), drop what falls under `min_score`, and page.
+
+Ideas are searched with their messages as evidence (`with_evidence`): kind=ideas searches messages
+too, lets each idea take its message's place when that ranks better, and returns the ideas only.
 
 Learned search associations (`cairn.learning.boost`) take part too: when an earlier search close to
 this one came back weak and the agent then found what it wanted in a file, the ideas linked to that
@@ -29,7 +32,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -41,12 +43,12 @@ from cairn.learning.boost import reinforce as reinforce_associations
 from cairn.search.dates import QueryDates, dates_in, in_window
 from cairn.search.errors import BadContinuationError
 from cairn.search.filters import TABLES, Filters
-from cairn.search.hydrate import Item, load
+from cairn.search.folding import Ranked, fold_answered, fold_messages
+from cairn.search.hydrate import Item, answers_of, load
 from cairn.search.keyword import keyword_hits, passage_texts, snippet_of
 from cairn.search.models import (
     KIND_OF_FILTER,
     Kind,
-    ScoreParts,
     SearchPage,
     SearchRequest,
     SearchResult,
@@ -68,25 +70,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_KIND_ORDER: dict[Kind, int] = {"idea": 0, "span": 1, "message": 2}
 _TOKEN = "search"
 # How far from its end a message's question mark may sit for the message to ask a question.
 QUESTION_TAIL = 200
 # Rows counted for the "still waiting for vectors" notice, at most.
 PENDING_CAP = 10_001
-
-
-@dataclass
-class _Ranked:
-    item: Item
-    signals: Signals
-    final: float
-    parts: ScoreParts
-    lift: AssociationBoost | None = None
-
-    @property
-    def score(self) -> float:
-        return min(1.0, self.final)
 
 
 async def search(
@@ -106,7 +94,8 @@ async def search(
     if query is None:
         return _empty(base, ["the query has no words to search for; say what to look for"], started)
     filters = await _filters(db, base, snapshot, notices)
-    kinds = filters.kinds(KIND_OF_FILTER[base.kind])
+    wanted = filters.kinds(KIND_OF_FILTER[base.kind])
+    kinds = with_evidence(wanted)
 
     use_vectors = base.mode != "keyword"
     if use_vectors and vectors is None:
@@ -145,13 +134,15 @@ async def search(
         use_vectors = vector_used
 
     vector = (await embedding)[0] if use_vectors and embedding is not None else None
-    # Independent look-ups, at once: pending vectors, the date window's items, learned associations.
-    _, dated, boosts = await asyncio.gather(
-        _note_pending_vectors(db, kinds, notices) if use_vectors or vector_skipped else _nothing(),
+    # Independent look-ups, at once: pending vectors, the date window's items, learned associations,
+    # and the answers of the questions drawn (`cairn.search.folding.fold_answered`).
+    _, dated, boosts, answers = await asyncio.gather(
+        _note_pending_vectors(db, wanted, notices) if use_vectors or vector_skipped else _nothing(),
         _dated(db, kinds, dates, filters, settings) if use_vectors and dates.windows else _nothing(),
         _idea_lifts(db, vectors, settings, base, filters, vector) if "idea" in kinds else _nothing(),
+        answers_of(db, [row_id for (k, row_id) in signals if k == "idea"]),
     )
-    for key in dated or ():
+    for key in [*(dated or ()), *(("idea", answer) for answer in answers)]:
         signals.setdefault(key, Signals())
     lifts: dict[int, AssociationBoost] = boosts or {}
     if vector is not None:
@@ -164,6 +155,7 @@ async def search(
     )
     items = dict(zip(kinds, loaded[1:], strict=True))
     ranked = _rank(kinds, items, signals, settings, base, use_keywords, use_vectors, lifts, dates)
+    ranked = [r for r in ranked if r.item.kind in wanted]
     return await _page(
         db,
         base,
@@ -177,6 +169,20 @@ async def search(
         record_usage,
         settings.home,
     )
+
+
+def with_evidence(kinds: tuple[Kind, ...]) -> tuple[Kind, ...]:
+    """The kinds to search for `kinds`: with ideas wanted, messages too, as their evidence.
+
+    An idea is a sentence distilled from a message, and the message holds what the sentence leaves
+    out — the question it answers, the names and numbers around it. kind=all already lets an idea
+    take its message's place when the message ranks better (`fold_messages`); searching ideas alone
+    threw that evidence away, so kind=ideas ranked below semantic search of the same ideas. The
+    messages searched only as evidence are not returned.
+    """
+    if "idea" in kinds and "message" not in kinds:
+        return (*kinds, "message")
+    return kinds
 
 
 def _resume(request: SearchRequest, home: Path) -> tuple[SearchRequest, dict[str, int] | None, list[str]]:
@@ -441,14 +447,16 @@ def _rank(
     vector_used: bool,
     lifts: dict[int, AssociationBoost],
     dates: QueryDates,
-) -> list[_Ranked]:
+) -> list[Ranked]:
     """Every candidate that passes the filters and `min_score`, best first; an item said within a
     date the query names gains `search_date_weight` of relevance, an idea a learned association lifts
-    gets relevance x (1 + its weight), and messages are folded into their ideas (`_fold`), before
-    `min_score` applies. `loaded` holds the candidates of each kind that pass the filters (`load`)."""
+    gets relevance x (1 + its weight), and messages are folded into their ideas and answered questions
+    onto their answers (`cairn.search.folding`), before `min_score` applies. `loaded` holds the
+    candidates of each kind that pass the filters (`load`)."""
     now = datetime.now(UTC)
     minimum = settings.search_min_score if request.min_score is None else request.min_score
-    ranked: list[_Ranked] = []
+    ranked: list[Ranked] = []
+    answers_only: set[int] = set()  # ideas that are candidates only as a candidate question's answer
     for kind in kinds:
         ids = [row_id for (k, row_id) in signals if k == kind]
         scale = Scale.of([signals[(kind, row_id)] for row_id in ids], settings)
@@ -468,18 +476,23 @@ def _rank(
                 else (own, vector)
                 for row_id, (own, vector) in relevances.items()
             }
+        answering = {item.answered_by for item in items.values() if item.answered_by is not None}
         for row_id, item in items.items():
             entry = signals[(kind, row_id)]
             parts_in = relevances[row_id]
             if parts_in[0] <= 0 and (kind != "idea" or row_id not in lifts):
-                continue
+                if kind != "idea" or row_id not in answering:
+                    continue
+                answers_only.add(row_id)
             final, parts = score(item, entry, parts_in, settings, now)
             lift = lifts.get(row_id) if kind == "idea" else None
             if lift is not None:
                 final *= 1 + lift.weight
                 parts.learned = round(lift.weight, 4)
-            ranked.append(_Ranked(item, entry, final, parts, lift))
-    return [r for r in _fold(ranked) if r.score >= minimum]
+            ranked.append(Ranked(item, entry, final, parts, lift))
+    folded = fold_answered(fold_messages(ranked))
+    # An answer whose question did not rank has nothing to stand for.
+    return [r for r in folded if r.score >= minimum and not (r.final <= 0 and r.item.row_id in answers_only)]
 
 
 def _with_context(
@@ -524,35 +537,11 @@ def asks_question(text: str) -> bool:
     return "?" in text[-QUESTION_TAIL:]
 
 
-def _fold(ranked: list[_Ranked]) -> list[_Ranked]:
-    """Best first, a message an idea was extracted from folded into the idea: it says the same thing,
-    less distilled. The idea takes the better of the two places, so folding never buries what the
-    message alone would have shown."""
-    best: dict[tuple[int, int], float] = {}
-    lead: dict[tuple[int, int], _Ranked] = {}
-    for r in ranked:
-        key = r.item.source_key
-        if key is None or r.item.kind not in ("idea", "message"):
-            continue
-        best[key] = max(best.get(key, r.final), r.final)
-        if r.item.kind == "idea" and (key not in lead or r.final > lead[key].final):
-            lead[key] = r
-    kept = []
-    for r in ranked:
-        if r.item.kind == "message" and r.item.source_key in lead:
-            continue
-        if r.item.kind == "idea" and r.item.source_key and lead[r.item.source_key] is r:
-            r.final = best[r.item.source_key]
-        kept.append(r)
-    kept.sort(key=lambda r: (-r.final, _KIND_ORDER[r.item.kind], r.item.row_id))
-    return kept
-
-
 async def _page(
     db: Database,
     request: SearchRequest,
     query: FtsQuery,
-    ranked: list[_Ranked],
+    ranked: list[Ranked],
     snapshot: dict[str, int],
     seen: list[str],
     notices: list[str],
@@ -596,7 +585,7 @@ async def _page(
     )
 
 
-def _results(query: FtsQuery, page: list[_Ranked], passages: dict[int, str]) -> list[SearchResult]:
+def _results(query: FtsQuery, page: list[Ranked], passages: dict[int, str]) -> list[SearchResult]:
     """The page as results; a message found through a passage shows that passage as its snippet."""
     results = []
     for r in page:

@@ -38,6 +38,7 @@ _SQL: dict[Kind, str] = {
     "idea": f"""
         SELECT t.id, t.intent, t.content, t.importance, t.usage_count AS usage, t.said_at, t.session_id,
                t.source_file_id AS file_id, t.source_line AS line, t.superseded_by,
+               CASE WHEN t.intent = 'question' THEN t.answered_by END AS answered_by,
                sup.content AS sup_content, sup.said_at AS sup_said_at,
                sp.id AS topic_id, sp.name AS topic,
                (SELECT count(*) FROM relations AS r WHERE r.from_idea_id = t.id)
@@ -52,7 +53,7 @@ _SQL: dict[Kind, str] = {
         SELECT t.id, NULL AS intent,
                t.name || CASE WHEN trim(t.summary) <> '' THEN ': ' || t.summary ELSE '' END AS content,
                NULL AS importance, 0 AS usage, {TABLES["span"].said_at} AS said_at, t.session_id,
-               t.file_id, t.start_line AS line, NULL AS superseded_by,
+               t.file_id, t.start_line AS line, NULL AS superseded_by, NULL AS answered_by,
                NULL AS sup_content, NULL AS sup_said_at,
                parent.id AS topic_id, parent.name AS topic,
                (SELECT count(*) FROM ideas AS i WHERE i.span_id = t.id) AS related,
@@ -65,7 +66,7 @@ _SQL: dict[Kind, str] = {
         SELECT t.id, t.role AS intent, t.text AS content, NULL AS importance, 0 AS usage,
                {TABLES["message"].said_at} AS said_at, t.session_id, t.file_id, t.line,
                t.kind AS message_kind,
-               NULL AS superseded_by, NULL AS sup_content, NULL AS sup_said_at,
+               NULL AS superseded_by, NULL AS answered_by, NULL AS sup_content, NULL AS sup_said_at,
                cov.id AS topic_id, cov.name AS topic,
                (SELECT count(*) FROM ideas AS i WHERE i.source_file_id = t.file_id AND i.source_line = t.line)
                    AS related,
@@ -93,6 +94,7 @@ class Item:
     boost_key: str
     row: dict[str, Any] = field(repr=False, compare=False)
     """The loaded row, by column: what `session`, `source` and `superseded_by` are built from."""
+    answered_by: int | None = None  # a question idea: the idea that answers it
 
     @property
     def id(self) -> str:
@@ -167,5 +169,20 @@ async def load(db: Database, kind: Kind, ids: list[int], filters: Filters) -> di
             source_key=(int(file_id), int(line)) if file_id is not None and line is not None else None,
             boost_key=boost_key,
             row=row,
+            answered_by=None if row["answered_by"] is None else int(row["answered_by"]),
         )
     return items
+
+
+async def answers_of(db: Database, idea_ids: list[int]) -> list[int]:
+    """The ideas that answer the answered questions among `idea_ids`, each once, in question order:
+    candidates of their own, since a question that matches the query ranks as its answer
+    (`cairn.search.folding.fold_answered`). The filters apply when they are loaded."""
+    if not idea_ids:
+        return []
+    rows = await db.fetchall(
+        "SELECT answered_by FROM ideas WHERE id IN (SELECT value FROM json_each(?)) "
+        "AND intent = 'question' AND answered_by IS NOT NULL ORDER BY id",
+        (json.dumps(idea_ids),),
+    )
+    return list(dict.fromkeys(int(row["answered_by"]) for row in rows))

@@ -123,6 +123,11 @@ class ScoreParts(BaseModel):
         default=None,
         description="Weight of the learned search association that lifted this idea (relevance x (1 + it)).",
     )
+    answers: str | None = Field(
+        default=None,
+        description="The question idea whose place this answer took: the question matched the query "
+        "better than its answer does (README 'Search').",
+    )
 
 
 class SessionInfo(BaseModel):

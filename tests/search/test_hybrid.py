@@ -489,6 +489,102 @@ async def test_one_message_gives_its_place_to_one_idea_only(store: Store) -> Non
     assert scores[str(strong)] >= alone.results[0].score
 
 
+async def answered_question_store(store: Store) -> dict[str, int]:
+    """A question asked in one turn, answered two turns later in words the question does not use."""
+    question = "What are the settings I need to enable auto-summarization?"
+    answer = 'In `.entire/settings.json`: { "strategy_options": { "summarize": { "enabled": true } } }'
+    found = await conversation_store(
+        store,
+        {
+            "s": [
+                (3, "user", question),
+                (4, "assistant", "Let me look at how the CLI reads its configuration."),
+                (5, "assistant", answer),
+                (9, "user", "Which settings file does the daemon read on start-up?"),
+            ]
+        },
+    )
+    async with store.db.write() as conn:
+        file_id = (await (await conn.execute("SELECT id FROM transcript_files")).fetchone())[0]
+        found["answer"] = await add_idea(conn, "s", "conclusion", answer, 5, file_id=file_id)
+        found["question"] = await add_idea(
+            conn, "s", "question", question, 3, file_id=file_id, answered_by=found["answer"]
+        )
+        found["open"] = await add_idea(
+            conn, "s", "question", "Which settings file does the daemon read on start-up?", 9, file_id=file_id
+        )
+    await store.sync_vectors()
+    return found
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+@pytest.mark.parametrize("kind", ["ideas", "all"])
+async def test_an_answered_question_that_matches_ranks_as_its_answer(
+    store: Store, mode: str, kind: str
+) -> None:
+    # The question is the query asked again; what the searcher wants is the JSON it was answered with,
+    # which holds none of the query's words. The answer takes the question's place, the question
+    # follows it, and the result says whose place it took.
+    found = await answered_question_store(store)
+    answer, question = str(found["answer"]), str(found["question"])
+    page = await run(store, "What setting turns on auto-summarization?", mode=mode, kind=kind, min_score=0)
+    assert ids(page)[:2] == [answer, question]
+    assert page.results[0].scores.answers == question
+
+    async with store.db.write() as conn:
+        await conn.execute("UPDATE ideas SET answered_by = NULL WHERE id = ?", (found["question"],))
+    query = "What setting turns on auto-summarization?"
+    unanswered = await run(store, query, mode=mode, kind=kind, min_score=0)
+    assert ids(unanswered)[0] == question
+    assert all(r.scores.answers is None for r in unanswered.results)
+
+
+async def test_an_answer_comes_only_with_its_question_and_through_the_filters(store: Store) -> None:
+    found = await answered_question_store(store)
+    answer, question = str(found["answer"]), str(found["question"])
+    # The open question matches, the answered one does not: the answer is no candidate.
+    other = await run(store, "daemon start-up file", mode="keyword", kind="ideas", min_score=0)
+    assert ids(other) == [str(found["open"])]
+    # Asked for questions only, the answer (a conclusion) stays out and the question keeps its place.
+    questions = await run(
+        store, "What setting turns on auto-summarization?", mode="keyword", kind="ideas", intents=["question"]
+    )
+    assert ids(questions)[0] == question
+    assert answer not in ids(questions)
+
+
+async def test_ideas_are_found_through_the_messages_they_came_from(store: Store) -> None:
+    # The decision's own sentence holds one word of the query; the turn it was drawn from holds them
+    # all. Searched alone, the idea that mentions the dev server and vite ranked first; the message's
+    # evidence puts the decision first, and the message itself is not returned for kind=ideas.
+    await conversation_store(
+        store,
+        {
+            "s": [
+                (5, "assistant", "The dev server moved to port 5173 because vite picks it by default."),
+                (9, "assistant", "The docs page lists vite among the build tools the team looked at."),
+            ]
+        },
+    )
+    async with store.db.write() as conn:
+        file_id = (await (await conn.execute("SELECT id FROM transcript_files")).fetchone())[0]
+        decision = await add_idea(
+            conn, "s", "decision", "Keep the default port the bundler picks", 5, file_id=file_id
+        )
+        mention = await add_idea(
+            conn, "s", "context", "The dev server docs list vite as a build tool", 9, file_id=file_id
+        )
+    await store.sync_vectors()
+    query = "why does the dev server use port 5173 with vite"
+    page = await run(store, query, mode="keyword", kind="ideas", min_score=0)
+    assert ids(page) == [str(decision), str(mention)]
+
+    async with store.db.write() as conn:
+        await conn.execute("UPDATE ideas SET source_line = 40 WHERE id = ?", (decision,))
+    alone = await run(store, query, mode="keyword", kind="ideas", min_score=0)
+    assert ids(alone) == [str(mention), str(decision)]
+
+
 async def test_search_says_when_vectors_are_still_being_built(store: Store) -> None:
     # Captured, not yet embedded: keyword matches answer at once and the page says vectors lag behind.
     lines = {"s": [(n, "user", f"note {n} about the cache warmer") for n in range(1, 4)]}

@@ -13,7 +13,7 @@ from cairn.ui.backend import Refusal
 
 MODES = ("hybrid", "semantic", "keyword")
 KINDS = ("all", "ideas", "spans", "messages")
-SCORE_PARTS = ("bm25", "vector", "fusion", "recency", "importance", "usage", "boost", "learned")
+SCORE_PARTS = ("bm25", "vector", "fusion", "recency", "importance", "usage", "boost", "learned", "answers")
 
 
 def _form(request: Request) -> dict[str, Any]:
