@@ -271,7 +271,8 @@ async def prompt_context(
         min_score=settings.recall_min_score,
         limit=min(MAX_LIMIT, 2 * wanted + len(exclude)),
     )
-    page = await search(db, vectors, settings, request, record_usage=False)
+    # Without the messages as evidence: half the work at 100K ideas, within the hook's deadline.
+    page = await search(db, vectors, settings, request, record_usage=False, evidence=False)
     ideas = [r for r in page.results if r.kind == "idea" and int(r.id) not in exclude and not r.superseded]
     left_out = await abandoned(db, (int(r.id) for r in ideas))
     lines: list[_Line] = []

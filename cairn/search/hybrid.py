@@ -84,8 +84,12 @@ async def search(
     request: SearchRequest,
     *,
     record_usage: bool = True,
+    evidence: bool = True,
 ) -> SearchPage:
-    """One page of results for `request` (or for the search its `continuation` token continues)."""
+    """One page of results for `request` (or for the search its `continuation` token continues).
+
+    `evidence=False` searches ideas without their messages (`with_evidence`): half the work of a
+    kind=ideas query, for recall, which must answer within its hook's deadline."""
     started = time.perf_counter()
     base, snapshot, seen = _resume(request, settings.home)
     notices: list[str] = []
@@ -95,7 +99,7 @@ async def search(
         return _empty(base, ["the query has no words to search for; say what to look for"], started)
     filters = await _filters(db, base, snapshot, notices)
     wanted = filters.kinds(KIND_OF_FILTER[base.kind])
-    kinds = with_evidence(wanted)
+    kinds = with_evidence(wanted) if evidence else wanted
 
     use_vectors = base.mode != "keyword"
     if use_vectors and vectors is None:

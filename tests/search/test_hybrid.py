@@ -578,6 +578,10 @@ async def test_ideas_are_found_through_the_messages_they_came_from(store: Store)
     query = "why does the dev server use port 5173 with vite"
     page = await run(store, query, mode="keyword", kind="ideas", min_score=0)
     assert ids(page) == [str(decision), str(mention)]
+    # Recall asks without the evidence (half the work): the sentences alone decide.
+    request = SearchRequest(query=query, mode="keyword", kind="ideas", min_score=0)
+    quick = await search(store.db, store.vectors, store.settings, request, record_usage=False, evidence=False)
+    assert ids(quick) == [str(mention), str(decision)]
 
     async with store.db.write() as conn:
         await conn.execute("UPDATE ideas SET source_line = 40 WHERE id = ?", (decision,))
