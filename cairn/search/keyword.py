@@ -240,7 +240,8 @@ async def keyword_hits(
         KeywordHit(int(row["id"]), measure(marks.get(int(row["id"]), "")), float(row["bm25"])) for row in rows
     ]
     if kind == "message":
-        hits = _best_per_message(hits + await _passage_hits(db, match, filters, n, tiers))[:n]
+        passages = await _passage_hits(db, match, filters, n, tiers, tool_weight)
+        hits = _best_per_message(hits + passages)[:n]
     hits.sort(key=lambda hit: hit.order)
     return hits
 
@@ -317,12 +318,20 @@ def candidate_match(query: FtsQuery, counts: list[int]) -> str:
     return " OR ".join([*tiers, f"(({rare}) AND ({common}))", f"(({rare}) NOT ({common}))"])
 
 
-async def _passage_hits(db: Database, match: str, filters: Filters, n: int, tiers: Tiers) -> list[KeywordHit]:
+async def _passage_hits(
+    db: Database, match: str, filters: Filters, n: int, tiers: Tiers, tool_weight: float = 1.0
+) -> list[KeywordHit]:
     """Messages whose passages match `match` (the messages' candidate expression: passages are their
     messages' words), one hit per matching passage (the best `n` passages: a message can have
     several), in one statement. Only searchable messages have passages, so the default filters
-    drop few of FTS5's top `n`: each row it returns costs a `highlight()` over its passage."""
+    drop few of FTS5's top `n`: each row it returns costs a `highlight()` over its passage.
+
+    A passage counts like its message's own text (`prose_strength`): one that starts inside the
+    message's rendered tool calls counts `tool_weight` of its match, or the passage would give back
+    the full strength the message's text was denied."""
     where, params = filters.sql("message")
+    # Where the message's rendered tool calls begin, 0-based (-1: none; only prose messages have them).
+    calls = f"CASE WHEN t.kind = 'text' THEN instr(t.text, '{TOOL_CALL}') - 1 ELSE -1 END"
     marked = f"highlight({PASSAGES_FTS}, 0, '{OPEN}', '{CLOSE}')"
     if filters.narrows:
         # The filters pick the passages (through their messages) before the top-N; marks only for those.
@@ -335,14 +344,18 @@ async def _passage_hits(db: Database, match: str, filters: Filters, n: int, tier
                 WHERE {PASSAGES_FTS} MATCH ? AND {where}
                 ORDER BY bm25 LIMIT ?
             )
-            SELECT top.id AS passage_id, top.message_id AS id, top.bm25, {marked} AS marked
+            SELECT top.id AS passage_id, top.message_id AS id, top.bm25, {marked} AS marked,
+                   p.char_start, {calls} AS calls
             FROM top JOIN {PASSAGES_FTS} ON {PASSAGES_FTS}.rowid = top.id
+            JOIN message_passages AS p ON p.id = top.id
+            JOIN messages AS t ON t.id = top.message_id
             WHERE {PASSAGES_FTS} MATCH ?
         """
         args: tuple[object, ...] = (match, *params, n, match)
     else:
         sql = f"""
-            SELECT c.id AS passage_id, p.message_id AS id, c.bm25, c.marked FROM (
+            SELECT c.id AS passage_id, p.message_id AS id, c.bm25, c.marked, p.char_start, {calls} AS calls
+            FROM (
                 SELECT rowid AS id, rank AS bm25, {marked} AS marked FROM {PASSAGES_FTS}
                 WHERE {PASSAGES_FTS} MATCH ? ORDER BY rank LIMIT ?
             ) AS c
@@ -351,15 +364,15 @@ async def _passage_hits(db: Database, match: str, filters: Filters, n: int, tier
             WHERE {where}
         """
         args = (match, n, *params)
-    return [
-        KeywordHit(
-            int(row["id"]),
-            tiers.strength(str(row["marked"] or "")),
-            float(row["bm25"]),
-            int(row["passage_id"]),
-        )
-        for row in await db.fetchall(sql, args)
-    ]
+    hits = []
+    for row in await db.fetchall(sql, args):
+        marked = str(row["marked"] or "")
+        if 0 <= row["calls"] <= row["char_start"]:
+            strength = min(1.0, tool_weight) * tiers.strength(marked)
+        else:
+            strength = prose_strength(tiers, marked, tool_weight)
+        hits.append(KeywordHit(int(row["id"]), strength, float(row["bm25"]), int(row["passage_id"])))
+    return hits
 
 
 def _best_per_message(hits: list[KeywordHit]) -> list[KeywordHit]:

@@ -677,6 +677,36 @@ async def test_a_match_only_in_a_tool_calls_arguments_ranks_below_the_same_words
     assert {r.id: r.score for r in plain.results}[in_path] > scores[in_path], "counted in full at weight 1"
 
 
+async def test_a_passage_inside_a_tool_call_counts_like_the_call(store: Store) -> None:
+    # A long message's passage that lies in its rendered tool calls (here the command a Bash call runs)
+    # must not give back the full strength the message's own text was denied.
+    prose = "Let me look at the upload logs before changing anything in the gateway configuration."
+    call = prose + '\n[tool_use Bash] command="grep zanzibar_quota /var/log/gateway/uploads.log"'
+    found = await conversation_store(
+        store,
+        {
+            "call": [(10, "assistant", call)],
+            "said": [(10, "assistant", "The zanzibar_quota setting caps uploads per hour for each key.")],
+        },
+    )
+    async with store.db.write() as conn:
+        for seq, start, end in ((0, 0, len(prose)), (1, len(prose) + 1, len(call))):
+            await conn.execute(
+                "INSERT INTO message_passages (message_id, seq, char_start, char_end, text) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (found["call:10"], seq, start, end, call[start:end]),
+            )
+    in_call, in_prose = f"m{found['call:10']}", f"m{found['said:10']}"
+    page = await run(store, "zanzibar_quota", mode="keyword", kind="messages", min_score=0)
+    strength = {r.id: r.scores.bm25 for r in page.results}
+    assert strength[in_call] == pytest.approx(store.settings.search_tool_call_weight * strength[in_prose])
+
+    full = store.settings.model_copy(update={"search_tool_call_weight": 1.0})
+    request = SearchRequest(query="zanzibar_quota", mode="keyword", kind="messages", min_score=0)
+    plain = await search(store.db, store.vectors, full, request, record_usage=False)
+    assert {r.id: r.scores.bm25 for r in plain.results}[in_call] == strength[in_prose]
+
+
 async def test_a_vector_failure_after_a_decisive_keyword_match_changes_nothing(
     store: Store, world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
