@@ -1,4 +1,4 @@
-"""Folding scored results: what says the same as another result is shown once, in the better place.
+"""Folding scored results: a result that stands for another takes the better of their two places.
 
 Two folds run on the scored candidates, before `min_score` and paging:
 
