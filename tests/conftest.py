@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from chromadb.api.types import Documents, EmbeddingFunction
@@ -14,9 +17,14 @@ from cairn.config import Settings
 from cairn.store.embeddings import MiniLMInt8Embedding
 from cairn.store.store import Store
 from cairn.store.vectors import VectorIndex
+from tests import hostile_disks
+from tests.hostile_disks import run_cairn
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_TRANSCRIPTS = REPO_ROOT.parent / "shared" / "fixtures" / "transcripts"
+DEMO = REPO_ROOT / "cairn" / "demo" / "demo-session.jsonl"
+#: The three claude-code-viewer sessions (one Next.js app), in the order `cairn index` is given them.
+VIEWER_SESSIONS = sorted(SHARED_TRANSCRIPTS.glob("claude-code-viewer/*.jsonl"))
 
 
 def shared_transcripts() -> list[Path]:
@@ -38,6 +46,51 @@ def _no_model_requests() -> Iterator[None]:
 def embedding_function() -> EmbeddingFunction[Documents]:
     """The packaged MiniLM model, loaded once per test run and shared by every store a test opens."""
     return MiniLMInt8Embedding()
+
+
+@pytest.fixture(scope="session")
+def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A home holding the demo session, synced, indexed offline and embedded by a real `cairn sync
+    --demo`, once per test run and shared: tests copy it (`hostile_disks.copy_home`) before using it."""
+    return hostile_disks.demo_home(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def indexed_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A home holding the demo session (project acme-api) and the two smaller viewer sessions (project
+    Demo), indexed offline by a real `cairn index`, once per test run and shared: copy it before use."""
+    from tests.test_cli import cairn_json
+
+    root = tmp_path_factory.mktemp("indexed")
+    with pytest.MonkeyPatch.context() as mp:  # the `cairn_home` fixture's isolation
+        for key in [k for k in os.environ if k.startswith("CAIRN_")]:
+            mp.delenv(key)
+        mp.setenv("CAIRN_HOME", str(root / "home"))
+        mp.setenv("CAIRN_CLAUDE_PROJECTS_DIR", str(root / "claude-projects"))
+        report = cairn_json("index", str(DEMO), *map(str, VIEWER_SESSIONS[:2]), "--model", "offline")
+        assert report["runs_failed"] == 0 and report["messages_added"] > 50
+    return root / "home"
+
+
+@dataclass(frozen=True)
+class IndexedViewer:
+    """What `cairn index VIEWER_SESSIONS --model offline --json` made of a fresh home."""
+
+    home: Path  #: shared by every test that asks: copy it (shutil.copytree) before writing to it
+    report: dict[str, Any]  #: the command's JSON report
+
+
+@pytest.fixture(scope="session")
+def viewer_index(tmp_path_factory: pytest.TempPathFactory) -> IndexedViewer:
+    """The viewer sessions indexed offline by a real `cairn index`, once per test run: the command takes
+    tens of seconds (mostly embedding), and several tests compare with or build on its result.
+    Run with PYTHONHASHSEED=3, one of the seeds `tests/agent/test_offline_determinism.py` compares."""
+    home = tmp_path_factory.mktemp("viewer-index") / "home"
+    proc = run_cairn(
+        home, "index", *map(str, VIEWER_SESSIONS), "--model", "offline", "--json", PYTHONHASHSEED="3"
+    )
+    assert proc.returncode == 0, proc.stderr
+    return IndexedViewer(home, json.loads(proc.stdout))
 
 
 @pytest.fixture

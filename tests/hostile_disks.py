@@ -130,7 +130,7 @@ def error_lines(stderr: str) -> list[str]:
 
 def demo_home(factory: pytest.TempPathFactory) -> Path:
     """A home holding the demo session, synced, indexed and embedded by a real `cairn sync --demo`:
-    made once per module, and copied for each test (`copy_home`)."""
+    made once per test run (the `demo_home` fixture), and copied for each test (`copy_home`)."""
     home = factory.mktemp("pristine") / "home"
     proc = run_cairn(home, "sync", "--demo")
     assert proc.returncode == 0, proc.stderr

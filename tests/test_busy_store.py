@@ -47,14 +47,9 @@ _OWNER = textwrap.dedent(
 )
 
 
-@pytest.fixture(scope="module")
-def synced_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return hostile_disks.demo_home(tmp_path_factory)
-
-
 @pytest.fixture
-def busy_home(synced_home: Path, tmp_path: Path) -> Iterator[Path]:
-    home = hostile_disks.copy_home(synced_home, tmp_path)
+def busy_home(demo_home: Path, tmp_path: Path) -> Iterator[Path]:
+    home = hostile_disks.copy_home(demo_home, tmp_path)
     owner = subprocess.Popen(
         [sys.executable, "-c", _OWNER, str(home)],
         stdin=subprocess.PIPE,

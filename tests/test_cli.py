@@ -29,8 +29,8 @@ def cairn(
     return proc
 
 
-def cairn_json(*args: str, env: dict[str, str] | None = None) -> Any:
-    return json.loads(cairn(*args, "--json", env=env).stdout)
+def cairn_json(*args: str, env: dict[str, str] | None = None, timeout: float = 240) -> Any:
+    return json.loads(cairn(*args, "--json", env=env, timeout=timeout).stdout)
 
 
 def tool_use_counts(path: Path) -> dict[str, int]:
@@ -56,7 +56,8 @@ def test_inspect_every_shared_fixture(cairn_home: Path, path: Path) -> None:
 
 
 def test_sync_shared_fixtures_is_idempotent_and_counts_match(cairn_home: Path) -> None:
-    first = cairn_json("sync", str(SHARED_TRANSCRIPTS))
+    # Every fixture captured and embedded: minutes on two busy cores (it timed out at 240 s under load).
+    first = cairn_json("sync", str(SHARED_TRANSCRIPTS), timeout=900)
     files = first["sync"]["files"]
     # The hook-payload log beside the transcripts is not a Claude Code transcript and is not read.
     assert sorted(Path(f["path"]).name for f in files) == sorted(
@@ -129,9 +130,9 @@ def test_half_written_line_is_left_then_picked_up(cairn_home: Path, tmp_path: Pa
     assert cairn_json("stats")["messages"] == before + second["messages_added"]
 
 
-def test_doctor_reports_every_component_ok_offline(cairn_home: Path, tmp_path: Path) -> None:
+def test_doctor_reports_every_component_ok_offline(cairn_home: Path, tmp_path: Path, demo_home: Path) -> None:
     user = {"HOME": str(tmp_path / "user-home")}  # `cairn install` edits ~/.claude: never the real one
-    cairn("sync", "--demo")
+    shutil.copytree(demo_home, cairn_home, symlinks=True)  # what `cairn sync --demo` makes
     cairn("install", env=user)
     report = cairn_json("doctor", env=user)
     assert report["ok"] is True, report
@@ -163,8 +164,8 @@ def test_doctor_fails_with_a_fix_when_the_key_is_missing(
     assert model["ok"] is False and "ANTHROPIC_API_KEY" in model["fix"]
 
 
-def test_reindex_vectors_rebuilds_a_deleted_chroma(cairn_home: Path) -> None:
-    cairn("sync", "--demo")
+def test_reindex_vectors_rebuilds_a_deleted_chroma(cairn_home: Path, demo_home: Path) -> None:
+    shutil.copytree(demo_home, cairn_home, symlinks=True)  # what `cairn sync --demo` makes
     before = cairn_json("stats")["vectors"]
     shutil.rmtree(cairn_json("config")["chroma_dir"])
     assert cairn_json("stats")["vectors"]["messages"] == 0
@@ -172,8 +173,8 @@ def test_reindex_vectors_rebuilds_a_deleted_chroma(cairn_home: Path) -> None:
     assert cairn_json("stats")["vectors"] == before
 
 
-def test_a_second_process_gets_a_clear_error(cairn_home: Path) -> None:
-    cairn("sync", "--demo")
+def test_a_second_process_gets_a_clear_error(cairn_home: Path, demo_home: Path) -> None:
+    shutil.copytree(demo_home, cairn_home, symlinks=True)  # what `cairn sync --demo` makes
     holder = subprocess.Popen(
         [
             sys.executable,

@@ -11,10 +11,10 @@ from pathlib import Path
 from cairn.agent.schema import Idea, IndexResult, Relation
 from cairn.prompts import load_prompt
 from tests.agent.fake_anthropic import FakeAnthropic
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import VIEWER_SESSIONS, IndexedViewer
 from tests.test_cli import cairn, cairn_json
 
-VIEWER = sorted(str(p) for p in (SHARED_TRANSCRIPTS / "claude-code-viewer").glob("*.jsonl"))
+VIEWER = [str(p) for p in VIEWER_SESSIONS]
 DEMO = Path(__file__).resolve().parents[1] / "cairn" / "demo" / "demo-session.jsonl"
 
 
@@ -22,8 +22,12 @@ def _key(name: str) -> str:
     return re.sub(r"[^a-z0-9+#]", "", name.lower())
 
 
-def test_offline_index_of_real_transcripts_then_nothing_more(cairn_home: Path) -> None:
-    first = cairn_json("index", *VIEWER, "--model", "offline")
+def test_offline_index_of_real_transcripts_then_nothing_more(
+    cairn_home: Path, viewer_index: IndexedViewer
+) -> None:
+    # The first `cairn index *VIEWER --model offline` into a fresh home is the shared run's.
+    shutil.copytree(viewer_index.home, cairn_home)
+    first = viewer_index.report
     applied = first["applied"]
     assert first["runs_failed"] == 0 and first["runs_ok"] == first["batches"] > 0
     assert len([n for n in applied["ideas_by_intent"].values() if n]) >= 3, applied

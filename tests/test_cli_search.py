@@ -1,7 +1,7 @@
 """`cairn search`, `content`, `show` and `timeline` end to end, over real transcripts indexed offline.
 
-One store is built per module (indexing takes seconds) and every test only reads it, so the order the
-tests run in does not matter; the tests that need an empty store use their own `cairn_home`.
+One indexed store (the shared `indexed_home`) is copied per module and every test only reads it, so the
+order the tests run in does not matter; the tests that need an empty store use their own `cairn_home`.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import io
 import json
 import os
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,24 +19,20 @@ import pytest
 from rich.console import Console
 
 from cairn.cli import search as cli_search
-from tests.conftest import SHARED_TRANSCRIPTS
 from tests.test_cli import cairn, cairn_json
-
-DEMO = Path(__file__).resolve().parents[1] / "cairn" / "demo" / "demo-session.jsonl"
-VIEWER = sorted((SHARED_TRANSCRIPTS / "claude-code-viewer").glob("*.jsonl"))[:2]
 
 
 @pytest.fixture(scope="module", autouse=True)
-def indexed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A CAIRN_HOME holding the demo session and two small real transcripts, indexed offline."""
+def indexed(tmp_path_factory: pytest.TempPathFactory, indexed_home: Path) -> Iterator[Path]:
+    """A CAIRN_HOME holding the demo session and two small real transcripts, indexed offline: this
+    this module's own copy of the shared `indexed_home`."""
     root = tmp_path_factory.mktemp("cli-search")
+    shutil.copytree(indexed_home, root / "cairn-home", symlinks=True)
     with pytest.MonkeyPatch.context() as mp:
         for key in [k for k in os.environ if k.startswith("CAIRN_")]:
             mp.delenv(key)
         mp.setenv("CAIRN_HOME", str(root / "cairn-home"))
         mp.setenv("CAIRN_CLAUDE_PROJECTS_DIR", str(root / "claude-projects"))
-        report = cairn_json("index", str(DEMO), *map(str, VIEWER), "--model", "offline")
-        assert report["runs_failed"] == 0 and report["messages_added"] > 50
         yield root / "cairn-home"
 
 

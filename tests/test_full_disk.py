@@ -54,11 +54,6 @@ async def test_a_full_database_rolls_back_and_the_next_run_stores_everything_onc
     assert before + added == expected
 
 
-@pytest.fixture(scope="module")
-def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return hostile_disks.demo_home(tmp_path_factory)
-
-
 @pytest.fixture
 def home(demo_home: Path, tmp_path: Path) -> Path:
     return hostile_disks.copy_home(demo_home, tmp_path)

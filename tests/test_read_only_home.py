@@ -18,14 +18,9 @@ from tests import hostile_disks
 from tests.hostile_disks import error_lines, namespace_prefix, run_read_only
 
 
-@pytest.fixture(scope="module")
-def synced_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return hostile_disks.demo_home(tmp_path_factory)
-
-
 @pytest.fixture
-def home(synced_home: Path, tmp_path: Path) -> Path:
-    return hostile_disks.copy_home(synced_home, tmp_path)
+def home(demo_home: Path, tmp_path: Path) -> Path:
+    return hostile_disks.copy_home(demo_home, tmp_path)
 
 
 def _snapshot(home: Path) -> dict[str, tuple[int, int]]:

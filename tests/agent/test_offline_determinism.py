@@ -8,15 +8,19 @@ import contextlib
 import sqlite3
 from pathlib import Path
 
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import VIEWER_SESSIONS, IndexedViewer
 from tests.hostile_disks import run_cairn
 
-VIEWER = sorted(str(p) for p in (SHARED_TRANSCRIPTS / "claude-code-viewer").glob("*.jsonl"))
 
-
-def _memory(home: Path, seed: str) -> tuple[list[tuple[str, ...]], ...]:
-    proc = run_cairn(home, "index", *VIEWER, "--model", "offline", "--json", PYTHONHASHSEED=seed)
+def _index(home: Path, seed: str) -> Path:
+    proc = run_cairn(
+        home, "index", *map(str, VIEWER_SESSIONS), "--model", "offline", "--json", PYTHONHASHSEED=seed
+    )
     assert proc.returncode == 0, proc.stderr
+    return home
+
+
+def _memory(home: Path) -> tuple[list[tuple[str, ...]], ...]:
     with contextlib.closing(sqlite3.connect(home / "cairn.db")) as conn:
         return tuple(
             [tuple(str(v) for v in row) for row in conn.execute(sql)]
@@ -31,10 +35,10 @@ def _memory(home: Path, seed: str) -> tuple[list[tuple[str, ...]], ...]:
         )
 
 
-def test_two_hash_seeds_give_the_same_memory(tmp_path: Path) -> None:
+def test_two_hash_seeds_give_the_same_memory(tmp_path: Path, viewer_index: IndexedViewer) -> None:
     # Seeds 3 and 4 gave these sessions two project roots (and so other file entities and one more
     # tool call) while `project_root` broke ties in a set's order; any two seeds must agree.
-    first = _memory(tmp_path / "one", "3")
-    second = _memory(tmp_path / "two", "4")
+    first = _memory(viewer_index.home)  # the same `cairn index`, run with PYTHONHASHSEED=3
+    second = _memory(_index(tmp_path / "two", "4"))
     assert first[0], "the offline model extracted nothing to compare"
     assert first == second

@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import os
 import shutil
 import socket
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cairn.config import Settings
 from cairn.daemon.client import DaemonRequestError, NoDaemon, daemon_request
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import VIEWER_SESSIONS, IndexedViewer
 from tests.daemon.helpers import Daemons, alive, cairn, query, wait_for
 
 READ_COMMANDS = [
@@ -39,11 +41,11 @@ READ_COMMANDS = [
 
 
 @pytest.fixture
-def synced(cairn_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A store holding the indexed demo session, built without a daemon."""
+def synced(demo_home: Path, cairn_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A store holding the indexed demo session, built without a daemon (`cairn sync --demo`, offline,
+    shared by the test run): this test's private copy of it is its CAIRN_HOME."""
     monkeypatch.setenv("CAIRN_MODEL", "offline")
-    proc = cairn("sync", "--demo", "--json")
-    assert proc.returncode == 0, proc.stderr
+    shutil.copytree(demo_home, cairn_home, symlinks=True)
     return cairn_home
 
 
@@ -194,21 +196,26 @@ def test_sync_hands_files_to_the_daemon(daemons: Daemons, cairn_home: Path) -> N
     )
 
 
-VIEWER = sorted(str(p) for p in (SHARED_TRANSCRIPTS / "claude-code-viewer").glob("*.jsonl"))
+VIEWER = [str(p) for p in VIEWER_SESSIONS]
 
 
-def _index_json(*paths: str) -> dict[str, object]:
-    proc = cairn("index", *paths, "--model", "offline", "--json")
-    assert proc.returncode == 0, proc.stderr
-    data = {k: v for k, v in json.loads(proc.stdout).items() if not k.endswith("seconds")}  # times differ
+def _comparable(report: dict[str, Any]) -> dict[str, Any]:
+    """An index report without what differs from run to run: times and run ids."""
+    data = {k: v for k, v in copy.deepcopy(report).items() if not k.endswith("seconds")}
     for failure in data["failures"]:
         failure.pop("run_id", None)
     data["applied"].pop("run_id", None)
     return data
 
 
+def _index_json(*paths: str) -> dict[str, Any]:
+    proc = cairn("index", *paths, "--model", "offline", "--json", timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    return _comparable(json.loads(proc.stdout))
+
+
 def test_index_runs_in_the_daemon_like_it_runs_directly(
-    daemons: Daemons, cairn_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    daemons: Daemons, cairn_home: Path, viewer_index: IndexedViewer
 ) -> None:
     daemons.start()
     through_daemon = _index_json(*VIEWER)
@@ -219,8 +226,8 @@ def test_index_runs_in_the_daemon_like_it_runs_directly(
     assert again["runs_ok"] == 0 and again["runs_failed"] == 0
     daemons.stop()
 
-    monkeypatch.setenv("CAIRN_HOME", str(tmp_path / "fresh"))
-    direct = _index_json(*VIEWER)
+    # The same `cairn index` run directly, without a daemon, into a fresh home.
+    direct = _comparable(viewer_index.report)
     assert direct == through_daemon
 
 
