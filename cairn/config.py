@@ -262,7 +262,11 @@ class Settings(BaseSettings):
         "compaction summaries.",
     )
     search_min_score: float = Field(
-        default=0.2, ge=0, le=1, description="Results scoring below this are left out unless asked."
+        default=0.1,
+        ge=0,
+        le=1,
+        description="Results scoring below this are left out unless asked. A match by meaning alone scores "
+        "at most (1 - search_keyword_share) of relevance: keep this below that, or hybrid search drops it.",
     )
     search_context_weight: float = Field(
         default=0.15,
