@@ -495,8 +495,12 @@ def _rank(
                 parts.learned = round(lift.weight, 4)
             ranked.append(Ranked(item, entry, final, parts, lift))
     folded = fold_answered(fold_messages(ranked))
+
     # An answer whose question did not rank has nothing to stand for.
-    return [r for r in folded if r.score >= minimum and not (r.final <= 0 and r.item.row_id in answers_only)]
+    def stands_for_nothing(r: Ranked) -> bool:
+        return r.final <= 0 and r.item.kind == "idea" and r.item.row_id in answers_only
+
+    return [r for r in folded if r.score >= minimum and not stands_for_nothing(r)]
 
 
 def _with_context(
