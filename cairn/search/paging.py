@@ -82,15 +82,24 @@ def token_key(home: Path) -> bytes:
     """The key that signs this store's tokens: `home/token.key`, created on first use.
 
     Created 0600 under a temporary name and hard-linked into place, so two processes racing to create
-    it agree on one key (the loser reads the winner's). A key file of the wrong size, not a regular
-    file, or readable by others is replaced: a key others can read is no secret. When the file can be
-    neither read nor created, a key for this process only (see the module docstring).
+    it agree on one key: the link of the loser fails with EEXIST and it reads the winner's. What to do
+    is decided from *why* the key could not be read: a missing file is created, never replaced (a
+    replace would overwrite the key another process has just linked and handed out); a key file of the
+    wrong size, not a regular file, or readable by others is replaced, since a key others can read is no
+    secret. When the file can be neither read nor created, a key for this process only (see the module
+    docstring).
     """
     home = Path(home)
     path = home / KEY_FILE
     try:
-        key = _read_key(path)
-        return key if key is not None else _create_key(path, replace=path.exists() or path.is_symlink())
+        for _ in range(_CREATE_ATTEMPTS):
+            found, key = _read_key(path)
+            if key is not None:
+                return key
+            created = _create_key(path, replace=found)
+            if created is not None:
+                return created
+        raise OSError(f"{path} keeps appearing and vanishing; cannot settle on one key")
     except OSError as exc:
         with _process_keys_lock:
             if home not in _process_keys:
@@ -104,27 +113,35 @@ def token_key(home: Path) -> bytes:
             return _process_keys[home]
 
 
-def _read_key(path: Path) -> bytes | None:
-    """The key in `path`; None when there is none or it cannot be trusted (and should be replaced)."""
+#: Rounds of read-then-create before giving up: each lost race re-reads the winner's key, so a second
+#: round is only needed when the winner's file was deleted between its link and our read.
+_CREATE_ATTEMPTS = 3
+
+
+def _read_key(path: Path) -> tuple[bool, bytes | None]:
+    """(whether something is at `path`, the key in it); the key is None when there is none or it cannot
+    be trusted (and, the first being true, should be replaced)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
-        return None
+        return False, None
     except OSError as exc:
         if path.is_symlink():  # O_NOFOLLOW refused a symlink: never read a key through one
-            return None
+            return True, None
         raise exc
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_mode & 0o077:
-            return None
+            return True, None
         data = os.read(fd, KEY_BYTES + 1)
     finally:
         os.close(fd)
-    return data if len(data) == KEY_BYTES else None
+    return True, data if len(data) == KEY_BYTES else None
 
 
-def _create_key(path: Path, *, replace: bool) -> bytes:
+def _create_key(path: Path, *, replace: bool) -> bytes | None:
+    """A new key written to `path`: replacing what is there when `replace`, else only if nothing is (None
+    when another process linked its key first: the caller reads that one)."""
     key = secrets.token_bytes(KEY_BYTES)
     temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -141,10 +158,7 @@ def _create_key(path: Path, *, replace: bool) -> bytes:
         try:
             os.link(temp, path)
         except FileExistsError:  # another process created it first: its key is the key
-            theirs = _read_key(path)
-            if theirs is None:
-                raise OSError(f"{path} was created by another process but cannot be read") from None
-            return theirs
+            return None
         except OSError:  # a file system without hard links: last writer wins, which is still one key
             os.replace(temp, path)
         return key

@@ -23,7 +23,7 @@ import pytest
 from chromadb.api.types import Documents, EmbeddingFunction
 
 from cairn.config import Settings
-from cairn.search import ops
+from cairn.search import ops, paging
 from cairn.search.errors import BadContinuationError, SearchError
 from cairn.search.paging import (
     _VERSION,
@@ -100,6 +100,30 @@ def test_processes_racing_to_create_the_key_agree_on_one(tmp_path: Path) -> None
     ]
     keys = {proc.communicate(timeout=60)[0].strip() for proc in procs}
     assert len(keys) == 1 and keys == {(tmp_path / KEY_FILE).read_bytes().hex()}
+
+
+def test_a_key_linked_by_another_process_after_our_read_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race of two first uses, made deterministic: another process links its key between our read
+    (which found nothing) and our create. Ours must lose to it, not replace it: the other process has
+    already signed tokens with its key."""
+    theirs = b"t" * 32
+    real_read = paging._read_key
+    reads: list[Path] = []
+
+    def read_before_their_link(path: Path) -> tuple[bool, bytes | None]:
+        reads.append(path)
+        if len(reads) == 1:
+            path.write_bytes(theirs)
+            path.chmod(0o600)
+            return False, None  # what our read saw, an instant before their link
+        return real_read(path)
+
+    monkeypatch.setattr(paging, "_read_key", read_before_their_link)
+    assert token_key(tmp_path) == theirs
+    assert (tmp_path / KEY_FILE).read_bytes() == theirs
+    assert [p.name for p in tmp_path.iterdir()] == [KEY_FILE], "no temporary file is left behind"
 
 
 @pytest.fixture
