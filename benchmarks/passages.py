@@ -2,7 +2,7 @@
 
 Usage: ``.venv/bin/python benchmarks/passages.py [--repeats 5] [--home DIR]``
 
-1. **Splitting.** Every message of ``../shared/fixtures/transcripts`` is normalised (tool results
+1. **Splitting.** Every message of ``tests/fixtures/transcripts`` is normalised (tool results
    whole) and split; reported: time against the MiniLM tokenizer encoding the same text (the cost a
    token-exact splitter would start from), passages per kind, the boundary each cut fell on (why
    passages need no overlap), and true word pieces per passage (MiniLM tokenizer).
@@ -40,7 +40,7 @@ from cairn.store.store import PASSAGE_KINDS, Store  # noqa: E402
 from cairn.transcripts import NormaliseOptions, Normaliser, read_from  # noqa: E402
 from cairn.transcripts import passages as split_module  # noqa: E402
 
-FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "transcripts"
+FIXTURES = REPO_ROOT / "tests" / "fixtures" / "transcripts"
 QUERIES = REPO_ROOT / "benchmarks" / "data" / "search_queries.json"
 BOUNDARIES = {4: "blank line", 3: "line", 2: "sentence end", 1: "whitespace", 0: "hard cut"}
 

@@ -37,7 +37,7 @@ from cairn.daemon.install import recall_command, write_launchers
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "cairn" / "demo" / "demo-session.jsonl"
-VIEWER = REPO.parent / "shared" / "fixtures" / "transcripts" / "claude-code-viewer"
+VIEWER = REPO / "tests" / "fixtures" / "transcripts" / "claude-code-viewer"
 CWD = "/home/dev/acme-api"
 ON_TOPIC = "the orders tests fail with database is locked again"
 UNRELATED = "what's a good recipe for banana bread?"

@@ -1,7 +1,7 @@
 """How fast `redact` is on what it really sees: transcript text, and code the file index reads.
 
 Usage: ``.venv/bin/python benchmarks/redact.py [FILE.jsonl ...]`` (default: every shared fixture under
-``../shared/fixtures/transcripts``). Every piece of text capture stores goes through `redact` first
+``tests/fixtures/transcripts``). Every piece of text capture stores goes through `redact` first
 (prompts, answers, tool inputs, tool results), so it sits on the per-line hot path of capture. Timed,
 best of a few runs each:
 
@@ -25,7 +25,7 @@ from typing import Any
 from cairn.transcripts.redact import redact_with_count
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DIR = REPO_ROOT.parent / "shared" / "fixtures" / "transcripts"
+DEFAULT_DIR = REPO_ROOT / "tests" / "fixtures" / "transcripts"
 RUNS = 5
 
 

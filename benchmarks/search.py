@@ -84,7 +84,7 @@ from cairn.store.store import Store, idea_hash, iso_utc, message_hash
 from cairn.store.vectors import VectorIndex, sanitize_metadata
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "transcripts"
+FIXTURES = REPO_ROOT / "tests" / "fixtures" / "transcripts"
 QUERIES_FILE = REPO_ROOT / "benchmarks" / "data" / "search_queries.json"
 
 #: Bump when the generator changes, so a cache built by an older one is rebuilt instead of reused.

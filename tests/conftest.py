@@ -1,4 +1,4 @@
-"""Shared test fixtures: an isolated CAIRN_HOME per test and the shared real-world transcripts."""
+"""Shared test fixtures: an isolated CAIRN_HOME per test and the real-world transcripts of tests/fixtures."""
 
 from __future__ import annotations
 
@@ -21,17 +21,19 @@ from tests import hostile_disks
 from tests.hostile_disks import run_cairn
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_TRANSCRIPTS = REPO_ROOT.parent / "shared" / "fixtures" / "transcripts"
+#: Real Claude Code transcripts written by other people (MIT; each folder has its NOTICE), kept in the
+#: repository so a fresh clone runs every test.
+REAL_TRANSCRIPTS = REPO_ROOT / "tests" / "fixtures" / "transcripts"
 DEMO = REPO_ROOT / "cairn" / "demo" / "demo-session.jsonl"
 #: The three claude-code-viewer sessions (one Next.js app), in the order `cairn index` is given them.
-VIEWER_SESSIONS = sorted(SHARED_TRANSCRIPTS.glob("claude-code-viewer/*.jsonl"))
+VIEWER_SESSIONS = sorted(REAL_TRANSCRIPTS.glob("claude-code-viewer/*.jsonl"))
 
 
-def shared_transcripts() -> list[Path]:
-    """Every real Claude Code JSONL file under ../shared/fixtures/transcripts."""
-    files = sorted(SHARED_TRANSCRIPTS.rglob("*.jsonl"))
+def real_transcripts() -> list[Path]:
+    """Every real Claude Code JSONL file under tests/fixtures/transcripts."""
+    files = sorted(REAL_TRANSCRIPTS.rglob("*.jsonl"))
     if not files:
-        pytest.fail(f"no shared transcripts found under {SHARED_TRANSCRIPTS}")
+        pytest.fail(f"no real transcripts found under {REAL_TRANSCRIPTS}")
     return files
 
 
@@ -94,8 +96,8 @@ def viewer_index(tmp_path_factory: pytest.TempPathFactory) -> IndexedViewer:
 
 
 @pytest.fixture
-def shared_files() -> list[Path]:
-    return shared_transcripts()
+def real_files() -> list[Path]:
+    return real_transcripts()
 
 
 @pytest.fixture

@@ -8,12 +8,12 @@ import re
 import shutil
 from pathlib import Path
 
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import REAL_TRANSCRIPTS
 
 # Two short real sessions (19 and 29 messages): every phase runs, in seconds, on a busy 2-core machine.
 SMALL = [
-    SHARED_TRANSCRIPTS / "claude-code-viewer" / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl",
-    SHARED_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl",
+    REAL_TRANSCRIPTS / "claude-code-viewer" / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl",
+    REAL_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl",
 ]
 
 # What pydantic-ai's first-run banner says (pydantic_ai/_display.py).

@@ -18,13 +18,13 @@ import pytest
 from cairn.backfill import Session, discover_sessions, parse_since, select_sessions
 from cairn.pricing import PRICES, Price, cost, price_for
 from cairn.store.identity import claude_dir_name
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import REAL_TRANSCRIPTS
 from tests.repos import make_worktrees
 from tests.test_cli import cairn, cairn_json
 
-VIEWER = sorted((SHARED_TRANSCRIPTS / "claude-code-viewer").glob("*.jsonl"))
-MAIN = SHARED_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl"
-SIDECHAIN = SHARED_TRANSCRIPTS / "fasthooks" / "sample_agent_sidechain.jsonl"
+VIEWER = sorted((REAL_TRANSCRIPTS / "claude-code-viewer").glob("*.jsonl"))
+MAIN = REAL_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl"
+SIDECHAIN = REAL_TRANSCRIPTS / "fasthooks" / "sample_agent_sidechain.jsonl"
 MAIN_SESSION = "c45af7b1-cb7c-4e51-93db-8cbb250a877a"
 DEMO_PROJECT = "-home-dev-demo"
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests import hostile_disks
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import REAL_TRANSCRIPTS
 from tests.hostile_disks import run_cairn
 
 # Holds the store lock as a backfill does, writes one message a little later, and waits to be killed.
@@ -88,7 +88,7 @@ def test_a_real_backfill_is_searchable_by_keyword_while_it_runs(tmp_path: Path) 
     after it)."""
     home = tmp_path / "home"
     projects = tmp_path / "projects"
-    shutil.copytree(SHARED_TRANSCRIPTS / "claude-code-viewer", projects / "-home-dev-claude-code-viewer")
+    shutil.copytree(REAL_TRANSCRIPTS / "claude-code-viewer", projects / "-home-dev-claude-code-viewer")
     env = hostile_disks.cairn_env(home, CAIRN_CLAUDE_PROJECTS_DIR=str(projects))
     backfill = subprocess.Popen(
         [*hostile_disks.CAIRN, "backfill", "--model", "offline", "--json"],

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SHARED_TRANSCRIPTS, shared_transcripts
+from tests.conftest import REAL_TRANSCRIPTS, real_transcripts
 
 
 def cairn(
@@ -47,7 +47,7 @@ def tool_use_counts(path: Path) -> dict[str, int]:
     return counts
 
 
-@pytest.mark.parametrize("path", shared_transcripts(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", real_transcripts(), ids=lambda p: p.name)
 def test_inspect_every_shared_fixture(cairn_home: Path, path: Path) -> None:
     report = cairn_json("inspect", str(path))
     total = report["total"]
@@ -57,11 +57,11 @@ def test_inspect_every_shared_fixture(cairn_home: Path, path: Path) -> None:
 
 def test_sync_shared_fixtures_is_idempotent_and_counts_match(cairn_home: Path) -> None:
     # Every fixture captured and embedded: minutes on two busy cores (it timed out at 240 s under load).
-    first = cairn_json("sync", str(SHARED_TRANSCRIPTS), timeout=900)
+    first = cairn_json("sync", str(REAL_TRANSCRIPTS), timeout=900)
     files = first["sync"]["files"]
     # The hook-payload log beside the transcripts is not a Claude Code transcript and is not read.
     assert sorted(Path(f["path"]).name for f in files) == sorted(
-        p.name for p in shared_transcripts() if p.name != "sample_hook_logs.jsonl"
+        p.name for p in real_transcripts() if p.name != "sample_hook_logs.jsonl"
     )
     added = first["sync"]["messages_added"]
     assert added > 300
@@ -72,7 +72,7 @@ def test_sync_shared_fixtures_is_idempotent_and_counts_match(cairn_home: Path) -
     assert stats["vectors"]["messages"] > 0
     assert stats["sessions"] >= 4
 
-    second = cairn_json("sync", str(SHARED_TRANSCRIPTS))
+    second = cairn_json("sync", str(REAL_TRANSCRIPTS))
     assert second["sync"]["messages_added"] == 0
     assert second["stats"]["messages"] == added
     assert cairn_json("stats")["messages"] == added
@@ -99,7 +99,7 @@ def test_demo_secret_is_redacted_before_storage(cairn_home: Path) -> None:
 
 
 def test_half_written_line_is_left_then_picked_up(cairn_home: Path, tmp_path: Path) -> None:
-    source = (SHARED_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl").read_bytes()
+    source = (REAL_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl").read_bytes()
     lines = source.splitlines(keepends=True)
     live = tmp_path / "projects" / "live-session.jsonl"
     live.parent.mkdir()

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import REAL_TRANSCRIPTS
 from tests.test_cli import cairn
 
-MAIN = SHARED_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl"
-HOOK_LOG = SHARED_TRANSCRIPTS / "fasthooks" / "sample_hook_logs.jsonl"
+MAIN = REAL_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl"
+HOOK_LOG = REAL_TRANSCRIPTS / "fasthooks" / "sample_hook_logs.jsonl"
 
 
 @pytest.fixture

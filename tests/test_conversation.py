@@ -27,9 +27,9 @@ from cairn.transcripts.normalise import normalise
 from cairn.transcripts.reader import read_from
 from tests.agent.executor_helpers import run_record
 from tests.builders import Transcript
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import REAL_TRANSCRIPTS
 
-MAIN = SHARED_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl"
+MAIN = REAL_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl"
 MAIN_SESSION = "c45af7b1-cb7c-4e51-93db-8cbb250a877a"
 COMPACT_AGENT = "acompact-5e1d2c"
 
@@ -139,7 +139,7 @@ def failing_hooks(cwd: str) -> Transcript:
 def lay_out(projects: Path) -> tuple[Path, Path]:
     """Every shared real session in Claude Code's layout, the fasthooks session with a team-written
     compaction subagent beside it, and the team-written failing-hooks session; the two written paths."""
-    for source in sorted(SHARED_TRANSCRIPTS.rglob("*.jsonl")):
+    for source in sorted(REAL_TRANSCRIPTS.rglob("*.jsonl")):
         if source != MAIN:
             project = projects / f"-{source.parent.name}"
             project.mkdir(parents=True, exist_ok=True)
@@ -269,7 +269,7 @@ def test_harness_text_in_real_transcripts_is_noise_or_context() -> None:
     """On the real sessions: the `<local-command-caveat>` wrapper is noise, a compact summary is
     context (and stays searchable), and no stored text keeps a reminder."""
     caveats = summaries = 0
-    for path in sorted(SHARED_TRANSCRIPTS.rglob("*.jsonl")):
+    for path in sorted(REAL_TRANSCRIPTS.rglob("*.jsonl")):
         for message in normalise(read_from(path).entries):
             assert "<system-reminder>" not in message.text
             if "Caveat: The messages below were generated" in message.text:

@@ -10,9 +10,9 @@ from pathlib import Path
 from cairn.config import Settings
 from cairn.ingest import sync_paths
 from cairn.store.store import Store
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import REAL_TRANSCRIPTS
 
-MAIN = SHARED_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl"
+MAIN = REAL_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl"
 
 
 async def _stored(settings: Settings, pieces: list[bytes], path: Path) -> list[tuple[int, int, str]]:
@@ -103,7 +103,7 @@ async def test_a_finished_transcript_without_a_last_newline_is_captured_whole_an
 ) -> None:
     """Real sessions copied out of another tool end without a newline: the last entry is not lost,
     and when such a file grows, nothing is stored twice (the same rows as one read of the result)."""
-    source = SHARED_TRANSCRIPTS / "entireio-cli" / "5dd7775c-3161-4ad5-bf25-eb59a6ffa8e6.jsonl"
+    source = REAL_TRANSCRIPTS / "entireio-cli" / "5dd7775c-3161-4ad5-bf25-eb59a6ffa8e6.jsonl"
     data = source.read_bytes()
     assert not data.endswith(b"\n")
     last = json.loads(data.rsplit(b"\n", 1)[1])

@@ -32,7 +32,7 @@ from cairn.progress import Phases
 from cairn.quiet import QUIET_ENV, quiet_third_party
 from cairn.store.store import Store
 from cairn.store.vectors import VectorIndex
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import REAL_TRANSCRIPTS
 from tests.progress_helpers import (
     ALONGSIDE_LINES,
     PHASE_LINES,
@@ -276,7 +276,7 @@ async def test_embedding_stops_between_batches_and_keeps_the_rest_queued(
     store = all_vectors_store
     transcript = tmp_path / "fe5e1c67-5e0c-4d5a-9e8f-000000000001.jsonl"
     shutil.copy2(
-        SHARED_TRANSCRIPTS / "claude-code-viewer" / "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl", transcript
+        REAL_TRANSCRIPTS / "claude-code-viewer" / "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl", transcript
     )
     events: list[dict[str, Any]] = []
     phases = Phases(events.append)

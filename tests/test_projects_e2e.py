@@ -26,16 +26,16 @@ from cairn.recall.context import find_project, session_context
 from cairn.store.identity import claude_dir_name
 from cairn.store.store import Store
 from cairn.store.vectors import VectorIndex
-from tests.conftest import REPO_ROOT, SHARED_TRANSCRIPTS
+from tests.conftest import REAL_TRANSCRIPTS, REPO_ROOT
 from tests.repos import Worktrees, make_worktrees
 from tests.test_cli import cairn, cairn_json
 
 DEMO = REPO_ROOT / "cairn" / "demo" / "demo-session.jsonl"
 DEMO_SESSION = "0b7c5e2a-3d41-4c8e-9f6a-cafe00000001"
-VIEWER = SHARED_TRANSCRIPTS / "claude-code-viewer" / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"
+VIEWER = REAL_TRANSCRIPTS / "claude-code-viewer" / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"
 VIEWER_SESSION = VIEWER.stem
 QUERY = "orders database postgres"
-FASTHOOKS = SHARED_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl"
+FASTHOOKS = REAL_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl"
 
 
 @dataclass(frozen=True)

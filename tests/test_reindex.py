@@ -21,9 +21,9 @@ from cairn.daemon.jobs import reindex_job
 from cairn.ingest import sync_file
 from cairn.reindex.run import Selection, select_sessions
 from cairn.store.store import Store
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import REAL_TRANSCRIPTS
 
-VIEWER = sorted((SHARED_TRANSCRIPTS / "claude-code-viewer").glob("*.jsonl"))
+VIEWER = sorted((REAL_TRANSCRIPTS / "claude-code-viewer").glob("*.jsonl"))
 SMALL = [p for p in VIEWER if p.stat().st_size < 200_000][:2]
 MARK = "[v2] "
 
@@ -181,7 +181,7 @@ async def test_project_selection_resolves_as_everywhere_else(store: Store, setti
     subdirectory of the stored root that does not exist on this machine), and falls back to a
     substring when nothing resolves."""
     viewer = SMALL[0]
-    other = sorted((SHARED_TRANSCRIPTS / "fasthooks").glob("sample_main_transcript.jsonl"))[0]
+    other = sorted((REAL_TRANSCRIPTS / "fasthooks").glob("sample_main_transcript.jsonl"))[0]
     for path in (viewer, other):
         await sync_file(store, path, settings)
     sql = "SELECT s.id, p.path FROM sessions s JOIN projects p ON p.id = s.project_id"

@@ -515,19 +515,23 @@ def _finish(run: dict[str, Any], out: Path | None, as_json: bool, keep: Path | N
 @eval_app.command("qa")
 def qa(
     qa_file: Annotated[
-        Path,
+        Path | None,
         typer.Argument(
             help="The questions: a JSON list of {id, session, question, answer, category, "
-            "evidence: [{file, line}]} (the format of coding-qa-dev/qa.json)."
+            "evidence: [{file, line}]} (the format of coding-qa-dev/qa.json). "
+            "Default: the repository's evals/datasets/coding-qa-dev/qa.json.",
+            show_default=False,
         ),
-    ],
+    ] = None,
     transcripts: Annotated[
-        Path,
+        Path | None,
         typer.Option(
             "--transcripts",
-            help="The directory the questions' session and evidence files are relative to.",
+            help="The directory the questions' session and evidence files are relative to "
+            "(required with QA_FILE; default with none: the repository's tests/fixtures/transcripts).",
+            show_default=False,
         ),
-    ],
+    ] = None,
     tolerance: Annotated[
         int,
         typer.Option(
@@ -547,12 +551,13 @@ def qa(
 ) -> None:
     """Backfill the transcripts a QA set names into a fresh store and score its questions per search mode and
     kind (recall_any/recall_all@1/5/10, MRR, latency), next to BM25 over the same transcript lines."""
-    from cairn.evals.qa import load_qa
+    from cairn.evals.qa import load_qa, resolve_qa
     from cairn.evals.questions import DEFAULT_KINDS, DEFAULT_MODES, KINDS, BenchmarkError
 
     modes = _choices(mode, DEFAULT_MODES, DEFAULT_MODES, "--mode")
     kinds = _choices(kind, KINDS, DEFAULT_KINDS, "--kind")
     try:
+        qa_file, transcripts = resolve_qa(qa_file, transcripts)
         data = load_qa(qa_file, transcripts)
     except BenchmarkError as exc:
         raise _refuse(str(exc)) from exc

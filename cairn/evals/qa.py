@@ -20,6 +20,27 @@ from cairn.evals.questions import BenchmarkError, Evidence, Question, physical_l
 
 CATEGORIES = ("decision", "problem", "howto", "exact", "todo")
 
+_REPO = Path(__file__).resolve().parents[2]
+#: The repository's coding QA set (60 questions over real sessions) and the transcripts it names. Neither
+#: is package data: an installed wheel has none and must be told.
+DEFAULT_QA = _REPO / "evals" / "datasets" / "coding-qa-dev" / "qa.json"
+DEFAULT_QA_TRANSCRIPTS = _REPO / "tests" / "fixtures" / "transcripts"
+
+
+def resolve_qa(path: Path | None, transcripts: Path | None) -> tuple[Path, Path]:
+    """The QA file and transcripts directory to use: the repository's set when no file is given. A file
+    of one's own must say where its transcripts are: its paths mean nothing relative to ours."""
+    if path is None:
+        if not DEFAULT_QA.is_file() or not DEFAULT_QA_TRANSCRIPTS.is_dir():
+            raise BenchmarkError(
+                f"{DEFAULT_QA}: the default QA set is not there (it ships with the cairn repository, not the "
+                "installed package): pass QA_FILE --transcripts DIR"
+            )
+        return DEFAULT_QA, transcripts or DEFAULT_QA_TRANSCRIPTS
+    if transcripts is None:
+        raise BenchmarkError(f"{path.name}: say where its transcripts are: --transcripts DIR")
+    return path, transcripts
+
 
 def _relative(value: str) -> str:
     path = PurePosixPath(value)

@@ -26,7 +26,7 @@ from cairn.config import Settings
 from cairn.ingest import sync_paths
 from cairn.store.store import Store
 from cairn.tools import ToolDeps, indexing_toolset
-from tests.conftest import REPO_ROOT, shared_transcripts
+from tests.conftest import REPO_ROOT, real_transcripts
 
 DEMO = REPO_ROOT / "cairn" / "demo" / "demo-session.jsonl"
 SESSION = "0b7c5e2a-3d41-4c8e-9f6a-cafe00000abc"
@@ -147,7 +147,7 @@ async def test_demo_session_yields_the_expected_ideas(settings: Settings) -> Non
 
 async def test_every_shared_transcript_indexes_cleanly_within_budget(settings: Settings) -> None:
     async with await Store.open(settings) as store:
-        done = await _index_all(store, settings, [*shared_transcripts(), DEMO])
+        done = await _index_all(store, settings, [*real_transcripts(), DEMO])
         assert len(done) >= 7
         intents: Counter[str] = Counter()
         for planned, result, calls, stats in done:
@@ -165,7 +165,7 @@ async def test_every_shared_transcript_indexes_cleanly_within_budget(settings: S
 
 async def test_two_runs_over_the_same_state_are_equal(settings: Settings) -> None:
     async with await Store.open(settings) as store:
-        await sync_paths(store, [*shared_transcripts(), DEMO], settings, vectors=False)
+        await sync_paths(store, [*real_transcripts(), DEMO], settings, vectors=False)
         for planned in await plan_batches(store.db):
             first, _ = await _run(store, planned)
             second, _ = await _run(store, planned)

@@ -2,7 +2,7 @@
 about weeks later — answers to the person's questions, the person's decisions on an offer, the cause
 once it is seen, summaries of work done, fixes stated as such — become ideas at their own line.
 
-Every case is an excerpt of a real Claude Code session (`../shared/fixtures/transcripts`, entireio/cli
+Every case is an excerpt of a real Claude Code session (`tests/fixtures/transcripts`, entireio/cli
 and chiphuyen/sniffly, MIT), indexed through the real agent and executor with the offline model.
 """
 
@@ -13,12 +13,12 @@ from pathlib import Path
 from cairn.config import Settings
 from cairn.store.store import Store
 from tests.agent.test_offline_agent import _index_all
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import REAL_TRANSCRIPTS
 
-GC_SESSION = SHARED_TRANSCRIPTS / "entireio-cli" / "03a1382e-ecd5-42c4-b3d4-5c659e165904.jsonl"
-FORK_SESSION = SHARED_TRANSCRIPTS / "entireio-cli" / "2cfdacb8-9317-430f-8975-0709d2837d1c.jsonl"
-REBASE_SESSION = SHARED_TRANSCRIPTS / "entireio-cli" / "5dd7775c-3161-4ad5-bf25-eb59a6ffa8e6.jsonl"
-MUSIC_SESSION = SHARED_TRANSCRIPTS / "chiphuyen-sniffly" / "d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl"
+GC_SESSION = REAL_TRANSCRIPTS / "entireio-cli" / "03a1382e-ecd5-42c4-b3d4-5c659e165904.jsonl"
+FORK_SESSION = REAL_TRANSCRIPTS / "entireio-cli" / "2cfdacb8-9317-430f-8975-0709d2837d1c.jsonl"
+REBASE_SESSION = REAL_TRANSCRIPTS / "entireio-cli" / "5dd7775c-3161-4ad5-bf25-eb59a6ffa8e6.jsonl"
+MUSIC_SESSION = REAL_TRANSCRIPTS / "chiphuyen-sniffly" / "d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl"
 
 
 def _excerpt(source: Path, target: Path, *spans: tuple[int, int]) -> dict[int, int]:

@@ -13,7 +13,7 @@ from cairn.agent.offline.gazetteer import spellings
 from cairn.config import Settings
 from cairn.store.store import Store
 from tests.agent.test_offline_agent import _index_all
-from tests.conftest import REPO_ROOT, SHARED_TRANSCRIPTS
+from tests.conftest import REAL_TRANSCRIPTS, REPO_ROOT
 
 SESSIONS = REPO_ROOT / "evals" / "datasets" / "core" / "sessions"
 
@@ -309,7 +309,7 @@ async def test_names_from_code_leave_out_shell_words_and_english_compounds(
     # here-documents and Python one-liners run no program of the project, and comments in the files
     # it reads are prose ("one-off", "pre-existing"); `go-git`, the library it uses, is named in
     # prose and imported in code.
-    case = SHARED_TRANSCRIPTS / "entireio-cli" / "03a1382e-ecd5-42c4-b3d4-5c659e165904.jsonl"
+    case = REAL_TRANSCRIPTS / "entireio-cli" / "03a1382e-ecd5-42c4-b3d4-5c659e165904.jsonl"
     path = tmp_path / case.name
     path.write_bytes(case.read_bytes())
     async with await Store.open(settings) as store:

@@ -25,9 +25,9 @@ from cairn.config import Settings
 from cairn.ingest import sync_paths
 from cairn.store.store import Store
 from cairn.tools import ToolDeps, indexing_toolset
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import REAL_TRANSCRIPTS
 
-VIEWER = sorted((SHARED_TRANSCRIPTS / "claude-code-viewer").glob("*.jsonl"))
+VIEWER = sorted((REAL_TRANSCRIPTS / "claude-code-viewer").glob("*.jsonl"))
 
 # Each relation with both ideas, and when each was said (its source message's time).
 _RELATIONS = """

@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import REAL_TRANSCRIPTS
 from tests.daemon.helpers import Daemons, cairn
 from tests.hostile_disks import CAIRN
 
@@ -23,7 +23,7 @@ def test_semantic_results_arrive_while_the_daemon_backfills(daemons: Daemons) ->
     projects = Path(os.environ["CAIRN_CLAUDE_PROJECTS_DIR"])
     # Two projects, so the vectors take more than one outbox batch (256) and arrive in steps.
     for name in ("claude-code-viewer", "chiphuyen-sniffly"):
-        shutil.copytree(SHARED_TRANSCRIPTS / name, projects / f"-home-dev-{name}")
+        shutil.copytree(REAL_TRANSCRIPTS / name, projects / f"-home-dev-{name}")
     daemons.start()
     backfill = subprocess.Popen(
         [*CAIRN, "backfill", "--model", "offline", "--json"],

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import REAL_TRANSCRIPTS
 from tests.daemon.helpers import Daemons, alive, cairn, enqueue, kill_hard, pidfile_pid, query, wait_for
 
 DEMO = Path(__file__).resolve().parents[2] / "cairn" / "demo" / "demo-session.jsonl"
-SIDECHAIN = SHARED_TRANSCRIPTS / "fasthooks" / "sample_agent_sidechain.jsonl"
+SIDECHAIN = REAL_TRANSCRIPTS / "fasthooks" / "sample_agent_sidechain.jsonl"
 SESSION = "0b7c5e2a-3d41-4c8e-9f6a-cafe00000001"
 IDEAS = "SELECT source_line, intent, content FROM ideas"
 MESSAGES = "SELECT m.line, m.role, m.kind, m.text FROM messages m"
@@ -152,7 +152,7 @@ def test_daemon_survives_a_transcript_truncated_and_replaced_under_it(
     daemons.wait_idle()
     replacement = tmp_path / "replacement.jsonl"
     replacement.write_bytes(
-        SHARED_TRANSCRIPTS.joinpath("fasthooks", "sample_main_transcript.jsonl").read_bytes()
+        REAL_TRANSCRIPTS.joinpath("fasthooks", "sample_main_transcript.jsonl").read_bytes()
     )
     replacement.replace(transcript)  # a new inode at the same path
     enqueue(cairn_home, transcript, SESSION)

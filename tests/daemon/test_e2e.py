@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 
 from cairn.daemon.install import HOOK_EVENTS, is_cairn_command
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import REAL_TRANSCRIPTS
 from tests.daemon.helpers import alive, cairn, kill_hard, pidfile_pid, query, wait_for
 
-FASTHOOKS = SHARED_TRANSCRIPTS / "fasthooks"
+FASTHOOKS = REAL_TRANSCRIPTS / "fasthooks"
 HOOK_LOG = FASTHOOKS / "sample_hook_logs.jsonl"
 MAIN = FASTHOOKS / "sample_main_transcript.jsonl"
 SIDECHAIN = FASTHOOKS / "sample_agent_sidechain.jsonl"

@@ -22,9 +22,9 @@ import pytest
 from cairn.config import Settings
 from cairn.daemon.install import hook_command, usable_sqlite3, write_launchers
 from cairn.store.store import Store
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import REAL_TRANSCRIPTS
 
-FASTHOOKS = SHARED_TRANSCRIPTS / "fasthooks"
+FASTHOOKS = REAL_TRANSCRIPTS / "fasthooks"
 MAIN = FASTHOOKS / "sample_main_transcript.jsonl"
 AGENT = FASTHOOKS / "sample_agent_sidechain.jsonl"
 HOOK_SH = Path(__file__).resolve().parents[2] / "cairn" / "daemon" / "hook.sh"

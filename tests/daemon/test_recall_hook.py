@@ -35,12 +35,12 @@ from cairn.config import Settings
 from cairn.daemon.client import NoDaemon, daemon_request
 from cairn.daemon.install import recall_command, write_launchers
 from cairn.tokens import count_tokens
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import REAL_TRANSCRIPTS
 from tests.daemon.helpers import Daemons, alive, pidfile_pid, wait_for
 from tests.test_cli import cairn
 
 DEMO = Path(__file__).resolve().parents[2] / "cairn" / "demo" / "demo-session.jsonl"
-OTHER = SHARED_TRANSCRIPTS / "claude-code-viewer" / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"
+OTHER = REAL_TRANSCRIPTS / "claude-code-viewer" / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"
 DEMO_CWD = "/home/dev/acme-api"
 OTHER_CWD = "/path/to/Demo"
 ON_TOPIC = "the orders tests fail with database is locked again"

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import REAL_TRANSCRIPTS
 from tests.evals import DEMO
 from tests.evals.test_locomo import tiny_conversation
 from tests.test_cli import cairn, cairn_json
@@ -113,7 +113,7 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(cairn_home: Path, tm
         )
     )
     past = cairn(
-        "eval", "qa", str(qa_file), "--transcripts", str(SHARED_TRANSCRIPTS), "--out", str(runs), check=False
+        "eval", "qa", str(qa_file), "--transcripts", str(REAL_TRANSCRIPTS), "--out", str(runs), check=False
     )
     assert past.returncode == 2
     assert (

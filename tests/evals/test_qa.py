@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from cairn.evals.benchmark import BenchmarkError, Evidence
-from cairn.evals.qa import load_qa
+from cairn.evals.qa import DEFAULT_QA, DEFAULT_QA_TRANSCRIPTS, load_qa, resolve_qa
 
 LINE = json.dumps({"type": "user", "message": {"role": "user", "content": "hello"}})
 
@@ -105,3 +105,18 @@ def test_a_missing_file_or_directory(tmp_path: Path, transcripts: Path) -> None:
         load_qa(tmp_path / "qa.json", transcripts)
     with pytest.raises(BenchmarkError, match="no such transcripts directory"):
         load_qa(write(tmp_path, [item()]), tmp_path / "nowhere")
+
+
+def test_the_repository_carries_the_default_set_and_its_transcripts() -> None:
+    """`cairn eval qa` with no file scores coding-qa-dev from the clone itself: no folder beside it."""
+    qa_file, transcripts = resolve_qa(None, None)
+    assert (qa_file, transcripts) == (DEFAULT_QA, DEFAULT_QA_TRANSCRIPTS)
+    data = load_qa(qa_file, transcripts)
+    assert len(data.questions) == 60 and len(data.files) == 6
+    assert all(path.is_relative_to(transcripts) and path.is_file() for path in data.files.values())
+
+
+def test_a_set_of_ones_own_must_name_its_transcripts(tmp_path: Path) -> None:
+    with pytest.raises(BenchmarkError, match="--transcripts DIR"):
+        resolve_qa(tmp_path / "mine.json", None)
+    assert resolve_qa(tmp_path / "mine.json", tmp_path) == (tmp_path / "mine.json", tmp_path)

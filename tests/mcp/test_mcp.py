@@ -24,7 +24,7 @@ from cairn.mcp.server import build_server, content_page
 from cairn.store.lock import StoreLock
 from cairn.store.store import Store
 from cairn.store.vectors import VectorIndex
-from tests.conftest import REPO_ROOT, SHARED_TRANSCRIPTS
+from tests.conftest import REAL_TRANSCRIPTS, REPO_ROOT
 from tests.daemon.helpers import Daemons, enqueue, offline_daemons, query, wait_for
 from tests.test_cli import cairn
 from tests.test_cli_learn import EXPECTED_FIGURES, fill
@@ -32,7 +32,7 @@ from tests.tools.memory import Memory, seed_closed
 
 TOOLS = {"search", "search_content", "show", "timeline", "open_questions"}
 COMPACT_KEYS = {"id", "kind", "intent", "date", "score", "preview", "superseded", "superseded_by"}
-LONG_TRANSCRIPT = SHARED_TRANSCRIPTS / "claude-code-viewer" / "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+LONG_TRANSCRIPT = REAL_TRANSCRIPTS / "claude-code-viewer" / "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
 
 
 @pytest.fixture

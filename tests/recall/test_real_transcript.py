@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from cairn.config import Settings
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import REAL_TRANSCRIPTS
 from tests.daemon.helpers import query
 from tests.daemon.test_recall_hook import (
     HANG_S,
@@ -36,7 +36,7 @@ from tests.daemon.test_recall_hook import (
 )
 from tests.test_cli import cairn
 
-TRANSCRIPT = SHARED_TRANSCRIPTS / "entireio-cli" / "03a1382e-ecd5-42c4-b3d4-5c659e165904.jsonl"
+TRANSCRIPT = REAL_TRANSCRIPTS / "entireio-cli" / "03a1382e-ecd5-42c4-b3d4-5c659e165904.jsonl"
 CWD = "/Users/alex/workspace/cli/.worktrees/1"
 GUESSES = ("EnableDotGitCommonDir", "migration is likely", "probably because the migration")
 # Nine months old and said tersely, the ideas score under the default floor of 0.5 for most prompts;

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from cairn.store.store import FileCursor, IngestStats, Store
 from cairn.transcripts import Message, ReadResult, normalise, read_from
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import REAL_TRANSCRIPTS
 
-VIEWER = SHARED_TRANSCRIPTS / "claude-code-viewer"
-FASTHOOKS = SHARED_TRANSCRIPTS / "fasthooks"
+VIEWER = REAL_TRANSCRIPTS / "claude-code-viewer"
+FASTHOOKS = REAL_TRANSCRIPTS / "fasthooks"
 SMALL = VIEWER / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"
 MEDIUM = VIEWER / "5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
 LARGE = VIEWER / "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"

@@ -1,6 +1,6 @@
 """Sessions whose directories do not exist on this machine are grouped by their recorded paths alone.
 
-The real transcripts under ../shared/fixtures/transcripts ran on other machines: git cannot answer,
+The real transcripts under tests/fixtures/transcripts ran on other machines: git cannot answer,
 so the stored cwd decides (`.worktrees/<name>` joins the directory above it), and each transcript's
 Claude Code directory name is recorded as a name of its project.
 """
@@ -13,7 +13,7 @@ from cairn.search.projects import resolve_projects
 from cairn.store.identity import claude_dir_name
 from cairn.store.memory import list_projects
 from cairn.store.store import Store
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import REAL_TRANSCRIPTS
 from tests.store.ingesting import ingest
 
 ALEX = "/Users/alex/workspace/cli"  # ran in its worktree `/Users/alex/workspace/cli/.worktrees/1`
@@ -23,7 +23,7 @@ SOPH = "/Users/soph/Work/entire/devenv/cli"
 def laid_out(root: Path) -> list[Path]:
     """Every real transcript with a cwd, copied into the Claude Code directory named after its cwd."""
     files = []
-    for source in sorted(SHARED_TRANSCRIPTS.glob("*/*.jsonl")):
+    for source in sorted(REAL_TRANSCRIPTS.glob("*/*.jsonl")):
         text = source.read_text()
         marker = '"cwd":"'
         if marker not in text:

@@ -36,9 +36,9 @@ async def message_keys(store: Store) -> list[tuple[str, int, str]]:
     return [tuple(r) for r in rows]
 
 
-async def test_ingests_every_shared_transcript(store: Store, shared_files: list[Path]) -> None:
+async def test_ingests_every_shared_transcript(store: Store, real_files: list[Path]) -> None:
     expected = 0
-    for path in shared_files:
+    for path in real_files:
         result, messages = read(path)
         stats = await store.ingest(path, result, messages)
         assert stats.messages_added == len(messages)
@@ -47,7 +47,7 @@ async def test_ingests_every_shared_transcript(store: Store, shared_files: list[
         cursor = await store.file_cursor(path)
         assert cursor == FileCursor(result.offset, result.line, result.inode)
     assert await store.db.scalar("SELECT count(*) FROM messages") == expected
-    assert await store.db.scalar("SELECT count(*) FROM transcript_files") == len(shared_files)
+    assert await store.db.scalar("SELECT count(*) FROM transcript_files") == len(real_files)
 
     session = await store.db.fetchone("SELECT * FROM sessions WHERE id = ?", (SMALL.stem,))
     assert session is not None
@@ -268,8 +268,8 @@ async def test_fts_finds_ingested_text_and_follows_updates_and_deletes(store: St
         await conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
 
 
-async def test_stats_describe_the_store(store: Store, shared_files: list[Path]) -> None:
-    for path in shared_files:
+async def test_stats_describe_the_store(store: Store, real_files: list[Path]) -> None:
+    for path in real_files:
         await ingest(store, path)
     async with store.db.write() as conn:
         await conn.execute(
@@ -288,9 +288,9 @@ async def test_stats_describe_the_store(store: Store, shared_files: list[Path]) 
     assert stats.messages == total == sum(stats.messages_by_role.values())
     assert set(stats.messages_by_role) <= {"user", "assistant", "system", "summary"}
     sessions = {
-        obj["sessionId"] for path in shared_files for _, obj in plain_lines(path) if obj.get("sessionId")
+        obj["sessionId"] for path in real_files for _, obj in plain_lines(path) if obj.get("sessionId")
     }
-    assert stats.sessions == len(sessions) and stats.transcript_files == len(shared_files)
+    assert stats.sessions == len(sessions) and stats.transcript_files == len(real_files)
     assert stats.projects >= 1
     assert stats.ideas == 1 and stats.ideas_by_intent == {"decision": 1}
     assert stats.queue_by_status == {"pending": 1}

@@ -6,12 +6,12 @@ import shutil
 from pathlib import Path
 
 from cairn.transcripts.discover import find_transcripts, is_transcript, session_id_for
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import REAL_TRANSCRIPTS
 
 
 def test_hook_logs_are_not_transcripts_and_real_sessions_are() -> None:
-    assert not is_transcript(SHARED_TRANSCRIPTS / "fasthooks" / "sample_hook_logs.jsonl")
-    for path in SHARED_TRANSCRIPTS.rglob("*.jsonl"):
+    assert not is_transcript(REAL_TRANSCRIPTS / "fasthooks" / "sample_hook_logs.jsonl")
+    for path in REAL_TRANSCRIPTS.rglob("*.jsonl"):
         if path.name != "sample_hook_logs.jsonl":
             assert is_transcript(path), path
 
@@ -22,8 +22,8 @@ def test_claude_code_layout(tmp_path: Path) -> None:
     main = project / f"{session}.jsonl"
     agent = project / session / "subagents" / "agent-a1b2c3.jsonl"
     agent.parent.mkdir(parents=True)
-    shutil.copy(SHARED_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl", main)
-    shutil.copy(SHARED_TRANSCRIPTS / "fasthooks" / "sample_agent_sidechain.jsonl", agent)
+    shutil.copy(REAL_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl", main)
+    shutil.copy(REAL_TRANSCRIPTS / "fasthooks" / "sample_agent_sidechain.jsonl", agent)
     (project / "notes.jsonl").write_text('{"event": "not a transcript"}\n')
     (project / "empty.jsonl").write_text("")  # a session that has just started
 

@@ -7,10 +7,10 @@ import shutil
 from pathlib import Path
 
 from cairn.transcripts.discover import not_a_transcript, scan_transcripts
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import REAL_TRANSCRIPTS
 
-MAIN = SHARED_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl"
-HOOK_LOG = SHARED_TRANSCRIPTS / "fasthooks" / "sample_hook_logs.jsonl"
+MAIN = REAL_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl"
+HOOK_LOG = REAL_TRANSCRIPTS / "fasthooks" / "sample_hook_logs.jsonl"
 
 
 def test_each_kind_of_non_transcript_gets_its_reason(tmp_path: Path) -> None:

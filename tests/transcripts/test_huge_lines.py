@@ -20,7 +20,7 @@ from cairn.transcripts import reader as reader_module
 from cairn.transcripts.entries import UserEntry, parse_entry
 from cairn.transcripts.reader import MAX_TEXT_CHARS, TEXT_TAIL_CHARS, cut_text
 from tests.builders import Transcript
-from tests.conftest import shared_transcripts
+from tests.conftest import real_transcripts
 from tests.hostile_disks import CAIRN, cairn_env
 
 from .plain import plain_lines
@@ -124,7 +124,7 @@ def test_lines_over_max_line_bytes_are_skipped_and_counted(tmp_path: Path) -> No
     assert result.oversized == 1 and [r.line for r in result.entries] == [2]
 
 
-@pytest.mark.parametrize("path", shared_transcripts(), ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", real_transcripts(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_normal_lines_take_the_fast_path_unchanged(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The hot path is untouched for every line of real transcripts: none takes the long-line path,
     and every entry equals what `parse_entry` makes of its line."""

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from cairn.transcripts import InspectReport, TranscriptNotFound, inspect_files
-from tests.conftest import SHARED_TRANSCRIPTS, shared_transcripts
+from tests.conftest import REAL_TRANSCRIPTS, real_transcripts
 
 from .plain import physical_lines, plain_lines, plain_tool_use_counts, plain_type_counts
 
 
-@pytest.mark.parametrize("path", shared_transcripts(), ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", real_transcripts(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_counts_match_an_independent_json_pass(path: Path) -> None:
     (report,) = inspect_files([path]).files
     rows = plain_lines(path)
@@ -34,10 +34,10 @@ def test_counts_match_an_independent_json_pass(path: Path) -> None:
     assert {s.session_id: s.entries for s in report.sessions} == dict(sessions)
 
 
-def test_totals_over_all_shared_files(shared_files: list[Path]) -> None:
-    report = inspect_files(shared_files)
+def test_totals_over_all_shared_files(real_files: list[Path]) -> None:
+    report = inspect_files(real_files)
     expected_tools: Counter[str] = Counter()
-    for path in shared_files:
+    for path in real_files:
         expected_tools.update(plain_tool_use_counts(path))
     assert report.total.tool_calls_by_name == dict(expected_tools)
     assert report.total.entries == sum(f.entries for f in report.files)
@@ -46,13 +46,13 @@ def test_totals_over_all_shared_files(shared_files: list[Path]) -> None:
     assert main.cwd == "/workspace"
     assert main.entries == 53 + 2
     assert sessions["5c0375b4-57a5-4f26-b12d-d022ee4e51b7"].git_branch == "main"
-    summaries = sum(plain_type_counts(path)["summary"] for path in shared_files)
+    summaries = sum(plain_type_counts(path)["summary"] for path in real_files)
     assert report.total.messages_by_role["summary"] == summaries > 0
     assert report.total.noise_messages == sum(f.noise_messages for f in report.files) > 0
 
 
-def test_report_round_trips_through_json(shared_files: list[Path]) -> None:
-    report = inspect_files(shared_files)
+def test_report_round_trips_through_json(real_files: list[Path]) -> None:
+    report = inspect_files(real_files)
     assert InspectReport.model_validate_json(report.model_dump_json()) == report
     assert json.loads(report.model_dump_json())["total"]["entries"] == report.total.entries
 
@@ -97,4 +97,4 @@ def test_no_files() -> None:
 
 
 def test_shared_dir_constant_points_at_the_fixtures() -> None:
-    assert SHARED_TRANSCRIPTS.is_dir()
+    assert REAL_TRANSCRIPTS.is_dir()

@@ -17,13 +17,13 @@ from cairn.transcripts import (
     normalise,
     read_from,
 )
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import REAL_TRANSCRIPTS
 
 from .redaction_corpus import ANTHROPIC_KEY, GITHUB_PAT_CLASSIC, OPENAI_LEGACY_KEY
 
-MAIN = SHARED_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl"
-AGENT = SHARED_TRANSCRIPTS / "fasthooks" / "sample_agent_sidechain.jsonl"
-VIEWER = SHARED_TRANSCRIPTS / "claude-code-viewer"
+MAIN = REAL_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl"
+AGENT = REAL_TRANSCRIPTS / "fasthooks" / "sample_agent_sidechain.jsonl"
+VIEWER = REAL_TRANSCRIPTS / "claude-code-viewer"
 ORCHESTRATOR = VIEWER / "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
 INIT = VIEWER / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"
 ELISION = re.compile(r"…\[(\d+) chars elided\]…")

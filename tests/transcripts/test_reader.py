@@ -11,7 +11,7 @@ import pytest
 
 from cairn.transcripts import ReadResult, TranscriptNotFound, UnknownEntry, UserEntry, iter_entries, read_from
 from cairn.transcripts.reader import MALFORMED_LINES_KEPT
-from tests.conftest import shared_transcripts
+from tests.conftest import real_transcripts
 
 from .plain import physical_lines, plain_lines
 
@@ -31,7 +31,7 @@ def _texts(result: ReadResult) -> list[str]:
     return texts
 
 
-@pytest.mark.parametrize("path", shared_transcripts(), ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", real_transcripts(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_shared_fixtures_read_cleanly(path: Path) -> None:
     result = read_from(path)
     expected = plain_lines(path)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from cairn.transcripts import ReadEntry, read_from
 from cairn.transcripts.reader import CHUNK_SIZE, SETTLE_SECONDS
-from tests.conftest import shared_transcripts
+from tests.conftest import real_transcripts
 
 _VALID = b'{"type": "user", "message": {"content": "hi"}}'
 _LINE_PIECES = st.one_of(
@@ -104,7 +104,7 @@ def _read_incrementally(
     return entries
 
 
-@pytest.mark.parametrize("fixture", shared_transcripts(), ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("fixture", real_transcripts(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_appending_in_random_pieces_gives_the_same_entries(fixture: Path) -> None:
     """Pauses fall anywhere, also just before a newline; with ``settle_seconds=0`` every pause looks
     finished, so an entry whose newline comes later is read at once, and must not be read again."""

@@ -1,6 +1,6 @@
 """Issue 18: the viewer through a real headless Chromium, over the shared transcripts indexed once.
 
-The module backfills the projects of `../shared/fixtures/transcripts` but entireio-cli (4.6 MB, two
+The module backfills the projects of `tests/fixtures/transcripts` but entireio-cli (4.6 MB, two
 fifths of the module's time, and nothing a page here needs) with the offline model, plus one hostile
 session, into a temp home, starts `cairn ui` as a real process, and drives the pages as a person would.
 Each test saves a screenshot under its own temp dir.
@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import REAL_TRANSCRIPTS
 from tests.hostile_disks import CAIRN, cairn_env
 from tests.ui.helpers import HOSTILE, Viewer, chromium_driver, hostile_transcript, running_viewer, wait_for
 
@@ -33,7 +33,7 @@ def indexed_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("ui")
     home = root / "home"
     projects = root / "projects"
-    for project in sorted(p for p in SHARED_TRANSCRIPTS.iterdir() if p.is_dir() and p.name not in SKIPPED):
+    for project in sorted(p for p in REAL_TRANSCRIPTS.iterdir() if p.is_dir() and p.name not in SKIPPED):
         shutil.copytree(project, projects / f"-home-dev-{project.name}")
     hostile_transcript(projects / "-work-zebrafish")
     proc = subprocess.run(
