@@ -21,7 +21,15 @@ import pytest
 
 from tests.conftest import REAL_TRANSCRIPTS
 from tests.hostile_disks import CAIRN, cairn_env
-from tests.ui.helpers import HOSTILE, Viewer, chromium_driver, hostile_transcript, running_viewer, wait_for
+from tests.ui.helpers import (
+    HOSTILE,
+    Viewer,
+    chromium_driver,
+    hostile_transcript,
+    require_chromium,
+    running_viewer,
+    wait_for,
+)
 
 UNDO_SECONDS = "5"
 #: Left out of the backfill: the largest fixture project, more of the same for the pages tested here.
@@ -30,6 +38,7 @@ SKIPPED = {"entireio-cli"}
 
 @pytest.fixture(scope="module")
 def indexed_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    require_chromium()  # before the backfill: a run without a browser skips at once
     root = tmp_path_factory.mktemp("ui")
     home = root / "home"
     projects = root / "projects"

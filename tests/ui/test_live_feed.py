@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.daemon.helpers import Daemons, enqueue, offline_daemons
-from tests.ui.helpers import chromium_driver, running_viewer, wait_for
+from tests.ui.helpers import chromium_driver, require_chromium, running_viewer, wait_for
 
 SESSION = "1ed5fee0-0000-4000-8000-000000000001"
 
@@ -43,6 +43,7 @@ def _line(n: int, role: str, text: str) -> str:
 def test_an_appended_line_shows_in_the_feed_while_the_daemon_runs(
     daemons: Daemons, cairn_home: Path, tmp_path: Path
 ) -> None:
+    require_chromium()
     transcript = tmp_path / "projects" / "-work-kingfisher" / f"{SESSION}.jsonl"
     transcript.parent.mkdir(parents=True)
     transcript.write_text(_line(1, "user", "How should the kingfisher cache evict old entries?"))
