@@ -96,7 +96,10 @@ def test_claude_through_a_fake_anthropic_server(cairn_home: Path, tmp_path: Path
     with FakeAnthropic() as fake:
         fake.tool_use("get_open_questions", {"session": session}).final(result)
         env = {"ANTHROPIC_API_KEY": "sk-ant-test-not-a-real-key", "ANTHROPIC_BASE_URL": fake.base_url}
-        out = cairn_json("index", str(demo), "--model", "anthropic:claude-haiku-4-5", env=env)
+        # A real process: the HTTP client as a user's runs it, outside this run's ban on model requests.
+        out = cairn_json(
+            "index", str(demo), "--model", "anthropic:claude-haiku-4-5", env=env, real_process=True
+        )
     assert out["runs_ok"] == 1
     assert out["applied"]["ideas_by_intent"] == {"decision": 1}
     assert out["rejected"] == 2

@@ -35,6 +35,8 @@ class _Cairn(typer.Typer):
     (`cairn.store.failures`)."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        global _warned
+        _warned = False  # once a command: one process may run several (the test suite does)
         os.umask(UMASK)
         quiet_third_party()  # before any command can run an agent (pydantic-ai's banner)
         limit_malloc_arenas()  # before threads allocate (peak RSS of a backfill)
@@ -133,7 +135,7 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 def load_settings(*, log_as: str | None = None) -> Settings:
     """Load settings, turning a broken `config.toml` or a bad value into one line and exit code 2.
 
-    Unknown keys and `CAIRN_*` variables are warned about on stderr (once a process, never on a
+    Unknown keys and `CAIRN_*` variables are warned about on stderr (once a command, never on a
     `--json` stdout), each with the closest setting name, since cairn otherwise ignores them.
     `log_as` also writes the error line to `$CAIRN_HOME/logs/hook.log` under that name: the daemon
     is started by the hook with its output discarded, and that log is where a user looks then.
@@ -155,6 +157,7 @@ def load_settings(*, log_as: str | None = None) -> Settings:
     return settings
 
 
+#: Whether this command has warned about unknown settings yet; `_Cairn.__call__` resets it.
 _warned = False
 
 
