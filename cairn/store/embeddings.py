@@ -153,6 +153,22 @@ class _Loaded:
     session: onnxruntime.InferenceSession
 
 
+#: Models loaded in this process, by (model file, tokenizer file, threads): every function Chroma rebuilds
+#: from a collection's config, and every command one process runs (the daemon, the test suite), share one
+#: ONNX session instead of reading, verifying and loading ~23 MB again. Both are only read once loaded.
+#: A file is known by its path and its stat, so a file replaced or changed in place is verified anew.
+_shared: dict[tuple[tuple[object, ...], tuple[object, ...], int], _Loaded] = {}
+_shared_lock = threading.Lock()
+
+
+def _identity(path: Path) -> tuple[object, ...]:
+    try:
+        info = path.stat()
+    except OSError:
+        return (path,)  # loading it will say what is wrong
+    return (path, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
 @register_embedding_function
 class MiniLMInt8Embedding(_EmptySafeEmbeddingFunction):
     """all-MiniLM-L6-v2 (int8 ONNX) sentence embeddings, fully offline: 384-dim, L2-normalised.
@@ -232,7 +248,11 @@ class MiniLMInt8Embedding(_EmptySafeEmbeddingFunction):
             return loaded
         with self._lock:
             if self._loaded is None:
-                self._loaded = self._load()
+                key = (_identity(self.model_path), _identity(self.tokenizer_path), self.threads)
+                with _shared_lock:
+                    if key not in _shared:
+                        _shared[key] = self._load()
+                    self._loaded = _shared[key]
             return self._loaded
 
     def _load(self) -> _Loaded:

@@ -18,6 +18,7 @@ from chromadb.utils.embedding_functions import config_to_embedding_function
 from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_V2
 
 from cairn.config import Settings
+from cairn.store import embeddings
 from cairn.store.embeddings import (
     EMBEDDING_DIM,
     MODEL_SHA256,
@@ -167,6 +168,7 @@ def test_concurrent_first_calls_load_once_and_agree(
         return real_load(self)
 
     monkeypatch.setattr(MiniLMInt8Embedding, "_load", counting_load)
+    monkeypatch.setattr(embeddings, "_shared", {})  # as in a fresh process: nothing loaded yet
     texts = [LOGIN, LOGIN_FILE, MIGRATIONS, "threads share one session", "a b c", "ideas and spans"]
     expected = minilm.embed(texts)
     start = threading.Barrier(6)
@@ -321,3 +323,13 @@ def test_openai_without_a_key_fails_clearly_at_first_use(monkeypatch: pytest.Mon
     assert isinstance(rebuilt, OpenAICompatibleEmbedding)  # rebuilding needs no key
     with pytest.raises(EmbeddingModelError, match=r"\$CAIRN_TEST_ABSENT_KEY"):
         ef(["hello"])
+
+
+def test_functions_of_one_process_share_one_loaded_model(tmp_path: Path) -> None:
+    """Chroma rebuilds a function per collection and a process may run many commands: one ONNX session
+    serves them all, while a file changed since is verified and loaded anew."""
+    first, second = MiniLMInt8Embedding(), MiniLMInt8Embedding()
+    assert first._ensure_loaded() is second._ensure_loaded()
+    copy = tmp_path / "tokenizer.json"
+    shutil.copyfile(default_tokenizer_path(), copy)
+    assert MiniLMInt8Embedding(tokenizer_path=copy)._ensure_loaded() is not first._ensure_loaded()
