@@ -20,6 +20,12 @@ from cairn.store.vectors import VectorIndex
 from tests import hostile_disks
 from tests.hostile_disks import run_cairn
 
+# A terminal's size comes from the terminal, not from the test runner: pytest-xdist's workers export
+# COLUMNS=80, and a rich console created with COLUMNS set keeps that width for good, so the commands the
+# tests run in this process (tests/inprocess.py) would ignore the COLUMNS a test gives them.
+for _variable in ("COLUMNS", "LINES"):
+    os.environ.pop(_variable, None)
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 #: Real Claude Code transcripts written by other people (MIT; each folder has its NOTICE), kept in the
 #: repository so a fresh clone runs every test.

@@ -16,11 +16,14 @@ no user's daemon ever is.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import os
 import subprocess
 import sys
 import traceback
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
 
 from typer.testing import CliRunner
 
@@ -33,6 +36,37 @@ REAL_PROCESS = {("daemon", "start"), ("daemon", "run"), ("hook",), ("mcp",), ("u
 
 def _needs_process(args: Sequence[str]) -> bool:
     return tuple(args[:1]) in REAL_PROCESS or tuple(args[:2]) in REAL_PROCESS or _loop_running()
+
+
+@contextlib.contextmanager
+def _fresh_process_output() -> Iterator[None]:
+    """Log records and warnings reach the command's stderr as in a new process: the root logger without
+    pytest's capturing handlers (Python's last-resort handler prints WARNING and above), and each warning
+    shown once, on stderr, instead of recorded by pytest."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    root.handlers, root.level = [], logging.WARNING
+    try:
+        with warnings.catch_warnings():
+            warnings.resetwarnings()  # then Python's own default filters, as a new process has them
+            for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+                warnings.filterwarnings("ignore", category=category)
+            warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
+            warnings.showwarning = _show_warning
+            yield
+    finally:
+        root.handlers, root.level = handlers, level
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: object = None,
+    line: str | None = None,
+) -> None:
+    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
 def _loop_running() -> bool:
@@ -71,7 +105,7 @@ def run(
     umask = os.umask(0o022)
     os.umask(umask)
     code: int = 0
-    with runner.isolation(input=input, env=overrides) as (out, err, _):
+    with runner.isolation(input=input, env=overrides) as (out, err, _), _fresh_process_output():
         try:
             app(args=list(args), prog_name="cairn", standalone_mode=True)
         except SystemExit as exc:

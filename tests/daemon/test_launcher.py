@@ -208,7 +208,8 @@ def test_repeated_installs_keep_one_backup_per_settings_file(cairn_home: Path, u
 def test_uninstall_keeps_the_memory_and_says_where(cairn_home: Path, user_home: Path) -> None:
     runner = CliRunner()
     assert runner.invoke(app, ["install"]).exit_code == 0
-    result = runner.invoke(app, ["install", "--uninstall"])
+    # Wide enough that the temporary path (longer under pytest-xdist) is not folded inside a word.
+    result = runner.invoke(app, ["install", "--uninstall"], env={"COLUMNS": "400"})
     assert result.exit_code == 0
     assert f"your memory is kept in {cairn_home}" in " ".join(result.output.split())
     assert (cairn_home / "cairn.db").exists() and not (cairn_home / "bin").exists()
