@@ -11,6 +11,12 @@ best of a few runs each:
 
 Throughput is reported in MB/s of text, with the number of replacements made (a change of rules shows
 up there too).
+
+* ``adversarial`` — hostile strings of ``ADVERSARIAL_BYTES`` each (a name made of thousands of secret
+  words, with or without separators and quotes), each timed next to two baselines of the same size in
+  the same run: real transcript text (the fixtures' strings joined) and prose without a secret word,
+  which the rules' trigger check skips at once. Target: the worst at most 2x the transcript text (issue
+  30: ``"key" * 16000`` took 14 s, quadratic in its length, where text of that size takes milliseconds).
 """
 
 from __future__ import annotations
@@ -27,6 +33,22 @@ from cairn.transcripts.redact import redact_with_count
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DIR = REPO_ROOT / "tests" / "fixtures" / "transcripts"
 RUNS = 5
+ADVERSARIAL_BYTES = 48_000
+#: Repeated to ADVERSARIAL_BYTES after "see ": each a shape a transcript could hold thousands of.
+ADVERSARIAL = (
+    "key",
+    "Key",
+    "KEY",
+    "Token",
+    "pass.",
+    "secret-",
+    "credential_",
+    "KEY_",
+    "key=",
+    "key ",
+    'key="',
+)
+PROSE = "the quick brown fox jumps over the lazy dog and runs back home again "
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -67,6 +89,29 @@ def _redact_all(texts: list[str]) -> int:
     return sum(redact_with_count(text)[1] for text in texts)
 
 
+def _adversarial(texts: list[str]) -> float:
+    """Print each hostile string's time next to its two baselines; return the worst ratio to transcript
+    text of its size."""
+    corpus = "\n".join(texts)
+    worst = 0.0
+    for unit in ADVERSARIAL:
+        hostile = "see " + unit * (ADVERSARIAL_BYTES // len(unit))
+        size = len(hostile)
+        transcript = corpus[:size]
+        prose = (PROSE * (size // len(PROSE) + 1))[:size]
+        seconds, _ = _best_of(lambda text=hostile: redact_with_count(text)[1])  # type: ignore[misc]
+        baseline, _ = _best_of(lambda text=transcript: redact_with_count(text)[1])  # type: ignore[misc]
+        quick, _ = _best_of(lambda text=prose: redact_with_count(text)[1])  # type: ignore[misc]
+        worst = max(worst, seconds / baseline)
+        print(
+            f"adversarial : {unit!r:14} x {ADVERSARIAL_BYTES // len(unit):6d}  {seconds * 1000:6.2f} ms;  "
+            f"transcript text {baseline * 1000:5.2f} ms (ratio {seconds / baseline:5.2f}),  "
+            f"prose {quick * 1000:5.2f} ms (ratio {seconds / quick:5.2f})"
+        )
+    print(f"adversarial : worst ratio to transcript text {worst:.2f} (target <= 2.0)")
+    return worst
+
+
 def main(argv: list[str]) -> int:
     paths = [Path(arg) for arg in argv] or sorted(DEFAULT_DIR.rglob("*.jsonl"))
     texts = _transcript_texts(paths)
@@ -78,6 +123,7 @@ def main(argv: list[str]) -> int:
             f"{name:12}: {size / 1e6:6.2f} MB in {len(sample):6d} texts  {seconds * 1000:8.1f} ms  "
             f"{size / 1e6 / seconds:7.1f} MB/s  {replaced} replaced"
         )
+    _adversarial(texts)
     return 0
 
 

@@ -38,6 +38,7 @@ first; the regexes run only when a trigger is present.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -134,10 +135,15 @@ _SECRET_WORD_ALTERNATION = "|".join(
     for word in ("pass", "secret", "token", "key", "credential")
     for variant in (word, word.upper(), word.capitalize())
 )
+# The rest of the name after a secret word runs only up to the next secret word in it: a name made of
+# thousands of secret words ("key" * 16000, "pass." * 16000) otherwise cost a scan of the rest of it from
+# each of them, quadratic time (48 KB took 14 s). The match is then made at the name's last secret word
+# and `_redact_assignment` finds the name's start, as it does for any word the match starts at. The rest
+# is possessive: none of its characters can start the quote or separator, so giving any back never helps.
 _ASSIGNMENT = re.compile(
-    rf"(?:{_SECRET_WORD_ALTERNATION})[\w.\-]*"
+    rf"(?:{_SECRET_WORD_ALTERNATION})(?:(?!{_SECRET_WORD_ALTERNATION})[\w.\-])*+"
     r"(?P<quote>[\"']?)"
-    r"(?P<sep>[ \t]*(?::=|=>|=|:)[ \t]*)"
+    r"(?P<sep>[ \t]*+(?::=|=>|=|:)[ \t]*+)"
     r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`|[^\s\"'`,;]+)"
 )
 
@@ -183,6 +189,22 @@ _ATTRIBUTE_CHAIN = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 
 
 def _secret_kind(name: str, *, env_style: bool) -> str | None:
+    """`_judge_name`, remembered for short names: names repeat (a hostile text can hold thousands of one),
+    and a long one is judged afresh rather than kept."""
+    if len(name) <= _CACHED_NAME_CHARS:
+        return _judged_name(name, env_style)
+    return _judge_name(name, env_style=env_style)
+
+
+_CACHED_NAME_CHARS = 80
+
+
+@functools.lru_cache(maxsize=4096)
+def _judged_name(name: str, env_style: bool) -> str | None:
+    return _judge_name(name, env_style=env_style)
+
+
+def _judge_name(name: str, *, env_style: bool) -> str | None:
     """The kind of secret a variable/key name holds, or None if the name is not secret-like.
 
     ``env_style`` (``NAME=value``, no spaces) also accepts upper-case names that merely contain a
