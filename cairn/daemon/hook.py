@@ -85,7 +85,12 @@ def enqueue(db_path: str, rows: list[tuple[str, str | None, str]]) -> None:
 
 
 def daemon_alive(home: str) -> bool:
-    """Whether the pidfile's first line names a live process (the daemon re-checks the rest)."""
+    """Whether the pidfile's first line names a live process (the daemon re-checks the rest).
+
+    A zombie is not alive: `kill -0` succeeds on a process that exited until its parent reaps it, and
+    where nothing reaps (PID 1 of some containers) a daemon killed with SIGKILL stays a zombie for
+    good, so a check by signal alone never started another one (issue 30).
+    """
     try:
         with open(os.path.join(home, "daemon.pid"), encoding="ascii") as fh:
             pid = int(fh.readline().strip())
@@ -97,7 +102,17 @@ def daemon_alive(home: str) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """Whether /proc says `pid` has exited and waits to be reaped (False where there is no /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return False
+    return stat.rpartition(b")")[2].split()[:1] == [b"Z"]
 
 
 def spawn_daemon(home: str, *, source: str = "cairn-hook") -> None:

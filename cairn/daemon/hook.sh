@@ -37,7 +37,16 @@ spawn_daemon() {
     [ -r "$home/daemon.pid" ] && read -r pid _rest <"$home/daemon.pid" 2>/dev/null
     case $pid in
     '' | *[!0-9]*) ;;
-    *) kill -0 "$pid" 2>/dev/null && return 0 ;;
+    *)
+        # Alive, unless it is a zombie: `kill -0` succeeds on an exited process nobody reaped (where
+        # PID 1 never reaps, for good). /proc's state field, read with builtins only, says so.
+        if kill -0 "$pid" 2>/dev/null; then
+            stat=
+            [ -r "/proc/$pid/stat" ] && read -r stat <"/proc/$pid/stat" 2>/dev/null
+            stat=${stat##*) }
+            [ "${stat%% *}" = Z ] || return 0
+        fi
+        ;;
     esac
     if [ -z "${CAIRN_PYTHON:-}" ]; then
         log "no daemon is running and CAIRN_PYTHON is unset, so none was started; run 'cairn install' again"

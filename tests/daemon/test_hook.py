@@ -324,3 +324,28 @@ def test_a_burst_of_hooks_starts_one_daemon_and_a_stale_marker_is_taken_over(
     _run_direct(store, kind, fake)
     assert _wait_for(starts, 10.0), "a marker left by a killed starter must not block starts forever"
     release.touch()
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[0].decode()
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="zombies are told by /proc")
+def test_a_zombie_daemon_is_dead_and_a_new_one_is_started(
+    store: Settings, kind: str, fake_python: tuple[Path, Path]
+) -> None:
+    """Issue 30: `kill -0` succeeds on a daemon killed with SIGKILL until its parent reaps it, and where
+    PID 1 never reaps, no hook ever started another. Here the test process is the parent that does not
+    reap (yet)."""
+    fake, record = fake_python
+    zombie = subprocess.Popen(["true"])
+    try:
+        deadline = time.monotonic() + 30
+        while _state(zombie.pid) != "Z" and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert _state(zombie.pid) == "Z"
+        store.pid_path.write_text(f"{zombie.pid}\n123.0\n")
+        _run_direct(store, kind, fake)
+        assert _wait_for(record, 5.0), "a zombie was taken for a live daemon"
+    finally:
+        zombie.wait()
