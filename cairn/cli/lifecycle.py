@@ -151,9 +151,18 @@ def export_command(
                 names = [path for _, path in found]
             if out is None:
                 return await export(store.db, sys.stdout, scope=scope, projects=names)
-            fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                return await export(store.db, handle, scope=scope, projects=names)
+            # A new 0600 file beside `out`, renamed over it when complete: opening `out` itself kept an
+            # existing file's mode (0644: the whole memory world-readable) and wrote through a symlink.
+            temp = out.with_name(f".{out.name}.{os.getpid()}.export")
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                os.fchmod(fd, 0o600)
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    count = await export(store.db, handle, scope=scope, projects=names)
+                os.replace(temp, out)
+                return count
+            finally:
+                temp.unlink(missing_ok=True)
         finally:
             await store.close()
 

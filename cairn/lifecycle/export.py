@@ -9,6 +9,7 @@ are not exported: they are derived from the rows, and an import recomputes them 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -88,11 +89,24 @@ async def records(db: Database, scope: ExportScope | None) -> Iterator[dict[str,
     return iter(out)
 
 
+#: Characters a terminal obeys or that reorder what is read, beyond the C0 controls JSON escapes itself:
+#: DEL and C1 (U+009B is a CSI), bidi embeddings, overrides, isolates and marks, zero-width characters.
+_TERMINAL_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+
+
+def _line(value: dict[str, Any]) -> str:
+    """`value` as one JSON line, non-ASCII text kept readable but every character `_TERMINAL_UNSAFE`
+    names written as a `\\uXXXX` escape: an export printed to a terminal cannot drive it, and any JSON
+    reader (`cairn import`) reads back the same text. Such characters occur only inside JSON strings."""
+    text = json.dumps(value, ensure_ascii=False)
+    return _TERMINAL_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
+
+
 async def export(db: Database, out: IO[str], *, scope: ExportScope | None, projects: list[str] | None) -> int:
     """Write the header and every record to `out`; how many records (rows) were written."""
-    out.write(json.dumps(header(projects), ensure_ascii=False) + "\n")
+    out.write(_line(header(projects)))
     count = 0
     for record in await records(db, scope):
-        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        out.write(_line(record))
         count += 1
     return count

@@ -98,7 +98,9 @@ class Guard:
         if token_matches(query.get("token"), self.token) and scope["method"] in ("GET", "HEAD"):
             # The first load: keep the token in a cookie and take it out of the address bar.
             rest = urlencode([(k, v) for k, v in query.items() if k != "token"])
-            response = RedirectResponse(scope["path"] + (f"?{rest}" if rest else ""), status_code=303)
+            # One leading slash: `//evil.example/x` as a Location is another site (a protocol-relative URL).
+            path = "/" + scope["path"].lstrip("/")
+            response = RedirectResponse(path + (f"?{rest}" if rest else ""), status_code=303)
             response.set_cookie(self.cookie, self.token, httponly=True, samesite="strict", path="/")
             await response(scope, receive, send)
             return

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.builders import Transcript
 from tests.test_cli import cairn, cairn_json
 
 QUERIES = ("database is locked", "should we move orders to postgres", "Next.js version", "CLAUDE.md file")
@@ -156,3 +157,45 @@ def test_unknown_or_newer_format_is_refused_in_one_line(home: Path, tmp_path: Pa
     missing = cairn("import", str(tmp_path / "absent.jsonl"), check=False)
     assert missing.returncode == 2 and "no such file" in missing.stderr
     assert comparable_stats(home) == before
+
+
+def test_export_over_an_existing_file_or_link_writes_a_new_private_file(home: Path, tmp_path: Path) -> None:
+    """Issue 30: `--out` onto a 0644 file kept its mode (the whole memory world-readable), and onto a
+    symlink wrote through it. The export is a new 0600 file put in place; the link's target is untouched."""
+    out = tmp_path / "out"
+    out.mkdir()
+    shared = out / "shared.jsonl"
+    shared.write_text("old contents\n")
+    shared.chmod(0o644)
+    cairn("export", "--out", str(shared))
+    assert shared.stat().st_mode & 0o777 == 0o600
+    assert json.loads(shared.read_text().splitlines()[0])["format"] == "cairn-export"
+
+    victim = out / "victim.txt"
+    victim.write_text("not yours\n")
+    link = out / "link.jsonl"
+    link.symlink_to(victim)
+    cairn("export", "--out", str(link))
+    assert victim.read_text() == "not yours\n"
+    assert not link.is_symlink() and link.stat().st_mode & 0o777 == 0o600
+    assert link.read_text() == shared.read_text()
+    left = sorted(p.name for p in out.iterdir())
+    assert left == ["link.jsonl", "shared.jsonl", "victim.txt"], "no temporary file is left"
+
+
+def test_an_export_escapes_what_would_drive_a_terminal_and_reads_back_the_same(
+    cairn_home: Path, tmp_path: Path
+) -> None:
+    """Issue 30: `cairn export` to stdout passed a raw U+009B (a CSI: `\\x9b2J` clears a screen) and a raw
+    U+202E (reverses what is read) from transcript text; JSON escapes only C0 controls itself."""
+    said = "run \u009b2J then open \u202etxt.exe and ‎done"
+    transcript = Transcript("/home/dev/tricky")
+    transcript.user(said)
+    transcript.say("Noted, née café.")
+    path = tmp_path / f"{transcript.session_id}.jsonl"
+    path.write_text(transcript.text())
+    cairn("sync", "--no-index", "--no-vectors", str(path))
+    printed = cairn("export").stdout
+    assert not any(c in printed for c in "\u009b\u202e\u200e") and "\\u009b" in printed and "née" in printed
+    texts = [json.loads(line)["row"].get("text") for line in printed.splitlines()[1:]]
+    assert said in texts, "a JSON reader gets the stored text back exactly"

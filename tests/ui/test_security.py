@@ -75,3 +75,18 @@ def test_the_token_file_is_the_users_alone(viewer: Viewer, tmp_path_factory: pyt
     assert token_files
     assert stat.S_IMODE(token_files[0].stat().st_mode) == 0o600
     assert token_files[0].read_text().strip() == viewer.token
+
+
+def test_the_token_redirect_never_leaves_the_viewer(viewer: Viewer) -> None:
+    """Issue 30: `//evil.example/x?token=…` was answered 303 to `//evil.example/x`, another site."""
+    response = httpx.get(f"{viewer.base}//evil.example/x", params={"token": viewer.token}, timeout=30)
+    assert response.status_code == 303
+    assert response.headers["location"] == "/evil.example/x"
+
+
+@pytest.mark.parametrize("idea", ["²", "1" * 5000, "١٢"], ids=["superscript", "5000 digits", "arabic-indic"])
+def test_an_idea_number_that_is_no_number_is_refused_not_a_500(viewer: Viewer, idea: str) -> None:
+    """Issue 30: `str.isdigit` passed these and `int()` then failed: HTTP 500."""
+    for path in (f"/forget?idea={idea}", f"/supersede?idea={idea}&by=1", f"/supersede?idea=1&by={idea}"):
+        response = viewer.get(path)
+        assert response.status_code == 400, (path[:40], response.status_code)

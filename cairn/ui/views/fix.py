@@ -4,6 +4,7 @@ then an undo window (`cairn.ui.forgets`) before the `forget` op runs; mark an id
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from starlette.requests import Request
@@ -12,6 +13,15 @@ from starlette.routing import Route
 
 from cairn.ui.app import Viewer, viewer_of
 from cairn.ui.security import TOKEN_HEADER, token_matches
+
+#: An idea number as the viewer takes one: ASCII digits, at most 18 (a SQLite integer). `str.isdigit`
+#: also passes "²" and other Unicode digits that `int()` refuses, and 5,000 digits are past Python's limit
+#: for `int()` of a string: both were HTTP 500s.
+_IDEA_NUMBER = re.compile(r"[0-9]{1,18}")
+
+
+def _is_idea_number(text: str) -> bool:
+    return _IDEA_NUMBER.fullmatch(text) is not None
 
 
 def _selection(values: Any) -> tuple[str, dict[str, Any]] | None:
@@ -23,7 +33,7 @@ def _selection(values: Any) -> tuple[str, dict[str, Any]] | None:
     if len(given) != 1:
         return None
     if idea:
-        return (f"idea #{idea}", {"ideas": [int(idea)]}) if idea.isdigit() else None
+        return (f"idea #{idea}", {"ideas": [int(idea)]}) if _is_idea_number(idea) else None
     if session:
         return f"session {session[:8]}", {"sessions": [session]}
     return f"project {project}", {"project": project}
@@ -82,7 +92,7 @@ async def undo_post(request: Request) -> Response:
 def _idea_ids(values: Any) -> tuple[str, str] | None:
     """(idea, by) when both are idea numbers (`#` allowed), else None."""
     idea, by = (str(values.get(k) or "").strip().lstrip("#") for k in ("idea", "by"))
-    return (idea, by) if idea.isdigit() and by.isdigit() else None
+    return (idea, by) if _is_idea_number(idea) and _is_idea_number(by) else None
 
 
 async def supersede_confirm(request: Request) -> Response:
