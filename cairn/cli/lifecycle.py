@@ -177,7 +177,7 @@ def import_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Merge an export into this store: rows it already has are skipped, vectors are recomputed."""
-    from cairn.lifecycle.importer import ImportFormatError, check_header
+    from cairn.lifecycle.importer import ImportFormatError, bounded_lines, check_header, open_export
 
     settings = load_settings()
     settings.home.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -189,14 +189,16 @@ def import_command(
         path = temp
     else:
         path = Path(file).expanduser().resolve()
-        if not path.is_file():
+        if not path.exists():
             raise fail(f"no such file: {file}", 2)
     try:
-        with path.open(encoding="utf-8", errors="replace") as lines:
-            try:
-                check_header(lines.readline())
-            except ImportFormatError as exc:
-                raise fail(str(exc), 2) from None
+        try:
+            with open_export(str(path)) as handle:
+                check_header(next(bounded_lines(handle), ""))
+        except ImportFormatError as exc:
+            raise fail(str(exc), 2) from None
+        except OSError as exc:
+            raise fail(f"cannot read {file}: {exc.strerror or exc}", 2) from None
         result = run_async(_write_request(settings, "import", {"path": str(path)}))
     finally:
         if temp is not None:
@@ -210,5 +212,7 @@ def import_command(
         f"{result['total_added']:,} rows added, {present:,} already present, "
         f"{result['vectors_written']:,} vectors computed."
     )
+    if result.get("secrets_redacted"):
+        console.print(f"{result['secrets_redacted']:,} secrets redacted before they were stored.")
     if result["bad_lines"]:
         err.print(f"{result['bad_lines']:,} lines skipped: " + "; ".join(result["bad_examples"]))

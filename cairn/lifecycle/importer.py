@@ -5,22 +5,36 @@ Each record's row is matched to the row the store already has with the same natu
 target store's ids. Importing the same file twice therefore changes nothing, and importing into a
 store that already holds some of it adds only the rest. Everything is written in one transaction, so
 a bad file or a crash leaves the store as it was; a line that is not a valid record is counted and
-skipped, never fatal. The vector triggers queue every inserted row in the outbox in that transaction,
-and the vectors are computed after the commit (`Store.sync_vectors`), not copied.
+skipped, never fatal: one that is not JSON, nests too deep, holds an integer SQLite cannot store, or is
+longer than `MAX_LINE_CHARS` (read no further than that). The vector triggers queue every inserted row
+in the outbox in that transaction, and the vectors are computed after the commit (`Store.sync_vectors`),
+not copied.
+
+An export is outside input like a transcript (an old cairn's, or a crafted one), so every text value
+passes through the same redaction capture applies before it is stored (`cairn.transcripts.redact`);
+a file that is not a regular file (a FIFO would block the daemon's event loop) is refused unread.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
-from collections.abc import Iterable
+import stat
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
 import aiosqlite
 
 from cairn.lifecycle.tables import BY_NAME, FORMAT, FORMAT_VERSION, Table
 from cairn.store.db import Database
+from cairn.transcripts.redact import redact_with_count
+
+#: The longest line an import reads: far above any row cairn exports (a message's text is at most 256 K
+#: characters), far below what would exhaust memory. A longer line is counted and skipped unread.
+MAX_LINE_CHARS = 16 * 1024 * 1024
+_SKIP_CHUNK = 1024 * 1024
 
 
 class ImportFormatError(ValueError):
@@ -36,6 +50,7 @@ class ImportReport:
     bad_lines: int = 0
     bad_examples: list[str] = field(default_factory=list)
     vectors: int = 0
+    redacted: int = 0
 
     def bad(self, number: int, why: str) -> None:
         self.bad_lines += 1
@@ -50,14 +65,41 @@ class ImportReport:
             "bad_lines": self.bad_lines,
             "bad_examples": self.bad_examples,
             "vectors_written": self.vectors,
+            "secrets_redacted": self.redacted,
         }
 
 
-def check_header(line: str) -> dict[str, Any]:
+def open_export(path: str) -> TextIO:
+    """`path` opened for reading as text, if it is a regular file; else `ImportFormatError`. Opened
+    without blocking first, so a FIFO or a device is refused rather than waited on."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ImportFormatError(f"{path} is not a regular file: give an export file, or - for stdin")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, encoding="utf-8", errors="replace")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def bounded_lines(handle: TextIO, limit: int = MAX_LINE_CHARS) -> Iterator[str | None]:
+    """The lines of `handle`, none read past `limit` characters: a longer line is read on to its end in
+    chunks, kept nowhere, and yielded as None."""
+    while line := handle.readline(limit + 1):
+        if len(line) <= limit or line.endswith("\n"):
+            yield line
+            continue
+        while (rest := handle.readline(_SKIP_CHUNK)) and not rest.endswith("\n"):
+            pass
+        yield None
+
+
+def check_header(line: str | None) -> dict[str, Any]:
     """The parsed header line, or `ImportFormatError` saying why this file cannot be imported."""
     try:
-        head = json.loads(line)
-    except json.JSONDecodeError:
+        head = json.loads(line or "")
+    except (json.JSONDecodeError, RecursionError):
         head = None
     if not isinstance(head, dict) or head.get("format") != FORMAT:
         raise ImportFormatError("not a cairn export: the first line is not a cairn-export header")
@@ -84,7 +126,18 @@ class _Importer:
                 self.columns[name] = {str(row[1]) for row in await cursor.fetchall()}
         return self.columns[name]
 
+    def redacted(self, row: dict[str, Any]) -> dict[str, Any]:
+        """`row` with every text value redacted as capture redacts what it stores."""
+        clean = {}
+        for column, value in row.items():
+            if isinstance(value, str):
+                value, count = redact_with_count(value)
+                self.report.redacted += count
+            clean[column] = value
+        return clean
+
     async def add(self, table: Table, row: dict[str, Any]) -> None:
+        row = self.redacted(row)
         known = await self.table_columns(table.name)
         if not set(row) <= known or not set(table.key_columns) <= set(row):
             raise ValueError(f"columns do not match table {table.name}")
@@ -124,15 +177,18 @@ class _Importer:
                 await self.conn.execute(f"UPDATE {name} SET {column} = ? WHERE id = ?", (mapped, local))
 
 
-async def import_lines(db: Database, lines: Iterable[str]) -> ImportReport:
-    """Import an export's lines (the first must be the header) in one transaction."""
+async def import_lines(db: Database, lines: Iterable[str | None]) -> ImportReport:
+    """Import an export's lines (the first must be the header; None stands for a line too long to read,
+    as `bounded_lines` gives them) in one transaction."""
     iterator = iter(lines)
-    first = next(iterator, "")
-    check_header(first)
+    check_header(next(iterator, ""))
     report = ImportReport()
     async with db.write() as conn:
         importer = _Importer(conn, report)
         for number, line in enumerate(iterator, start=2):
+            if line is None:
+                report.bad(number, f"longer than {MAX_LINE_CHARS:,} characters")
+                continue
             if not line.strip():
                 continue
             try:
@@ -143,7 +199,9 @@ async def import_lines(db: Database, lines: Iterable[str]) -> ImportReport:
                     report.bad(number, "not an export record")
                     continue
                 await importer.add(table, row)
-            except (json.JSONDecodeError, ValueError, sqlite3.Error) as exc:
+            except (ValueError, sqlite3.Error, OverflowError) as exc:  # JSONDecodeError is a ValueError
                 report.bad(number, str(exc)[:200])
+            except RecursionError:
+                report.bad(number, "nested too deep")
         await importer.finish()
     return report

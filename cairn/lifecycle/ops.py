@@ -7,11 +7,10 @@ go through it (it owns the store and its Chroma client), else the command takes 
 from __future__ import annotations
 
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cairn.lifecycle.forget import Selection, forget
-from cairn.lifecycle.importer import import_lines
+from cairn.lifecycle.importer import bounded_lines, import_lines, open_export
 
 if TYPE_CHECKING:
     from cairn.store.store import Store
@@ -36,9 +35,9 @@ async def forget_op(
 
 
 async def import_op(store: Store, *, path: str) -> Any:
-    """Import the export at `path` (a file this user can read) and compute the new rows' vectors."""
-    with Path(path).open(encoding="utf-8", errors="replace") as lines:
-        report = await import_lines(store.db, lines)
+    """Import the export at `path` (a regular file this user can read) and compute the new rows' vectors."""
+    with open_export(path) as handle:
+        report = await import_lines(store.db, bounded_lines(handle))
     if store.read_only is None:
         report.vectors = await store.sync_vectors()
     return report.as_json()

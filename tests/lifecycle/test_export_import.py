@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +14,12 @@ from typing import Any
 
 import pytest
 
+from cairn.config import Settings
+from cairn.lifecycle.importer import MAX_LINE_CHARS, ImportFormatError, open_export
+from cairn.lifecycle.ops import import_op
+from cairn.store.store import Store
 from tests.builders import Transcript
+from tests.lifecycle.conftest import found_in_files
 from tests.test_cli import cairn, cairn_json
 
 QUERIES = ("database is locked", "should we move orders to postgres", "Next.js version", "CLAUDE.md file")
@@ -199,3 +207,80 @@ def test_an_export_escapes_what_would_drive_a_terminal_and_reads_back_the_same(
     assert not any(c in printed for c in "\u009b\u202e\u200e") and "\\u009b" in printed and "née" in printed
     texts = [json.loads(line)["row"].get("text") for line in printed.splitlines()[1:]]
     assert said in texts, "a JSON reader gets the stored text back exactly"
+
+
+#: Secrets a crafted or old export may carry raw, in the text of a message and of an idea.
+RAW_SECRETS = (
+    "ghp_" + "a1B2c3D4e5" * 4,
+    "AKIA" + "QWERTYUIOP123456",
+    "mysql -u root -pS3cretPass99",
+    "password=hunter2hunter2",
+)
+
+
+def test_import_redacts_what_capture_would_have(home: Path, tmp_path: Path) -> None:
+    """Issue 30: `cairn import` stored a crafted export's raw tokens, keys and passwords."""
+    export = tmp_path / "clean.jsonl"
+    cairn("export", "--project", "acme-api", "--out", str(export))
+    lines = export.read_text().splitlines()
+    records = [json.loads(line) for line in lines[1:]]
+    message = next(r for r in records if r["type"] == "messages" and r["row"].get("text"))
+    idea = next(r for r in records if r["type"] == "ideas")
+    message["row"]["text"] += " then run: " + " && ".join(RAW_SECRETS)
+    idea["row"]["content"] += " (token: " + RAW_SECRETS[0] + ")"
+    crafted = tmp_path / "crafted.jsonl"
+    crafted.write_text("\n".join([lines[0], *(json.dumps(r) for r in records)]) + "\n")
+
+    fresh = tmp_path / "fresh"
+    report = cairn_json("import", str(crafted), env=env_for(fresh))
+    assert report["bad_lines"] == 0 and report["total_added"] == len(records)
+    assert report["secrets_redacted"] >= len(RAW_SECRETS) + 1
+    for secret in ("a1B2c3D4e5", "QWERTYUIOP123456", "S3cretPass99", "hunter2hunter2"):
+        assert found_in_files(fresh, secret.encode()) == [], f"{secret} is stored"
+    with contextlib.closing(sqlite3.connect(fresh / "cairn.db")) as conn:
+        [(stored,)] = conn.execute("SELECT text FROM messages WHERE text LIKE '% then run: %'").fetchall()
+    assert stored.count("[REDACTED:") == len(RAW_SECRETS), stored[-300:]
+
+
+def test_hostile_lines_are_skipped_and_counted_not_fatal(home: Path, tmp_path: Path) -> None:
+    """Issue 30: 100,000-deep nesting (RecursionError) or an integer past SQLite's (OverflowError)
+    aborted the whole import with a traceback; a newline-less line is read no further than the limit."""
+    export = tmp_path / "good.jsonl"
+    cairn("export", "--project", "acme-api", "--out", str(export))
+    lines = export.read_text().splitlines()
+    hostile = [
+        lines[0],
+        "[" * 100_000 + "]" * 100_000,
+        json.dumps({"type": "projects", "row": {"path": "/x", "id": 2**70}}),
+        '{"type": "projects", "row": {"path": "' + "y" * (MAX_LINE_CHARS + 10) + '"}}',
+        *lines[1:],
+    ]
+    bad = tmp_path / "hostile.jsonl"
+    bad.write_text("\n".join(hostile) + "\n")
+    report = cairn_json("import", str(bad), env=env_for(tmp_path / "fresh"))
+    assert report["bad_lines"] == 3, report["bad_examples"]
+    assert report["total_added"] == len(lines) - 1
+    assert "nested too deep" in report["bad_examples"][0] and "longer than" in report["bad_examples"][2]
+
+
+def test_a_fifo_is_refused_unread_by_the_command_and_the_daemon(home: Path, tmp_path: Path) -> None:
+    """Issue 30: the daemon's `import` op opened a FIFO and blocked its event loop: every request hung."""
+    fifo = tmp_path / "export.fifo"
+    os.mkfifo(fifo)
+    refused = cairn("import", str(fifo), check=False, real_process=True, timeout=60)
+    assert refused.returncode == 2 and "not a regular file" in refused.stderr
+    settings = Settings.load(home)
+    with pytest.raises(ImportFormatError, match="not a regular file"):
+        open_export(str(fifo))
+    assert asyncio.run(_import_op_refuses(settings, fifo)) == "refused"
+
+
+async def _import_op_refuses(settings: Settings, fifo: Path) -> str:
+    store = await Store.open(settings)
+    try:
+        await import_op(store, path=str(fifo))
+    except ImportFormatError:
+        return "refused"
+    finally:
+        await store.close()
+    return "imported"
