@@ -17,7 +17,8 @@ The daemon remembers a byte offset (and line number and inode) per transcript an
   ``max_line_bytes`` whatever the file contains.
 * No string read is longer than ``MAX_TEXT_CHARS``: a line long enough to hold a longer one (a 20 MB
   log pasted into a prompt, a dumped file) is parsed by a slower path that cuts each long string to
-  its head and its end around a marker saying how much was cut (``ReadEntry.chars_cut`` counts it).
+  its head and its end around a marker saying how much was cut (``ReadEntry.chars_cut`` counts it),
+  after redacting it whole, so no secret is split by the cut and kept in part.
   Stored whole, one such line once made a 52 MB database and a 2.85 GB capture; cut, what follows it
   costs what a normal message costs. Shorter lines cannot hold such a string (a JSON string of N
   characters takes at least N bytes), so the hot path pays one length comparison it paid anyway.
@@ -42,6 +43,7 @@ from typing import BinaryIO
 from pydantic import ValidationError
 
 from cairn.transcripts.entries import Entry, parse_entry, parse_entry_object
+from cairn.transcripts.redact import redact
 
 __all__ = [
     "CHUNK_SIZE",
@@ -72,8 +74,8 @@ MAX_TEXT_CHARS = 256 * 1024
 #: Of those, how many are the string's end: the last lines of a long output (a test summary, the
 #: error a log ends with) are often what matters in it.
 TEXT_TAIL_CHARS = 8 * 1024
-#: A cut is moved back to whitespace within this many characters, so that it splits no token-shaped
-#: secret the redactor (which runs later, on what is kept) would then fail to recognise.
+#: A cut is moved to whitespace within this many characters, so that it splits no word. (Secrets are no
+#: longer its concern: a string is redacted whole before it is cut.)
 _CUT_SEARCH_CHARS = 1024
 
 
@@ -425,8 +427,12 @@ def _cut_long_strings(value: object) -> int:
         for key, item in list(items):
             if isinstance(item, str):
                 if len(item) > MAX_TEXT_CHARS:
-                    kept = cut_text(item)
-                    cut += len(item) - len(kept)
+                    # Redacted whole before the cut: a secret the cut would split (a private key's
+                    # END line and body in the kept tail, a token kept without its `Bearer`) loses
+                    # the context its rule needs, and would be stored as it was.
+                    whole = redact(item)
+                    kept = cut_text(whole)
+                    cut += len(whole) - len(kept)
                     node[key] = kept  # type: ignore[index]
             elif isinstance(item, dict | list):
                 todo.append(item)

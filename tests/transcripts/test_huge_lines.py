@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cairn.transcripts import normalise, read_from
+from cairn.transcripts import normalise, read_from, redact
 from cairn.transcripts import reader as reader_module
 from cairn.transcripts.entries import UserEntry, parse_entry
 from cairn.transcripts.reader import MAX_TEXT_CHARS, TEXT_TAIL_CHARS, cut_text
@@ -75,8 +75,8 @@ def test_the_marker_says_how_many_characters_were_left_out() -> None:
 
 
 def test_a_cut_never_splits_a_secret_so_redaction_still_sees_it_whole(tmp_path: Path) -> None:
-    """A token across where the head is cut, or across where the kept end begins, is left out whole:
-    never half of one, which the redactor might not recognise. One inside the kept end is redacted."""
+    """A token across where the head is cut, or across where the kept end begins, never leaves half of
+    itself: the string is redacted whole before it is cut. One inside the kept end shows redacted."""
     secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
     filler = _words(MAX_TEXT_CHARS * 2)
     head_cut = MAX_TEXT_CHARS - TEXT_TAIL_CHARS - 48
@@ -88,7 +88,37 @@ def test_a_cut_never_splits_a_secret_so_redaction_still_sees_it_whole(tmp_path: 
     (message,) = normalise(read_from(path).entries)
     for part in ("ghp_", secret[4:12], secret[-8:]):  # no head or tail of a token, anywhere
         assert part not in message.text
-    assert message.text.count("[REDACTED") == 1  # the one well inside the kept end, whole
+    assert message.text.endswith(filler[-100:]) and "[REDACTED:github_token]" in message.text[-200:]
+
+
+#: Secrets whose rule needs what comes before the value: (the context, the value from the whitespace
+#: where the kept end will begin).
+STRADDLING = {
+    "private key": (
+        "-----BEGIN RSA PRIVATE KEY-----\n"
+        + "\n".join("MIIEowIBAAKCAQEA" + f"{i:04d}" + "q8Zk3Lm9" * 6 for i in range(59)),
+        "\nMIIEowIBAAKCAQEA0059" + "q8Zk3Lm9" * 6 + "\n-----END RSA PRIVATE KEY-----",
+    ),
+    "bearer": ("Authorization: Bearer", " " + "eyZ0aGlzIGlzIGEgdG9rZW4gdGhhdCBpcyBsb25n" * 2),
+    "mysql": ("mysql -u root", " -pSup3rS3cretDbPass"),
+    "password": ("password =", " hunter2Hunter2x9"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STRADDLING))
+def test_a_secret_straddling_the_kept_end_is_redacted_whole(tmp_path: Path, name: str) -> None:
+    """Issue 30: the reader cut a long string before redaction ran, so a secret across where the kept
+    end begins lost the context its rule needs (a private key's BEGIN line, `Bearer`, `mysql … -p`,
+    `password =`) and was stored: in messages, passages and their full-text index, searchable."""
+    context, value = STRADDLING[name]
+    after = _words(TEXT_TAIL_CHARS - len(value) - 1, seed=2)  # the kept end begins where the value does
+    body = f"{_words(MAX_TEXT_CHARS + 20_000)} {context}{value} {after}"
+    kept_value = value.split()[0]
+    assert kept_value in redact(cut_text(body)), "cut first, the value is kept without its context"
+    path = Transcript(tmp_path).user(body).write(tmp_path / "s.jsonl")
+    (message,) = normalise(read_from(path).entries)
+    assert message.chars_cut > 0
+    assert kept_value not in message.text, "the value kept without its context"
 
 
 def test_long_tool_output_is_cut_in_every_string_of_the_line(tmp_path: Path) -> None:
