@@ -104,7 +104,7 @@ _PRIVATE_KEY = re.compile(
 # Token patterns start with their literal prefix so `re` can jump straight to candidates; the word
 # boundary a leading `\b` would give is checked by a fixed-width lookbehind after the prefix instead.
 _ANTHROPIC = re.compile(r"sk-ant-[A-Za-z0-9_\-]{20,}")  # distinctive enough to need no boundary
-_OPENAI = re.compile(r"sk-(?<!\wsk-)(?:(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{20,}|[A-Za-z0-9]{20,}\b)")
+_OPENAI = re.compile(r"sk-(?<!\wsk-)(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_\-]{20,}|[A-Za-z0-9]{20,}\b)")
 _GOOGLE = re.compile(r"AIza(?<!\wAIza)[0-9A-Za-z_\-]{35}")
 _SLACK = re.compile(r"xox[abposr]-(?<!\wxox[abposr]-)[0-9A-Za-z\-]{10,}")
 _STRIPE = re.compile(r"[sr]k_(?<!\w[sr]k_)(?:live|test)_[0-9A-Za-z]{20,}")
@@ -113,6 +113,13 @@ _AWS_KEY_ID = re.compile(r"A[KS]IA(?<!\wA[KS]IA)[0-9A-Z]{16}\b")
 _GITHUB = re.compile(
     r"gh[pousr]_(?<!\wgh[pousr]_)[A-Za-z0-9]{36,}\b|github_pat_(?<!\wgithub_pat_)[A-Za-z0-9_]{22,}"
 )
+# GitLab, npm, PyPI and SendGrid tokens: one rule (one pass, one trigger check per text), the kind told
+# by the prefix.
+_PACKAGE_TOKENS = re.compile(
+    r"glpat-(?<!\wglpat-)[A-Za-z0-9_\-]{20,}|npm_(?<!\wnpm_)[A-Za-z0-9]{36}\b"
+    r"|pypi-(?<!\wpypi-)AgE[A-Za-z0-9_\-]{50,}|SG\.(?<!\wSG\.)[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}"
+)
+_PACKAGE_TOKEN_KINDS = {"gl": "gitlab_token", "np": "npm_token", "py": "pypi_token", "SG": "sendgrid_key"}
 _JWT = re.compile(r"eyJ(?<!\weyJ)[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*")
 # Case-insensitive rules start with a character class instead of using re.IGNORECASE, which would
 # disable `re`'s fast scan for the first character.
@@ -122,7 +129,17 @@ _AUTH_HEADER = re.compile(
 )
 _BEARER = re.compile(r"([Bb](?i:earer)\s+)([A-Za-z0-9._~+/\-]{20,}=*)")
 # The password runs to the *last* `@` before the host (greedy, `@` allowed): `u:p@ss@host` hides `p@ss`.
-_URL_CREDENTIALS = re.compile(r"(://[^\s:/@'\"\[\]]*:)([^\s/?'\"\[\]]+)(?=@)")
+# One holding `/` or `'` (`postgres://admin:sl/ash@db/app`), which the first form stops at, runs to the
+# first `@` followed by a host name and the end of the authority. `_url_password` declines a port and
+# path (`http://host:8000/api/@me`).
+_URL_CREDENTIALS = re.compile(
+    r"(://[^\s:/@'\"\[\]]*:)"
+    r"(?:(?P<plain>[^\s/?'\"\[\]]+)(?=@)|(?=[^\s@]*@)(?P<slashed>[^\s?\"\[\]]+?)(?=@[A-Za-z0-9.\-]+(?:[:/?#\s'\"]|$)))"
+)
+_PORT_AND_PATH = re.compile(r"\d{1,5}(?:/|$)")
+# A .netrc entry, `machine HOST login USER password SECRET`; anchored on the literal `machine` for `re`'s
+# fast scan (a `default` entry, rarer, is not looked for).
+_NETRC = re.compile(r"(machine[ \t]+\S+(?:[ \t]+login[ \t]+\S+)?[ \t]+password[ \t]+)(\S+)")
 _AWS_SECRET = re.compile(
     r"([Aa](?i:ws_?secret_?access_?key)[\"']?\s*[:=]\s*[\"']?)([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
 )
@@ -132,7 +149,7 @@ _AWS_SECRET = re.compile(
 # before the word is found by scanning backwards in `_redact_assignment`.
 _SECRET_WORD_ALTERNATION = "|".join(
     variant
-    for word in ("pass", "secret", "token", "key", "credential")
+    for word in ("pass", "pwd", "secret", "token", "key", "credential")
     for variant in (word, word.upper(), word.capitalize())
 )
 # The rest of the name after a secret word runs only up to the next secret word in it: a name made of
@@ -148,7 +165,9 @@ _ASSIGNMENT = re.compile(
 )
 
 _SPLIT_NAME = re.compile(r"[_.\-]+|(?<=[a-z0-9])(?=[A-Z])")
-_PASSWORD_WORDS = frozenset({"password", "passwd", "passphrase", "pass"})
+_PASSWORD_WORDS = frozenset({"password", "passwd", "passphrase", "pass", "pwd"})
+#: Names ending in a password word that hold no password: the shell's working directories.
+_NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD"})
 _SECRET_WORDS = _PASSWORD_WORDS | frozenset({"secret", "token", "apikey", "credential", "credentials"})
 _KEY_QUALIFIERS = frozenset(
     {"api", "access", "secret", "private", "client", "auth", "signing", "encryption", "master", "license"}
@@ -212,7 +231,7 @@ def _judge_name(name: str, *, env_style: bool) -> str | None:
     would be far too eager.
     """
     parts = [part for part in _SPLIT_NAME.split(name.strip("-")) if part]
-    if not parts:
+    if not parts or name in _NOT_SECRET_NAMES:
         return None
     last = parts[-1].lower()
     if last in _PASSWORD_WORDS:
@@ -278,7 +297,7 @@ def _redact_assignment(text: str, match: re.Match[str]) -> tuple[int, str] | Non
 class _AssignmentRule:
     """``name = value`` assignments whose name is secret-like; see the module docstring."""
 
-    triggers: tuple[str, ...] = ("pass", "secret", "token", "key", "credential")
+    triggers: tuple[str, ...] = ("pass", "pwd", "secret", "token", "key", "credential")
     lower: bool = True
 
     def apply(self, text: str) -> tuple[str, int]:
@@ -327,6 +346,9 @@ _CLI_COMMAND = re.compile(
 # `re` skip to candidates), then back along the flag's shell command for one of the commands: text
 # without such a flag, nearly all of it, costs one scan.
 _CLI_FLAG = re.compile(r" -(?:-(?:password|pass|user|proxy-user)(?=[ \t=])|[pauUwP])")
+# The same after a tab (`mysql<TAB>-pSECRET`), for the few texts that have one: a character class in
+# front would cost every text `re`'s fast scan for the literal.
+_CLI_FLAG_TAB = re.compile(r"[ \t]-(?:-(?:password|pass|user|proxy-user)(?=[ \t=])|[pauUwP])")
 #: How far back from a flag its command may start.
 _CLI_LOOKBACK = 400
 _LOGIN = re.compile(r"(?<!\S)login(?!\S)")
@@ -413,7 +435,7 @@ def _cli_secret(value: str, split: str | None) -> str | None:
 class _CommandLineRule:
     """Password flags of known commands, within the shell command each belongs to; see the docstring."""
 
-    triggers: tuple[str, ...] = (" -",)
+    triggers: tuple[str, ...] = (" -", "\t-")
     """Every password flag follows a space; most text has none, and the names are looked for only then."""
     lower: bool = False
 
@@ -421,7 +443,7 @@ class _CommandLineRule:
         pieces: list[str] = []
         copied = 0
         count = 0
-        for flag in _CLI_FLAG.finditer(text):
+        for flag in (_CLI_FLAG_TAB if "\t-" in text else _CLI_FLAG).finditer(text):
             at = flag.start() + 1
             if at < copied:
                 continue
@@ -461,6 +483,18 @@ def _command_before(text: str, at: int) -> _Command | None:
     return command
 
 
+def _package_token(match: re.Match[str]) -> str:
+    return f"[REDACTED:{_PACKAGE_TOKEN_KINDS[match.group()[:2]]}]"
+
+
+def _url_password(match: re.Match[str]) -> str:
+    """A URL's password, unless what sits between `host:` and `@` is a port and a path."""
+    slashed = match.group("slashed")
+    if _is_reference(match.group("plain") or slashed) or (slashed and _PORT_AND_PATH.match(slashed)):
+        return match.group(0)
+    return match.group(1) + "[REDACTED:url_password]"
+
+
 def _spaced_option(match: re.Match[str]) -> str:
     """``--password VALUE``: a long option named like a secret, with a value that is no metavar,
     variable, option or code (``--token TOKEN``, ``--password $PW``, ``--password-file path`` stay)."""
@@ -491,10 +525,12 @@ _RULES: tuple[_Rule | _AssignmentRule | _CommandLineRule, ...] = (
     _Rule(_HUGGINGFACE, _whole("huggingface_token"), ("hf_",)),
     _Rule(_AWS_KEY_ID, _whole("aws_access_key_id"), ("AKIA", "ASIA")),
     _Rule(_GITHUB, _whole("github_token"), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    _Rule(_PACKAGE_TOKENS, _package_token, ("glpat-", "npm_", "pypi-", "SG.")),
     _Rule(_JWT, _whole("jwt"), ("eyJ",)),
     _Rule(_AUTH_HEADER, _authorization, ("authorization",), lower=True),
     _Rule(_BEARER, _keep_prefix("bearer_token"), ("bearer",), lower=True),
-    _Rule(_URL_CREDENTIALS, _keep_prefix("url_password"), ("://",)),
+    _Rule(_URL_CREDENTIALS, _url_password, ("://",)),
+    _Rule(_NETRC, _keep_prefix("password"), ("machine",)),
     _Rule(_AWS_SECRET, _keep_prefix("aws_secret_access_key"), ("aws_secret", "awssecret"), lower=True),
     _CommandLineRule(),
     _Rule(_ENV_PWD, _env_pwd, ("_PWD=",)),

@@ -43,6 +43,12 @@ PRIVATE_KEY_OPENSSH = (
 )
 BEARER_TOKEN = _fake("", 40, _ALNUM + "._-")
 
+OPENAI_NONE_KEY = _fake("sk-" + "None-", 48)
+GITLAB_PAT = _fake("gl" + "pat-", 20)
+NPM_TOKEN = _fake("np" + "m_", 36)
+PYPI_TOKEN = _fake("py" + "pi-AgEIcHlwaS5vcmc", 60)
+SENDGRID_KEY = _fake("S" + "G.", 22) + "." + _fake("", 43)
+
 POSITIVES: list[tuple[str, str]] = [
     (f"export ANTHROPIC_API_KEY={ANTHROPIC_KEY}", ANTHROPIC_KEY),
     (f"my key is {ANTHROPIC_KEY} please keep it", ANTHROPIC_KEY),
@@ -135,6 +141,19 @@ POSITIVES: list[tuple[str, str]] = [
     ("before <private>my home address is 1 Elm St</private> after", "1 Elm St"),
     ("<PRIVATE>\nmulti\nline secret</PRIVATE> tail", "line secret"),
     ("unterminated <private> everything after this is hidden", "everything after this is hidden"),
+    # Issue 30: shapes the first rules missed.
+    (f"OPENAI_API_KEY={OPENAI_NONE_KEY}", OPENAI_NONE_KEY),
+    (f"git clone https://oauth2:{GITLAB_PAT}@gitlab.com/team/app.git", GITLAB_PAT),
+    (f"token is {GITLAB_PAT} for CI", GITLAB_PAT),
+    (f"//registry.npmjs.org/:_authToken={NPM_TOKEN}", NPM_TOKEN),
+    (f"twine upload -u __token__ -p {PYPI_TOKEN} dist/*", PYPI_TOKEN),
+    (f"SENDGRID_API_KEY={SENDGRID_KEY}", SENDGRID_KEY),
+    ("DATABASE_URL=postgres://admin:" + "sl/ash9Q" + "@db/app", "sl/ash9Q"),
+    ("postgres://admin:" + "it's9Qz" + "@db:5432/app", "it's9Qz"),
+    ("mysql\t-u root\t-p" + "S3cretPass", "S3cretPass"),
+    ("Server=db;Uid=sa;Pwd=" + "hunter22x;", "hunter22x"),
+    ("db_pwd=" + "hunter22y", "hunter22y"),
+    ("machine api.example.com login bob password " + "s3cr3tPw", "s3cr3tPw"),
 ]
 
 NEGATIVES: list[str] = [
@@ -226,4 +245,11 @@ NEGATIVES: list[str] = [
     "Authorization: required",
     "authorization: true",
     'headers = {"Authorization": auth_header}',
+    "PWD=/home/dev/project",
+    "OLDPWD=/tmp/build",
+    "pwd = os.getcwd()",
+    'cd "$(pwd)/build"',
+    "curl http://localhost:8000/api/users/@me",
+    "see https://example.com:8443/docs/@latest for details",
+    "the password is stored in the keychain",
 ]
