@@ -15,6 +15,8 @@ from typing import Literal
 
 import aiosqlite
 
+from cairn.transcripts.redact import redact
+
 FileReason = Literal["read", "edit", "grep", "glob", "learned", "agent"]
 FILE_REASONS: frozenset[str] = frozenset({"read", "edit", "grep", "glob", "learned", "agent"})
 
@@ -29,6 +31,16 @@ ON CONFLICT (project_id, path) DO UPDATE SET
     done_at = NULL
 """
 
+_SKIP_SECRET = """
+INSERT INTO file_requests (project_id, path, reason, status, outcome, requested_at, done_at)
+VALUES (?, ?, ?, 'skipped', 'secret', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), NULL)
+ON CONFLICT (project_id, path) DO UPDATE SET
+    status = 'skipped',
+    outcome = 'secret',
+    reason = excluded.reason,
+    requested_at = excluded.requested_at
+"""
+
 
 async def request_files(
     conn: aiosqlite.Connection, project_id: int, touches: Iterable[tuple[str, FileReason]]
@@ -37,13 +49,20 @@ async def request_files(
 
     Runs in the caller's open transaction (it never commits). A path named twice keeps the last reason
     given; an empty path or an unknown reason is dropped rather than failing the caller's transaction,
-    which also holds the transcript's messages.
+    which also holds the transcript's messages. A path holding a secret (a token in a directory name)
+    is stored redacted and skipped for reason `secret`, never read: what it names cannot be stored.
     """
     wanted: dict[str, str] = {}
+    secret: dict[str, str] = {}
     for path, reason in touches:
         if path and reason in FILE_REASONS:
-            wanted[path] = reason
-    if not wanted:
-        return 0
-    await conn.executemany(_UPSERT, [(project_id, path, reason) for path, reason in wanted.items()])
-    return len(wanted)
+            clean = redact(path)
+            if clean == path:
+                wanted[path] = reason
+            else:
+                secret[clean] = reason
+    if wanted:
+        await conn.executemany(_UPSERT, [(project_id, path, reason) for path, reason in wanted.items()])
+    if secret:
+        await conn.executemany(_SKIP_SECRET, [(project_id, path, reason) for path, reason in secret.items()])
+    return len(wanted) + len(secret)

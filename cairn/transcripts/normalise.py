@@ -250,7 +250,7 @@ class _Draft:
             text=text,
             timestamp=entry.timestamp,
             cwd=entry.cwd or None,
-            git_branch=entry.git_branch or None,
+            git_branch=redact(entry.git_branch) if entry.git_branch else None,  # `feat/ghp_…` happens
             is_sidechain=entry.is_sidechain,
             agent_id=entry.agent_id,
             is_compact_summary=self.is_compact_summary,

@@ -169,3 +169,22 @@ async def test_from_transcript_to_searchable_chunks(
     assert store.vectors.count("chunks") == 2
     hits = store.vectors.query("chunks", "user creation endpoint", n=1, metadata=True)
     assert hits[0].metadata["rel_path"] == "src/api.ts"
+
+
+async def test_a_path_holding_a_secret_is_stored_redacted_and_skipped_unread(
+    store: Store, project_id: int, project_dir: Path, settings: Settings
+) -> None:
+    """Issue 30: a path such as `feat/ghp_…/notes.md` was stored raw in `file_requests.path`."""
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    secret_dir = project_dir / token
+    secret_dir.mkdir()
+    (secret_dir / "notes.md").write_text("nothing to see\n")
+    plain = str(project_dir / "a.py")
+    assert await _request(store, project_id, [(str(secret_dir / "notes.md"), "read"), (plain, "read")]) == 2
+    stored = await _requests(store)
+    assert not any(token in path for path in stored)
+    [(redacted, state)] = [(p, s) for p, s in stored.items() if p != plain]
+    assert "[REDACTED:github_token]" in redacted and state == ("read", "skipped", "secret", 0)
+    report = await drain_requests(store.db, settings)
+    assert report.total == 1, "only the plain path is read"
+    assert (await _requests(store))[redacted] == state, "never read: nothing of it is indexed"

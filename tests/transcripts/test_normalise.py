@@ -17,6 +17,7 @@ from cairn.transcripts import (
     normalise,
     read_from,
 )
+from tests.builders import Transcript
 from tests.conftest import REAL_TRANSCRIPTS
 
 from .redaction_corpus import ANTHROPIC_KEY, GITHUB_PAT_CLASSIC, OPENAI_LEGACY_KEY
@@ -343,3 +344,17 @@ def test_tool_map_is_bounded_and_forgets_the_oldest(tmp_path: Path) -> None:
     assert normaliser.tool_for("t1") is None and normaliser.tool_for("t2") == ("Grep", "")
     assert first.tool_results[0].tool_name is None
     assert third.tool_results[0].tool_name == "Bash"
+
+
+def test_a_branch_name_holding_a_secret_is_redacted(tmp_path: Path) -> None:
+    """Issue 30: `gitBranch` (messages.git_branch, sessions.git_branch) was stored raw: `feat/ghp_…`."""
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    transcript = Transcript(tmp_path)
+    transcript.user("hello")
+    path = transcript.write(tmp_path / "s.jsonl")
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    for line in lines:
+        line["gitBranch"] = f"feat/{token}"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (message,) = normalise(read_from(path).entries)
+    assert message.git_branch == "feat/[REDACTED:github_token]"
