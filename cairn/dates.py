@@ -53,7 +53,15 @@ def parse_when(value: str, what: str = "date", *, now: datetime | None = None) -
             moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
         raise DateError(f"{what} {value!r} is not a date: use {ACCEPTED}") from None
-    return moment if moment.tzinfo else moment.astimezone()
+    try:
+        aware = moment if moment.tzinfo else moment.astimezone()
+        # Stored times are UTC, and a day either side is added in places: a moment whose neighbourhood
+        # falls outside years 1-9999 (0001-01-01, 9999-12-31T23:59-12:00) is refused here, in one line.
+        (aware - timedelta(days=2)).astimezone(UTC)
+        (aware + timedelta(days=2)).astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise DateError(f"{what} {value!r} is too far in the past or future: use {ACCEPTED}") from None
+    return aware
 
 
 def parse_when_iso(value: str | None, what: str = "date") -> str | None:

@@ -52,3 +52,14 @@ def test_stored_timestamps_read_as_utc_and_odd_values_as_undated() -> None:
     assert parse_stored("2025-03-01 10:00:00") == datetime(2025, 3, 1, 10, tzinfo=UTC)
     for odd in (None, "", "yesterday", "2025-13-01T00:00:00Z"):
         assert parse_stored(odd) is None
+
+
+@pytest.mark.parametrize(
+    "value", ["0001-01-01", "9999-12-31", "9999-12-31T23:59:59-12:00", "0001-01-01T00:00+14:00"]
+)
+def test_a_date_at_the_edge_of_the_calendar_is_one_line_not_a_traceback(value: str) -> None:
+    """Issue 30: `--since 0001-01-01` raised `ValueError: year 0 is out of range` and
+    `9999-12-31T23:59:59-12:00` an `OverflowError` once compared with stored UTC times."""
+    with pytest.raises(DateError, match="too far in the past or future"):
+        parse_when(value, "--since")
+    assert parse_when("0002-01-05", "--since").year == 2
