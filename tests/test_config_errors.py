@@ -131,3 +131,14 @@ def test_ages_work_for_backfill_and_reindex(cairn_home: Path) -> None:
     assert "sessions" in backfill
     reindex = cairn("reindex", "--dry-run", "--since", "yesterday", "--json", env=env)
     assert reindex.returncode == 0, reindex.stderr
+
+
+@pytest.mark.parametrize("variable", ["CAIRN_LEARN_TOOLS", "CAIRN_SEARCH_BOOSTS"])
+def test_a_list_or_mapping_variable_that_is_not_json_is_one_line(cairn_home: Path, variable: str) -> None:
+    """Issue 30: `CAIRN_LEARN_TOOLS=notjson` was a pydantic-settings traceback."""
+    proc = cairn("stats", env={variable: "notjson"}, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"error: {variable} is not valid JSON (a list is written "
+        '["a", "b"], a mapping {"k": 1}): fix or unset it'
+    ]

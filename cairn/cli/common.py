@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Coroutine
 from dataclasses import asdict
@@ -141,13 +142,19 @@ def load_settings(*, log_as: str | None = None) -> Settings:
     is started by the hook with its output discarded, and that log is where a user looks then.
     """
     from pydantic import ValidationError
+    from pydantic_settings import SettingsError
 
     from cairn.config import ConfigError, resolve_home
 
     try:
         settings = Settings.load()
-    except (ConfigError, ValidationError) as exc:
-        line = str(exc) if isinstance(exc, ConfigError) else invalid_settings_line(exc)
+    except (ConfigError, ValidationError, SettingsError) as exc:
+        if isinstance(exc, ConfigError):
+            line = str(exc)
+        elif isinstance(exc, SettingsError):  # a list or mapping variable that is not JSON
+            line = unparsable_setting_line(exc)
+        else:
+            line = invalid_settings_line(exc)
         if log_as is not None:
             from cairn.daemon.hook import log
 
@@ -170,6 +177,15 @@ def _warn_unknown_settings(home: Path) -> None:
 
     for line in unknown_setting_warnings(home):
         err.print(Text("warning:", style="yellow") + Text(" ") + plain_text(line), soft_wrap=True)
+
+
+def unparsable_setting_line(exc: Exception) -> str:
+    """One line for a `CAIRN_*` variable pydantic-settings could not parse (a list given as `notjson`)."""
+    from cairn.config import ENV_PREFIX
+
+    field = re.search(r'field "(\w+)"', str(exc))
+    name = f"{ENV_PREFIX}{field[1].upper()}" if field else "a CAIRN_* variable"
+    return f'{name} is not valid JSON (a list is written ["a", "b"], a mapping {{"k": 1}}): fix or unset it'
 
 
 def invalid_settings_line(exc: Any) -> str:
