@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import io
+import logging
+import os
+import stat
 import sys
 from dataclasses import asdict
+from typing import TextIO
 
 import typer
 
@@ -23,7 +28,21 @@ def daemon_run() -> None:
 
     settings = load_settings(log_as="cairn-daemon")
     setup_logging(settings, console=sys.stderr.isatty())
+    if not sys.stderr.isatty() and not _writes_to_a_file(sys.stderr):
+        # Run from a script or another program: why it stopped (the store held by another daemon...)
+        # belongs on stderr too, not only in daemon.log. `daemon start` points stderr at that log.
+        errors = logging.StreamHandler()
+        errors.setLevel(logging.ERROR)
+        errors.setFormatter(logging.Formatter("error: %(message)s"))
+        logging.getLogger("cairn").addHandler(errors)
     raise typer.Exit(run_async(run_daemon(settings)))
+
+
+def _writes_to_a_file(stream: TextIO) -> bool:
+    try:
+        return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return False
 
 
 @daemon_app.command("start")

@@ -230,3 +230,13 @@ def test_daemon_kill_9_mid_pass_then_restart_matches_an_uninterrupted_run(
     assert sorted(query(cairn_home, IDEAS)) == sorted(query(reference, IDEAS))
     assert sorted(query(cairn_home, MESSAGES)) == sorted(query(reference, MESSAGES))
     assert query(cairn_home, "SELECT count(*) FROM ideas") == query(reference, "SELECT count(*) FROM ideas")
+
+
+def test_a_second_daemon_run_says_why_it_stopped(daemons: Daemons) -> None:
+    """Issue 30: a second `cairn daemon run` exited 1 printing nothing; the reason was only in daemon.log."""
+    pid = daemons.start()
+    second = cairn("daemon", "run", timeout=120)
+    assert second.returncode == 1
+    [line] = second.stderr.strip().splitlines()
+    assert line.startswith("error: ") and f"in use by process {pid}" in line and "Traceback" not in line
+    assert alive(pid), "the running daemon is untouched"
