@@ -31,9 +31,15 @@ def cairn_home() -> str:
     return os.environ.get("CAIRN_HOME") or os.path.join(os.path.expanduser("~"), ".cairn")
 
 
+#: The most of one message a hook.log line keeps (hook.sh keeps as many).
+LOG_LINE_CHARS = 1000
+
+
 def log(home: str, message: str, *, source: str = "cairn-hook") -> None:
     """Append one line to the hook log; a hook that cannot even log stays quiet rather than fail."""
     line = " ".join(message.split())
+    if len(line) > LOG_LINE_CHARS:  # a hostile payload can make an error as long as itself
+        line = f"{line[:LOG_LINE_CHARS]}… [{len(line) - LOG_LINE_CHARS} more characters not logged]"
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     try:
         os.makedirs(os.path.join(home, "logs"), exist_ok=True)

@@ -26,9 +26,10 @@ umask 077
 home=${CAIRN_HOME:-${HOME:-}/.cairn}
 db=$home/cairn.db
 
+# One line each, at most 1000 bytes of the message: a hostile payload can make an error as long as itself.
 log() {
     mkdir -p "$home/logs" 2>/dev/null &&
-        printf '%s cairn-hook: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$1" >>"$home/logs/hook.log" 2>/dev/null
+        printf '%s cairn-hook: %.1000s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$1" >>"$home/logs/hook.log" 2>/dev/null
 }
 
 spawn_daemon() {

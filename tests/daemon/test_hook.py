@@ -349,3 +349,12 @@ def test_a_zombie_daemon_is_dead_and_a_new_one_is_started(
         assert _wait_for(record, 5.0), "a zombie was taken for a live daemon"
     finally:
         zombie.wait()
+
+
+def test_a_huge_binary_payload_logs_one_short_line(store: Settings, kind: str) -> None:
+    """Issue 30: a 5 MB binary payload wrote a 641 KB line to hook.log: no line may grow with its input."""
+    payload = bytes(range(256)) * (5 * 1024 * 1024 // 256)
+    run_hook(store, kind, payload)
+    log = (store.logs_dir / "hook.log").read_bytes() if (store.logs_dir / "hook.log").exists() else b""
+    assert all(len(line) < 1200 for line in log.splitlines()), max(map(len, log.splitlines()), default=0)
+    assert rows(store) == []
