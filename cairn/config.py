@@ -323,13 +323,26 @@ class Settings(BaseSettings):
         default=1500, ge=100, le=20_000, description="Token budget of the SessionStart context."
     )
     recall_prompt_lines: int = Field(
-        default=5, ge=1, le=20, description="At most this many ideas are injected per prompt."
+        default=3, ge=1, le=20, description="At most this many ideas are injected per prompt."
     )
     recall_min_score: float = Field(
-        default=0.5,
+        default=0.1,
         ge=0,
         le=1,
-        description="Relevance floor for per-prompt recall: unrelated prompts inject nothing.",
+        description="Search-score floor for per-prompt recall (the score of `cairn search --kind ideas`).",
+    )
+    recall_candidates: int = Field(
+        default=30,
+        ge=10,
+        le=1000,
+        description="Candidates per ranking for per-prompt recall (search_candidates for recall's search).",
+    )
+    recall_min_specificity: float = Field(
+        default=5.0,
+        ge=0,
+        le=100,
+        description="Per-prompt recall injects an idea only when it holds prompt words this rare: the summed "
+        "ln(N/df) of the prompt's terms it shares, over the stored messages (README, Recall).",
     )
 
     # The MCP server's tools

@@ -12,6 +12,7 @@ from cairn.cli import (  # noqa: F401  (registers the commands)
     capture,
     daemon,
     eval,
+    eval_recall,
     learn,
     lifecycle,
     memory,

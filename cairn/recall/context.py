@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from cairn.config import Settings
 from cairn.recall.abandoned import ABANDONED, abandoned
+from cairn.recall.specific import TermRarity, prompt_terms, specificity
 from cairn.search.filters import SPAN_SAID_AT
 from cairn.search.models import MAX_LIMIT, MAX_QUERY_CHARS, SearchRequest, preview
 from cairn.search.projects import resolve_projects
@@ -62,10 +63,12 @@ class Project:
 
 @dataclass
 class Recall:
-    """The context to inject (None: inject nothing) and the ideas it shows, in order."""
+    """The context to inject (None: inject nothing), the ideas it shows in order, and the SessionStart
+    section each of them is in (`open`, `decisions`, `fixes`, `conclusions`) for `cairn eval recall`."""
 
     text: str | None = None
     ids: list[int] = field(default_factory=list)
+    sections: dict[int, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,7 @@ class _Line:
 class _Section:
     heading: str | None
     lines: list[_Line]
+    key: str = "topic"
 
 
 def clean(text: str) -> str:
@@ -148,16 +152,16 @@ async def session_context(db: Database, settings: Settings, project: Project | N
     topic = await _current_topic(db, project)
     if topic is not None:
         sections.append(_Section(None, [_Line(topic)]))
-    for heading, state in (
-        ("Open questions:", _OPEN_QUESTIONS),
-        ("Open todos:", _OPEN_TODOS),
-        ("Latest decisions:", _DECISIONS),
-        ("Latest fixes:", _FIXES),
-        ("Latest conclusions:", _CONCLUSIONS),
+    for heading, state, key in (
+        ("Open questions:", _OPEN_QUESTIONS, "open"),
+        ("Open todos:", _OPEN_TODOS, "open"),
+        ("Latest decisions:", _DECISIONS, "decisions"),
+        ("Latest fixes:", _FIXES, "fixes"),
+        ("Latest conclusions:", _CONCLUSIONS, "conclusions"),
     ):
         lines = await _idea_lines(db, project, state)
         if lines:
-            sections.append(_Section(heading, lines))
+            sections.append(_Section(heading, lines, key))
     return _fit(f"Project {clean(project.name)}:", sections, settings.recall_session_tokens)
 
 
@@ -222,6 +226,7 @@ def _fit(heading: str, sections: list[_Section], budget: int) -> Recall:
     """
     body: list[str] = []
     ids: list[int] = []
+    keys: dict[int, str] = {}
     for section in sections:
         headed = section.heading is None
         for line in section.lines:
@@ -233,13 +238,113 @@ def _fit(heading: str, sections: list[_Section], budget: int) -> Recall:
             headed = True
             if line.idea is not None:
                 ids.append(line.idea)
+                keys[line.idea] = section.key
     if not body:
         return Recall()
-    return Recall(_render(heading, body, _hint(ids[0] if ids else None)), ids)
+    return Recall(_render(heading, body, _hint(ids[0] if ids else None)), ids, keys)
 
 
 # ---------------------------------------------------------------------------------------------------
 # UserPromptSubmit
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An idea per-prompt recall could inject: its id, search score, specificity for the prompt
+    (`cairn.recall.specific`) and its line as injected."""
+
+    idea: int
+    score: float
+    specificity: float
+    line: str
+
+
+async def prompt_candidates(
+    db: Database,
+    vectors: VectorIndex | None,
+    settings: Settings,
+    project: Project | None,
+    prompt: str | None,
+    *,
+    exclude: set[int] | frozenset[int] = frozenset(),
+    limit: int | None = None,
+) -> list[Candidate]:
+    """The ideas of `project` related to `prompt`, best first, with no floor: what recall chooses from.
+
+    The ranking is `cairn search --kind ideas`'s, messages as the ideas' evidence and an answered
+    question ranked as its answer, because that is the search that finds what was said; ranking the
+    ideas' own short texts alone scored the right ideas under unrelated ones. Left out: `exclude` (what
+    the session was already shown), superseded and abandoned ideas (`cairn.recall.abandoned`). They are
+    asked for on top of the `limit` wanted (guesses rank high: they share the bug's words), so dropping
+    them leaves the next best.
+    """
+    if project is None or not prompt or not prompt.strip():
+        return []
+    from cairn.search.hybrid import search
+
+    wanted = limit or settings.recall_prompt_lines
+    request = SearchRequest(
+        query=prompt[:MAX_QUERY_CHARS],
+        kind="ideas",
+        project=project.path,
+        min_score=0.0,
+        limit=min(MAX_LIMIT, 2 * wanted + len(exclude)),
+    )
+    # Fewer candidates per ranking than an interactive search draws: recall wants the best few, within
+    # the hook's deadline (a third of the time at the default's 100, the same hits on the dev sets).
+    narrow = settings.model_copy(update={"search_candidates": settings.recall_candidates})
+    page = await search(db, vectors, narrow, request, record_usage=False)
+    ideas = [r for r in page.results if r.kind == "idea" and int(r.id) not in exclude and not r.superseded]
+    left_out = await abandoned(db, (int(r.id) for r in ideas))
+    kept = [r for r in ideas if int(r.id) not in left_out][:wanted]
+    texts = await _evidence_texts(db, [int(r.id) for r in kept])
+    terms = prompt_terms(prompt)
+    rarity = TermRarity(db)
+    return [
+        Candidate(
+            int(r.id),
+            r.score,
+            await specificity(rarity, terms, texts.get(int(r.id), r.content)),
+            idea_line(int(r.id), str(r.intent), r.said_at, r.content),
+        )
+        for r in kept
+    ]
+
+
+async def _evidence_texts(db: Database, ideas: Sequence[int]) -> dict[int, str]:
+    """Each idea's text with the text of the message it was said in: what it holds of a prompt."""
+    if not ideas:
+        return {}
+    marks = ",".join("?" * len(ideas))
+    rows = await db.fetchall(
+        f"""
+        SELECT i.id, i.content || char(10) || coalesce((
+            SELECT group_concat(m.text, char(10)) FROM messages m
+            WHERE m.file_id = i.source_file_id AND m.line <= i.source_line AND m.end_line >= i.source_line
+        ), '') AS text
+        FROM ideas i WHERE i.id IN ({marks})
+        """,
+        tuple(ideas),
+    )
+    return {int(row["id"]): str(row["text"]) for row in rows}
+
+
+def prompt_recall(candidates: Sequence[Candidate], min_score: float, min_specificity: float) -> Recall:
+    """The injection for `candidates`: those scoring at least `min_score` whose specificity reaches
+    `min_specificity`, as one cited line each.
+
+    Both floors keep an unrelated prompt ("fix this typo") from injecting anything: a search always has
+    a best result, so only absolute measures can say it is not worth the tokens — the score that the
+    idea is related at all, the specificity that it is related by what the prompt is about rather than
+    by words every message uses. Both are set from `cairn eval recall`'s curve of hit rate against
+    false fires (README, "Recall").
+    """
+    lines = [c for c in candidates if c.score >= min_score and c.specificity >= min_specificity]
+    if not lines:
+        return Recall()
+    heading = f"Related to this prompt (expand an #id with {SHOW_TOOL}):"
+    text = "\n".join([OPEN_TAG, INTRO, heading, *(c.line for c in lines), CLOSE_TAG])
+    return Recall(text, [c.idea for c in lines])
 
 
 async def prompt_context(
@@ -252,39 +357,7 @@ async def prompt_context(
     exclude: set[int] | frozenset[int] = frozenset(),
 ) -> Recall:
     """Up to `recall_prompt_lines` ideas of `project` related to `prompt`, scoring at least
-    `recall_min_score`, leaving out `exclude` (what the session was already shown).
-
-    The floor is what keeps an unrelated prompt ("fix this typo") from injecting anything: a search
-    always has a best result, so only an absolute score can say it is not worth the tokens. The
-    excluded ideas are asked for on top of the lines wanted, and as many again for abandoned ones
-    (guesses rank high: they share the bug's words), so dropping them leaves the next best.
-    """
-    if project is None or not prompt or not prompt.strip():
-        return Recall()
-    from cairn.search.hybrid import search
-
-    wanted = settings.recall_prompt_lines
-    request = SearchRequest(
-        query=prompt[:MAX_QUERY_CHARS],
-        kind="ideas",
-        project=project.path,
-        min_score=settings.recall_min_score,
-        limit=min(MAX_LIMIT, 2 * wanted + len(exclude)),
-    )
-    # Without the messages as evidence: half the work at 100K ideas, within the hook's deadline.
-    page = await search(db, vectors, settings, request, record_usage=False, evidence=False)
-    ideas = [r for r in page.results if r.kind == "idea" and int(r.id) not in exclude and not r.superseded]
-    left_out = await abandoned(db, (int(r.id) for r in ideas))
-    lines: list[_Line] = []
-    for result in ideas:
-        idea = int(result.id)
-        if idea in left_out:
-            continue
-        lines.append(_Line(idea_line(idea, str(result.intent), result.said_at, result.content), idea))
-        if len(lines) == wanted:
-            break
-    if not lines:
-        return Recall()
-    heading = f"Related to this prompt (expand an #id with {SHOW_TOOL}):"
-    text = "\n".join([OPEN_TAG, INTRO, heading, *(line.text for line in lines), CLOSE_TAG])
-    return Recall(text, [line.idea for line in lines if line.idea is not None])
+    `recall_min_score` and specific to it (`recall_min_specificity`), leaving out `exclude` (what the
+    session was already shown)."""
+    candidates = await prompt_candidates(db, vectors, settings, project, prompt, exclude=exclude)
+    return prompt_recall(candidates, settings.recall_min_score, settings.recall_min_specificity)

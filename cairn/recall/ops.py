@@ -15,6 +15,7 @@ import sqlite3
 import time
 from typing import TYPE_CHECKING, Any
 
+from cairn.recall.context import Recall, find_project, prompt_context, session_context
 from cairn.recall.injections import EVENTS, Event, record_injections, shown_since_reset
 
 if TYPE_CHECKING:
@@ -40,8 +41,6 @@ async def recall_op(
     ideas related to `prompt` that this session was not shown since its last reset, and counts them
     as used. `transcript_path` is accepted so the hook can pass its input through unfiltered.
     """
-    from cairn.recall.context import Recall, find_project, prompt_context, session_context
-
     started = time.perf_counter()
     if event not in EVENTS:
         raise ValueError(f"bad recall request: event must be SessionStart or UserPromptSubmit, not {event!r}")
@@ -52,16 +51,14 @@ async def recall_op(
         if value is not None and not isinstance(value, str):
             raise ValueError(f"bad recall request: {name} must be text")
 
-    db, settings = store.db, store.settings
     recall = Recall()
-    if settings.recall_enabled:
-        project = await find_project(db, cwd)
+    if store.settings.recall_enabled:
         if event == "SessionStart":
-            recall = await session_context(db, settings, project)
+            recall = await context_for(store, "SessionStart", cwd, None)
             await _record(store, session_id, "SessionStart", recall.ids, reset=True)
         else:
-            shown = await shown_since_reset(db, session_id)
-            recall = await prompt_context(db, store.vectors, settings, project, prompt, exclude=shown)
+            shown = await shown_since_reset(store.db, session_id)
+            recall = await context_for(store, "UserPromptSubmit", cwd, prompt, exclude=shown)
             if recall.ids:
                 await _record(store, session_id, "UserPromptSubmit", recall.ids, reset=False)
     return {
@@ -69,6 +66,22 @@ async def recall_op(
         "ids": recall.ids,
         "took_ms": round((time.perf_counter() - started) * 1000, 2),
     }
+
+
+async def context_for(
+    store: Store,
+    event: Event,
+    cwd: str | None,
+    prompt: str | None,
+    *,
+    exclude: frozenset[int] | set[int] = frozenset(),
+) -> Recall:
+    """What one hook event injects, without recording it: the project `cwd` belongs to, then its
+    SessionStart index or the ideas related to `prompt` but for `exclude`. `cairn eval recall` scores this."""
+    project = await find_project(store.db, cwd)
+    if event == "SessionStart":
+        return await session_context(store.db, store.settings, project)
+    return await prompt_context(store.db, store.vectors, store.settings, project, prompt, exclude=exclude)
 
 
 async def _record(store: Store, session_id: str, event: Event, ids: list[int], *, reset: bool) -> None:
