@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from cairn.config import Settings
 from cairn.recall.abandoned import ABANDONED, abandoned
+from cairn.recall.handoff import FACTS, is_chatter, still_open, topic_name
 from cairn.recall.specific import TermRarity, prompt_terms, specificity
 from cairn.search.filters import SPAN_SAID_AT
 from cairn.search.models import MAX_LIMIT, MAX_QUERY_CHARS, SearchRequest, preview
@@ -46,6 +47,8 @@ SHOW_TOOL = "mcp__cairn__show"
 LINE_CHARS = 200
 # Per SessionStart section: the newest few say what is current; the budget usually ends it sooner.
 SECTION_LINES = 10
+# Ideas read per section for the hand-off rules to choose from.
+SECTION_POOL = 5
 
 # Anything that could open or close a tag — `</cairn-memory>`, `< / cairn-memory >`, `<system>`,
 # `<!--` — loses its `<` to `&lt;`; a comparison such as `a < b` or `x <= 3` keeps it.
@@ -159,7 +162,7 @@ async def session_context(db: Database, settings: Settings, project: Project | N
         ("Latest fixes:", _FIXES, "fixes"),
         ("Latest conclusions:", _CONCLUSIONS, "conclusions"),
     ):
-        lines = await _idea_lines(db, project, state)
+        lines = await _idea_lines(db, project, state, key)
         if lines:
             sections.append(_Section(heading, lines, key))
     return _fit(f"Project {clean(project.name)}:", sections, settings.recall_session_tokens)
@@ -181,25 +184,31 @@ async def _current_topic(db: Database, project: Project) -> str | None:
         """,
         project.ids,
     )
-    if row is None:
+    name = None if row is None else topic_name(str(row["name"]))
+    if row is None or name is None:
         return None
     date = f" ({str(row['said_at'])[:10]})" if row["said_at"] else ""
     head = "Current topic: "
-    return head + preview(clean(str(row["name"])), LINE_CHARS - len(head) - len(date)) + date
+    return head + preview(clean(name), LINE_CHARS - len(head) - len(date)) + date
 
 
-async def _idea_lines(db: Database, project: Project, state: str) -> list[_Line]:
+async def _idea_lines(db: Database, project: Project, state: str, key: str) -> list[_Line]:
+    """The newest `SECTION_LINES` ideas in `state` that a hand-off would list (`cairn.recall.handoff`):
+    for open items only what the session left open, elsewhere no progress chatter."""
     marks = ",".join("?" * len(project.ids))
     rows = await db.fetchall(
         f"""
-        SELECT i.id, i.intent, i.content, i.said_at FROM ideas i
+        SELECT i.id, i.intent, i.content, i.said_at, i.source_line, {FACTS} FROM ideas i
         WHERE i.session_id IN (SELECT id FROM sessions WHERE project_id IN ({marks}))
           AND {state} AND NOT {ABANDONED}
         ORDER BY i.said_at DESC, i.id DESC LIMIT ?
         """,
-        (*project.ids, SECTION_LINES),
+        (*project.ids, SECTION_LINES * SECTION_POOL),
     )
-    return [_line(row) for row in rows]
+    kept = [
+        row for row in rows if (still_open(row) if key == "open" else not is_chatter(str(row["content"])))
+    ]
+    return [_line(row) for row in kept[:SECTION_LINES]]
 
 
 def _line(row: Any) -> _Line:

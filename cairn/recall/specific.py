@@ -41,7 +41,8 @@ def _stem(word: str) -> str:
     for suffix in _SUFFIXES:
         if len(word) - len(suffix) >= 3 and word.endswith(suffix):
             return word[: -len(suffix)]
-    return word
+    # "fire" meets "firing" and "fires" ("fir"), "cache" meets "caching".
+    return word[:-1] if len(word) >= 4 and word.endswith("e") else word
 
 
 def held_terms(terms: Sequence[str], text: str) -> list[str]:

@@ -37,6 +37,7 @@ _STOPWORD_TEXT = """
     s t d ll m re ve didn doesn isn wasn aren weren hasn haven
 """
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+STOPWORDS = _STOPWORDS
 
 
 def words(text: str) -> list[str]:

@@ -55,8 +55,11 @@ async def test_answers_to_the_persons_questions_and_their_decisions_on_offers_ar
     assert ("conclusion", "Disabling auto-GC won't lose any data, but it will cause disk bloat.") in ideas[
         at[185]
     ]
+    # Turned down: no decision, the refusal with the offer, and the suggestion (line 216's own advice
+    # to set gc.auto 0, if it was an idea) is never handed on as what was done.
     [(intent, offer)] = ideas[at[221]]
-    assert intent == "decision" and "don't set it" in offer and "gc.auto 0" in offer
+    assert intent == "context" and offer.startswith("Declined: ")
+    assert "don't set it" in offer and "gc.auto 0" in offer
     assert ("question", "Is 241 really still a problem?") in ideas[at[876]]
     said = " ".join(content for _intent, content in ideas[at[877]])
     assert "GC pruning objects is harmless" in said and "The real fix is ENT-242." in said

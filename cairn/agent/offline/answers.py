@@ -55,6 +55,8 @@ _FILLER_START = re.compile(r"^(?:(?:done|ok(?:ay)?|also|so|and)[.,!]?\s+)+", re.
 OFFER = re.compile(
     r"^(?:(?:do you )?want me to|would you like me to|should i|shall i|do you want (?:me|us) to)\b", re.I
 )
+# A reply that turns the offer down.
+NO = re.compile(r"^(?:no|nope|nah|don'?t|do not|not (?:now|yet)|leave it|skip)\b", re.I)
 # A reply that takes the offer up or turns it down, and says how in a few words of its own.
 VERDICT = re.compile(
     r"^(?:yes|yeah|yep|sure|ok(?:ay)?|no|nope|nah|don'?t|do not|not (?:now|yet)|leave it|skip|go ahead)\b"
@@ -65,11 +67,13 @@ VERDICT = re.compile(
 
 @dataclass(frozen=True)
 class Answer:
-    """The reply that answers a question: its message and what it says."""
+    """The reply that answers a question: its message and what it says; `declined` when it turns an
+    offer down."""
 
     message: Message
     intent: Intent
     content: str
+    declined: bool = False
 
 
 def _reply(view: SessionView, line: int, turn: int) -> Message | None:
@@ -111,6 +115,12 @@ def offer_replies(view: SessionView, said: Mapping[int, list[str]]) -> list[Answ
         reply = " ".join(s.text for s in message.prose)
         verdict = VERDICT.match(reply)
         if verdict is None or len(term_set(verdict["rest"])) < 2:
+            continue
+        if NO.match(reply):
+            # Turned down: what was offered is *not* what was done, so it is no decision — an idea
+            # with the offer and the refusal, which `inbatch` sets against the suggestion it refuses.
+            content = shorten(f"Declined: {asked} (the user: {reply.rstrip('.')})")
+            out.append(Answer(message, "context", content, declined=True))
             continue
         content = shorten(f"{capitalise(reply.rstrip('.'))} (on: {asked})")
         out.append(Answer(message, "decision", content))

@@ -102,7 +102,8 @@ class Candidate:
     importance: float
     turn: int
     entities: list[Entity] = field(default_factory=list)
-    origin: str = "prose"  # prose, tool_error, todo_write, answer (the reply to a person's question)
+    # prose, tool_error, todo_write, answer (the reply to a person's question), declined (a refused offer)
+    origin: str = "prose"
     hypothesis: bool = False
     refutation: bool = False
     supersession: bool = False
@@ -525,7 +526,7 @@ def _answer_candidates(view: SessionView, candidates: list[Candidate]) -> list[C
             round(DEFAULT_IMPORTANCE[answer.intent] - 0.1, 2),
             answer.message.turn,
             extract(answer.content, view.known_files),
-            origin="answer",
+            origin="declined" if answer.declined else "answer",
         )
         for answer in [*answers(view, asked, said), *offer_replies(view, said)]
     ]

@@ -29,6 +29,7 @@ so the rules look for *where*, in order of how plainly the transcript says it:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from cairn.agent.offline.cues import (
@@ -50,6 +51,11 @@ from cairn.agent.offline.reading import SessionView
 from cairn.agent.offline.text import coverage, shorten, term_set
 
 ANSWER_COVERAGE = 0.4
+# Terms a refused offer shares with the suggestion it refuses ("set `gc.auto 0`" and "Set `gc.auto=0` to
+# disable auto-GC").
+REFUSED_MIN_SHARED = 2
+# What a refusal idea says besides the offer: its label and the person's words.
+_OFFERED = re.compile(r"^Declined:\s*|\s*\(the user: .*\)$", re.S)
 ANSWER_MIN_SHARED = 2
 TODO_MIN_SHARED = 3
 TODO_COVERAGE = 0.4
@@ -344,9 +350,31 @@ def _measured(view: SessionView, candidates: list[Candidate]) -> list[tuple[Cand
     return found
 
 
+def _refused(candidates: list[Candidate]) -> list[tuple[Candidate, Candidate]]:
+    """(refusal, suggestion) pairs: a declined offer contradicts the assistant's latest earlier
+    suggestion of what it offered — the fix, decision or todo sharing `REFUSED_MIN_SHARED` of the
+    offer's own terms — so recall never hands the refused suggestion on as what was done."""
+    found = []
+    for index, refusal in enumerate(candidates):
+        if refusal.origin != "declined":
+            continue
+        offered = idea_terms(_OFFERED.sub("", refusal.content))
+        suggestions = [
+            earlier
+            for earlier in candidates[:index]
+            if earlier.intent in ("solution", "decision", "todo")
+            and earlier.origin not in ("declined", "tool_error")
+            and len(offered & earlier.terms) >= REFUSED_MIN_SHARED
+        ]
+        if suggestions:
+            found.append((refusal, suggestions[-1]))
+    return found
+
+
 def links(view: SessionView, candidates: list[Candidate]) -> InBatchLinks:
     """Every in-batch link of one session update's new ideas (`candidates`, in line order)."""
     replacing, contradicting = _replacements(candidates)
+    contradicting = contradicting + [pair for pair in _refused(candidates) if pair not in contradicting]
     replaced = {id(old) for _new, old in replacing}
     building: dict[tuple[int, int], tuple[Candidate, Candidate]] = {}
     linked = {(id(new), id(old)) for new, old in replacing + contradicting}

@@ -1,0 +1,123 @@
+"""Recall on real sessions nobody here wrote, indexed by the offline model as `cairn backfill` would.
+
+- entireio-cli 03a1382e (902 lines): a recurring git index corruption. At 164 the assistant suggests
+  `gc.auto=0`; at 216 it offers "Want me to also set `gc.auto 0` on your repo now?" and at 221 the user
+  declines ("no don't set it, let's see if it keeps happening"). At 594 the user asks "Are you sure?",
+  answered at 595.
+- entireio-cli cd46624d (309 lines): consecutive commits got the same checkpoint ID because
+  `PendingCheckpointID` was reused; fixed in the session.
+- fasthooks sample_main_transcript (63 lines): `python` is not found at 48, and `python3` is used at 52.
+
+Each test opens the one store built for the module (backfilling takes seconds; asking takes ms).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cairn.evals.benchmark import backfill
+from cairn.evals.indexing import eval_settings
+from cairn.recall.ops import context_for
+from cairn.store.store import Store
+from tests.conftest import REAL_TRANSCRIPTS
+
+GC = "entireio-cli/03a1382e-ecd5-42c4-b3d4-5c659e165904.jsonl"
+CHECKPOINT = "entireio-cli/cd46624d-fbea-4097-aaf8-2f63c3db0818.jsonl"
+DEMO = "fasthooks/sample_main_transcript.jsonl"
+
+
+def _cwd(path: Path) -> str:
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        entry = json.loads(raw) if raw.strip() else {}
+        if entry.get("cwd") and not entry.get("isSidechain"):
+            return str(entry["cwd"])
+    raise AssertionError(f"{path} names no cwd")
+
+
+async def _build(home: Path, files: list[Path]) -> None:
+    settings = eval_settings(home)
+    store = await Store.open(settings)
+    try:
+        await backfill(store, files, settings, "offline")
+    finally:
+        await store.close()
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+    """One store per session (SessionStart speaks of its project's memory; each session is its own)."""
+    root = tmp_path_factory.mktemp("real-recall")
+    homes = {}
+    for key in (GC, CHECKPOINT, DEMO):
+        home = root / key.split("/")[-1][:8]
+        home.mkdir()
+        asyncio.run(_build(home, [(REAL_TRANSCRIPTS / key).resolve()]))
+        homes[key] = home
+    yield homes
+    shutil.rmtree(root, ignore_errors=True)
+
+
+async def _ask(home: Path, key: str, event: str, prompt: str | None = None) -> tuple[str | None, list[str]]:
+    """What the hook would inject, and the stored content of each idea it shows."""
+    store = await Store.open(eval_settings(home))
+    try:
+        recall = await context_for(store, event, _cwd(REAL_TRANSCRIPTS / key), prompt)  # type: ignore[arg-type]
+        contents = [
+            str(await store.db.scalar("SELECT content FROM ideas WHERE id = ?", (idea,)))
+            for idea in recall.ids
+        ]
+        return recall.text, contents
+    finally:
+        await store.close()
+
+
+async def test_a_prompt_about_a_fixed_bug_injects_its_cause_and_fix(stores: dict[str, Path]) -> None:
+    text, shown = await _ask(
+        stores[CHECKPOINT], CHECKPOINT, "UserPromptSubmit", "why did two commits get the same checkpoint ID?"
+    )
+    assert text is not None, "the prompt names what the session fixed"
+    assert any("PendingCheckpointID" in content for content in shown), shown
+
+
+@pytest.mark.parametrize("prompt", ["run the tests again", "commit this", "fix the typo in the README"])
+async def test_an_everyday_prompt_injects_nothing(stores: dict[str, Path], prompt: str) -> None:
+    for key in (GC, CHECKPOINT):
+        text, shown = await _ask(stores[key], key, "UserPromptSubmit", prompt)
+        assert text is None, (prompt, shown)
+
+
+async def test_a_declined_suggestion_is_never_injected(stores: dict[str, Path]) -> None:
+    text, shown = await _ask(stores[GC], GC, "UserPromptSubmit", "should we disable auto gc with gc.auto 0?")
+    assert text is not None, "the prompt is about what the session discussed"
+    suggested = [c for c in shown if "gc.auto" in c and not c.startswith("Declined: ")]
+    assert suggested == [], "the suggestion the user turned down is not handed on"
+    start, listed = await _ask(stores[GC], GC, "SessionStart")
+    assert start is not None
+    assert not [c for c in listed if "gc.auto" in c], "nor shown as a decision or a fix at SessionStart"
+    assert not any(c.startswith(("No don't", "Declined")) for c in listed)
+
+
+async def test_questions_answered_and_tool_failures_are_not_listed_open(stores: dict[str, Path]) -> None:
+    start, _listed = await _ask(stores[GC], GC, "SessionStart")
+    assert start is not None
+    assert "Are you sure?" not in start, "answered at the next line"
+    for key in (GC, CHECKPOINT, DEMO):
+        text, _ = await _ask(stores[key], key, "SessionStart")
+        assert text is None or "call failed" not in text, (key, text)
+    demo, _ = await _ask(stores[DEMO], DEMO, "SessionStart")
+    assert demo is None or "Open questions:" not in demo, "python3 replaced the missing python at 52"
+
+
+async def test_topic_names_carry_no_paths_or_ids(stores: dict[str, Path]) -> None:
+    for key in (GC, CHECKPOINT, DEMO):
+        text, _ = await _ask(stores[key], key, "SessionStart")
+        topic = next((line for line in (text or "").splitlines() if line.startswith("Current topic: ")), None)
+        if topic is not None:
+            name = topic.removeprefix("Current topic: ").rsplit(" (", 1)[0]
+            assert not any(c in name for c in "/_@:") and ".py" not in name, topic
