@@ -5,12 +5,10 @@ may ask weeks later what error a command gave. A hand-off to the next session is
 says what is still to do, what was chosen and what was found to work, and a wrong line there costs
 more than a missing one, since the agent acts on it. So SessionStart applies rules of its own:
 
-- **Open** is what the session left open: a question, problem or todo raised after the session's
-  last prompt from the person — the final state the session ended in, which no one answered — or
-  one put off explicitly ("not in this branch", "as a follow-up", "log an issue"), or one a
-  compaction summary still lists. Anything raised earlier was followed by more work: the person
-  replied, the agent went on, and it was answered, done, declined or dropped in the turns after.
-  A person's question is answered by the reply that follows it; "Are you sure?" is no open item.
+- **Open** is what the session left open (`cairn.search.open_items.still_open`, the rule the MCP
+  `open_questions` tool follows too): raised after the session's last prompt from the person, put off
+  explicitly, or still listed by a compaction summary. Anything raised earlier was followed by more
+  work; a person's question is answered by the reply that follows it ("Are you sure?" is no open item).
 - A **failed tool call** is a step of the work, never an open item: the next turn deals with it.
 - **Progress chatter** — "All tests pass now.", "Fixed — clean status, no errors.", "The server is
   running successfully." — is never a fix or a decision: it reports a state and names no change.
@@ -21,31 +19,11 @@ more than a missing one, since the agent acts on it. So SessionStart applies rul
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
 
+from cairn.search.open_items import FACTS, still_open
 from cairn.search.query import STOPWORDS as _STOPWORDS
 from cairn.search.terms import is_code_shaped
 
-#: SQL columns, on `ideas i`, that the rules read: the kind of the message the idea was said in,
-#: whether it is a compaction summary, and the line of the session's last prompt from the person.
-FACTS = """
-    (SELECT m.kind FROM messages m WHERE m.file_id = i.source_file_id
-        AND m.line <= i.source_line AND m.end_line >= i.source_line
-        ORDER BY m.line DESC LIMIT 1) AS source_kind,
-    (SELECT max(m.is_compact_summary) FROM messages m WHERE m.file_id = i.source_file_id
-        AND m.line <= i.source_line AND m.end_line >= i.source_line) AS in_summary,
-    (SELECT max(m.line) FROM messages m WHERE m.file_id = i.source_file_id AND m.role = 'user'
-        AND m.kind = 'text' AND m.is_sidechain = 0 AND m.is_noise = 0) AS last_prompt_line
-"""
-
-# Putting work off on purpose: it stays open, whenever in the session it was said.
-_DEFERRED = re.compile(
-    r"\b(?:follow[- ]?up|later|defer(?:red)?|postpone|not (?:in|for) this (?:branch|pr|change|session)|"
-    r"separate (?:pr|issue|ticket|change|branch)|(?:log|file|open|create) (?:an? |the )?(?:\w+ )?"
-    r"(?:issue|ticket|bug)|next session|out of scope|for another (?:day|time|pr))\b",
-    re.I,
-)
 # A sentence that reports a state: tests pass, it works, it is fixed, no errors.
 _STATE = re.compile(
     r"\b(?:pass(?:es|ed|ing)?|succeed(?:s|ed)?|successful(?:ly)?|works?|working|running|fixed|complete|"
@@ -71,16 +49,6 @@ _GENERIC = frozenset(
 _PATHISH = re.compile(r"[/\\@:]|\.\w|\w\.|_|\d{3,}|^[0-9a-f]{6,}$", re.I)
 
 
-def still_open(row: Mapping[str, Any]) -> bool:
-    """Whether an open question, problem or todo (a row with `FACTS`) is one the session left open."""
-    if row["source_kind"] == "tool_result":
-        return False
-    if row["in_summary"] or _DEFERRED.search(str(row["content"])):
-        return True
-    last = row["last_prompt_line"]
-    return last is None or (row["source_line"] is not None and int(row["source_line"]) > int(last))
-
-
 def is_chatter(content: str) -> bool:
     """Whether a fix or decision only reports a state: short, saying something passes, works or is
     done, with no code, no word of a change and at most `CHATTER_CONTENT` words beyond the state and
@@ -101,3 +69,6 @@ def topic_name(name: str) -> str | None:
     words are left (a name of fragments says nothing)."""
     kept = [word for word in name.split() if not _PATHISH.search(word)]
     return " ".join(kept) if len(kept) >= 2 else None
+
+
+__all__ = ["FACTS", "is_chatter", "still_open", "topic_name"]

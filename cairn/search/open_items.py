@@ -1,13 +1,19 @@
 """`open_items`: what is still open — unanswered questions and problems, uncompleted todos.
 
-They answer the `open_questions` op (the MCP tool of that name): what a person or the coding agent may
-want to pick up where work stopped. Superseded ideas are left out because they were replaced, not left
-open.
+They answer the `open_questions` op (the MCP tool of that name) and SessionStart's open sections: what a
+person or the coding agent may want to pick up where work stopped. Superseded ideas are left out because
+they were replaced, not left open. And an unanswered idea is open only if its session left it open
+(`still_open`): raised after the session's last prompt from the person — the state the session ended in
+— or put off explicitly ("not in this branch", "as a follow-up", "log an issue"), or still listed by a
+compaction summary. Anything raised earlier was followed by more work: the person replied, the agent
+went on, and it was answered, done, declined or dropped in the turns after, whether or not the indexer
+saw where. A failed tool call is a step of the work, never an open item.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cairn.search.item_models import OpenItem, OpenItems
@@ -17,6 +23,47 @@ from cairn.search.projects import resolve_projects
 from cairn.store.db import Database
 
 MAX_OPEN = 200
+# Unanswered ideas read for the `still_open` rule to choose from, at most.
+POOL = 5000
+
+#: SQL columns, on `ideas i`, that the rules read: the kind of the message the idea was said in,
+#: whether it is a compaction summary, and the line of the session's last prompt from the person.
+FACTS = """
+    (SELECT m.kind FROM messages m WHERE m.file_id = i.source_file_id
+        AND m.line <= i.source_line AND m.end_line >= i.source_line
+        ORDER BY m.line DESC LIMIT 1) AS source_kind,
+    (SELECT max(m.is_compact_summary) FROM messages m WHERE m.file_id = i.source_file_id
+        AND m.line <= i.source_line AND m.end_line >= i.source_line) AS in_summary,
+    (SELECT max(m.line) FROM messages m WHERE m.file_id = i.source_file_id AND m.role = 'user'
+        AND m.kind = 'text' AND m.is_sidechain = 0 AND m.is_noise = 0) AS last_prompt_line
+"""
+
+# Putting work off on purpose: it stays open, whenever in the session it was said.
+_DEFERRED = re.compile(
+    r"\b(?:follow[- ]?up|later|defer(?:red)?|postpone|not (?:in|for) this (?:branch|pr|change|session)|"
+    r"separate (?:pr|issue|ticket|change|branch)|(?:log|file|open|create) (?:an? |the )?(?:\w+ )?"
+    r"(?:issue|ticket|bug)|next session|out of scope|for another (?:day|time|pr))\b",
+    re.I,
+)
+
+# Putting work off on purpose: it stays open, whenever in the session it was said.
+_DEFERRED = re.compile(
+    r"\b(?:follow[- ]?up|later|defer(?:red)?|postpone|not (?:in|for) this (?:branch|pr|change|session)|"
+    r"separate (?:pr|issue|ticket|change|branch)|(?:log|file|open|create) (?:an? |the )?(?:\w+ )?"
+    r"(?:issue|ticket|bug)|next session|out of scope|for another (?:day|time|pr))\b",
+    re.I,
+)
+
+
+def still_open(row: Mapping[str, Any]) -> bool:
+    """Whether an open question, problem or todo (a row with `FACTS`) is one the session left open."""
+    if row["source_kind"] == "tool_result":
+        return False
+    if row["in_summary"] or _DEFERRED.search(str(row["content"])):
+        return True
+    last = row["last_prompt_line"]
+    return last is None or (row["source_line"] is not None and int(row["source_line"]) > int(last))
+
 
 _OPEN_QUESTION = "i.intent IN ('question', 'problem') AND i.answered_at IS NULL"
 _OPEN_TODO = "i.intent = 'todo' AND i.completed_at IS NULL"
@@ -74,8 +121,8 @@ async def _open(
 ) -> tuple[list[OpenItem], int]:
     rows = await db.fetchall(
         f"""
-        SELECT {BRIEF_COLUMNS}, i.importance, i.span_id, p.path, p.name AS project_name, se.started_at,
-               t.name AS topic
+        SELECT {BRIEF_COLUMNS}, i.importance, i.span_id, i.source_line, p.path, p.name AS project_name,
+               se.started_at, t.name AS topic, {FACTS}
         FROM ideas i
         LEFT JOIN sessions se ON se.id = i.session_id
         LEFT JOIN projects p ON p.id = se.project_id
@@ -83,8 +130,9 @@ async def _open(
         WHERE {state} AND {filters}
         ORDER BY i.said_at DESC, i.id DESC LIMIT ?
         """,
-        (*params, limit),
+        (*params, POOL),
     )
+    open_rows = [row for row in rows if still_open(row)]
     items = [
         OpenItem(
             **brief_of(row).model_dump(),
@@ -100,9 +148,6 @@ async def _open(
                 topic_id=None if row["topic"] is None else item_id("span", row["span_id"]),
             ),
         )
-        for row in rows
+        for row in open_rows[:limit]
     ]
-    count = len(items)
-    if count == limit:
-        count = int(await db.scalar(f"SELECT count(*) FROM ideas i WHERE {state} AND {filters}", params) or 0)
-    return items, count
+    return items, len(open_rows)

@@ -523,7 +523,8 @@ def _answer_candidates(view: SessionView, candidates: list[Candidate]) -> list[C
             answer.intent,
             answer.content,
             0.7,
-            round(DEFAULT_IMPORTANCE[answer.intent] - 0.1, 2),
+            # A refusal is a decision about what not to do: it weighs as much as one.
+            round(DEFAULT_IMPORTANCE["decision" if answer.declined else answer.intent] - 0.1, 2),
             answer.message.turn,
             extract(answer.content, view.known_files),
             origin="declined" if answer.declined else "answer",
