@@ -3,7 +3,8 @@
 Redaction runs before anything is stored, so a rule added later (issue 14 added password flags and
 URL passwords holding an `@`) protects new text only: the secrets stored before stay in the
 messages, their passages, the ideas and topics the indexer wrote from them, the file chunks, the
-learning tables, and in the FTS indexes and Chroma vectors derived from those. The rescan walks every
+learning tables, the git branch names of sessions and messages, the paths of file requests, and in the
+FTS indexes and Chroma vectors derived from those. The rescan walks every
 column that holds transcript-derived text, re-redacts it, and writes back only what changed.
 
 It writes nothing but those base rows. The FTS5 tables are external-content tables kept in step by
@@ -63,6 +64,8 @@ class _Table:
     json: tuple[str, ...] = ()
     extra: tuple[str, ...] = ()
     """Other columns the table's special handling reads (role and kind for a message's hash...)."""
+    key: str = "id"
+    """The integer column rows are walked and updated by (`rowid` where the id is text)."""
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -70,7 +73,7 @@ class _Table:
 
 
 TABLES: tuple[_Table, ...] = (
-    _Table("messages", text=("text",), json=("tool_calls",), extra=("role", "kind")),
+    _Table("messages", text=("text", "git_branch"), json=("tool_calls",), extra=("role", "kind")),
     _Table("message_passages", text=("text",), extra=("message_id",)),
     _Table("ideas", text=("content", "resolution")),
     _Table("topic_spans", text=("name", "summary")),
@@ -80,6 +83,8 @@ TABLES: tuple[_Table, ...] = (
     _Table("search_associations", text=("query", "reason"), json=("grep_patterns",), extra=("file_path",)),
     _Table("learning_sessions", text=("query", "error"), json=("reads", "greps")),
     _Table("index_runs", text=("error",), json=("rejected_items",)),
+    _Table("file_requests", text=("path",)),
+    _Table("sessions", text=("git_branch",), key="rowid"),
 )
 
 
@@ -183,9 +188,11 @@ def _changes(table: _Table, rows: list[sqlite3.Row]) -> list[tuple[sqlite3.Row, 
     return found
 
 
-async def _update(conn: aiosqlite.Connection, table: str, row_id: int, values: dict[str, Any]) -> None:
+async def _update(
+    conn: aiosqlite.Connection, table: str, row_id: int, values: dict[str, Any], key: str = "id"
+) -> None:
     assignments = ", ".join(f"{column} = ?" for column in values)
-    await conn.execute(f"UPDATE {table} SET {assignments} WHERE id = ?", (*values.values(), row_id))
+    await conn.execute(f"UPDATE {table} SET {assignments} WHERE {key} = ?", (*values.values(), row_id))
 
 
 async def _update_or(
@@ -231,6 +238,10 @@ async def _apply(conn: aiosqlite.Connection, table: _Table, row: sqlite3.Row, ne
                 "DELETE FROM entity_aliases WHERE id = ?", (row_id,)
             )  # the redacted one exists
         await outbox.enqueue(conn, "entities", [int(row["entity_id"])])  # no trigger sees an alias update
+    elif name == "file_requests":
+        # A request for the redacted path exists already: this one is its duplicate.
+        if not await _update_or(conn, name, row_id, new, None):
+            await conn.execute("DELETE FROM file_requests WHERE id = ?", (row_id,))
     elif name == "search_associations" and "query" in new:
         key = " ".join(new["query"].lower().split())  # cairn.learning.associations.query_key
         if not await _update_or(conn, name, row_id, {**new, "query_key": key}, None):
@@ -243,7 +254,7 @@ async def _apply(conn: aiosqlite.Connection, table: _Table, row: sqlite3.Row, ne
             )
             await conn.execute("DELETE FROM search_associations WHERE id = ?", (row_id,))
     else:
-        await _update(conn, name, row_id, new)
+        await _update(conn, name, row_id, new, table.key)
 
 
 async def _shift_passages(conn: aiosqlite.Connection, row: sqlite3.Row, text: str) -> None:
@@ -283,16 +294,17 @@ async def rescan(
     for table in TABLES:
         count = report.tables.setdefault(table.name, TableCount())
         after = done.get(table.name, 0)
-        total = int(await db.scalar(f"SELECT count(*) FROM {table.name} WHERE id > ?", (after,)) or 0)
+        key = table.key
+        total = int(await db.scalar(f"SELECT count(*) FROM {table.name} WHERE {key} > ?", (after,)) or 0)
         if emit:
             emit({"step": table.name, "completed": 0, "total": total})
         extra = {"search_associations": ("hits", "times_learned")}.get(table.name, ())
-        select = ", ".join(("id", *table.columns, *table.extra, *extra))
+        select = ", ".join((f"{key} AS id", *table.columns, *table.extra, *extra))
         while True:
             if should_stop and should_stop():
                 return report
             rows = await db.fetchall(
-                f"SELECT {select} FROM {table.name} WHERE id > ? ORDER BY id LIMIT ?", (after, batch)
+                f"SELECT {select} FROM {table.name} WHERE {key} > ? ORDER BY {key} LIMIT ?", (after, batch)
             )
             if not rows:
                 break

@@ -22,6 +22,7 @@ from cairn.ingest import sync_file
 from cairn.rescan import MARKER_NAME, TABLES, rescan, rules_fingerprint
 from cairn.store import outbox
 from cairn.store.store import Store, idea_hash
+from cairn.transcripts.redact import redact
 from tests.builders import Transcript
 
 MYSQL = "mysql -u root -pMyS3cretPW shop"
@@ -215,6 +216,38 @@ async def test_rescan_removes_the_two_leaked_secrets_from_sqlite_fts_and_chroma(
 
     again = await rescan(store, settings)
     assert again.finished and sum(c.changed for c in again.tables.values()) == 0
+
+
+async def test_rescan_redacts_branch_names_and_file_request_paths(
+    store: Store, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Stored before branch names and file-request paths went through redaction: a branch named after a
+    # token, and a request for a file whose name holds one (twice: once as the redacted path exists).
+    await _leaky_store(store, settings, tmp_path, monkeypatch)
+    token = "ghp_" + "a1B2c3D4e5" * 3 + "f6G7h8"
+    branch = f"feat/{token}"
+    async with store.db.write() as conn:
+        await conn.execute("UPDATE sessions SET git_branch = ?", (branch,))
+        await conn.execute("UPDATE messages SET git_branch = ?", (branch,))
+        project = (await (await conn.execute("SELECT id FROM projects")).fetchone())[0]
+        for path in (f"notes/{token}.txt", f"keys/{token}", "keys/[REDACTED:github_token]"):
+            await conn.execute(
+                "INSERT INTO file_requests (project_id, path, reason) VALUES (?, ?, 'read')", (project, path)
+            )
+    leaked = (
+        "SELECT (SELECT count(*) FROM sessions WHERE instr(git_branch, ?)) + (SELECT count(*) FROM messages "
+    )
+    leaked += "WHERE instr(git_branch, ?)) + (SELECT count(*) FROM file_requests WHERE instr(path, ?))"
+    assert await store.db.scalar(leaked, (token, token, token)) > 3
+
+    report = await rescan(store, settings)
+
+    assert report.finished
+    assert await store.db.scalar(leaked, (token, token, token)) == 0
+    assert report.tables["sessions"].changed == 1 and report.tables["file_requests"].changed == 2
+    paths = sorted(row[0] for row in await store.db.fetchall("SELECT path FROM file_requests"))
+    assert len(paths) == 2 and all("[REDACTED" in path for path in paths), "the duplicate folded"
+    assert await store.db.scalar("SELECT git_branch FROM sessions") == redact(branch)
 
 
 async def test_an_interrupted_rescan_resumes_where_it_stopped(
