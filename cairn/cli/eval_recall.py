@@ -155,6 +155,27 @@ def _render_session_start(run: dict[str, Any]) -> None:
             str(row.get("wrong_open", "-")),
         )
     console.print(table)
+    indexer = session_start["indexer"]["totals"]
+    stored = Table(
+        title="the indexer itself: labels with an idea of their kind within the tolerance (captured), "
+        "and in the right state (open: unsettled; closed: answered or done)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        collapse_padding=True,
+        pad_edge=False,
+    )
+    for column in ("labels", "count", "captured", "state right"):
+        stored.add_column(column, justify="left" if column == "labels" else "right", no_wrap=True)
+    for part in ("open", "closed", "decisions", "fixes"):
+        row = indexer[part]
+        stored.add_row(
+            part,
+            str(row["labels"]),
+            _figure(row["captured_share"]),
+            _figure(row.get("state_right_share")),
+        )
+    console.print(stored)
+    console.print(f"declined suggestions stored as a live decision or fix: {indexer['declined_as_fact']}")
     wrong = [
         (key.rsplit("/", 1)[-1][:8], section, miss)
         for key, figures in session_start["per_session"].items()

@@ -36,8 +36,18 @@ from cairn.evals.indexing import eval_settings
 from cairn.evals.metrics import mean, percentile
 from cairn.evals.qa import QASet
 from cairn.evals.questions import Evidence, Question
-from cairn.evals.truth import SECTIONS, Shown, TruthSet, score_session, totals
+from cairn.evals.truth import (
+    SECTIONS,
+    Shown,
+    Stored,
+    TruthSet,
+    idea_totals,
+    score_ideas,
+    score_session,
+    totals,
+)
 from cairn.prompts import load_prompt
+from cairn.recall.abandoned import ABANDONED
 from cairn.recall.context import (
     CLOSE_TAG,
     INTRO,
@@ -347,6 +357,21 @@ async def _shown(store: Store, ids: Sequence[int], sections: Mapping[int, str]) 
     return shown
 
 
+async def _stored(store: Store) -> list[Stored]:
+    """Every idea of the (one-session) store with its line, state and whether recall leaves it out."""
+    rows = await store.db.fetchall(
+        f"""
+        SELECT i.id, i.intent, i.source_line,
+               (i.answered_at IS NOT NULL OR i.completed_at IS NOT NULL) AS settled, {ABANDONED} AS gone
+        FROM ideas i WHERE i.source_line IS NOT NULL
+        """
+    )
+    return [
+        Stored(int(r["id"]), str(r["intent"]), int(r["source_line"]), bool(r["settled"]), bool(r["gone"]))
+        for r in rows
+    ]
+
+
 async def _session_start(
     truth: TruthSet,
     home: Path,
@@ -356,6 +381,7 @@ async def _session_start(
     progress: Progress,
 ) -> dict[str, Any]:
     per_session: dict[str, Any] = {}
+    indexer: dict[str, Any] = {}
     shown_of: dict[str, Any] = {}
     for done, (key, labels) in enumerate(truth.sessions.items(), start=1):
         store_home = home / "sessions" / str(done)
@@ -366,14 +392,17 @@ async def _session_start(
             await backfill(store, [truth.files[key].resolve()], settings, model)
             recall = await context_for(store, "SessionStart", labels.cwd, None)
             shown = await _shown(store, recall.ids, recall.sections)
+            stored = await _stored(store)
         finally:
             await store.close()
         per_session[key] = score_session(labels, shown, tolerance)
+        indexer[key] = score_ideas(labels, stored, tolerance)
         shown_of[key] = {"text": recall.text, "tokens": count_tokens(recall.text) if recall.text else 0}
         progress("SessionStart", done, len(truth.sessions))
     return {
         "sessions": len(per_session),
         "totals": totals(per_session),
+        "indexer": {"totals": idea_totals(indexer), "per_session": indexer},
         "per_session": {
             key: {section: figures[section] for section in SECTIONS} | shown_of[key]
             for key, figures in per_session.items()

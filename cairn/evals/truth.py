@@ -235,3 +235,77 @@ def totals(per_session: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
             row["wrong_open"] = sum(r["wrong_open"] for r in rows)
         result[section] = row
     return result
+
+
+@dataclass(frozen=True)
+class Stored:
+    """One idea the indexer stored for a session: its intent, line, whether it is settled (answered or
+    completed) and whether recall leaves it out as abandoned."""
+
+    idea: int
+    intent: str
+    line: int
+    settled: bool
+    abandoned: bool
+
+
+_RAISED = ("question", "problem", "todo")
+
+
+def score_ideas(truth: SessionTruth, ideas: Sequence[Stored], tolerance: int = 3) -> dict[str, Any]:
+    """How the indexer itself did, before SessionStart chooses: per label, whether an idea of the right
+    kind sits within `tolerance` lines of it (captured) and, for raised items, whether its state is
+    right (open items left unsettled, closed ones settled). Declined suggestions stored as a live
+    decision or fix are counted as errors.
+
+    Returns `{open, closed, decisions, fixes: {labels, captured, state_right}, declined_as_fact}`; a
+    label's state is right when some captured idea near it has the right state.
+    """
+
+    def near(line: int, kinds: tuple[str, ...]) -> list[Stored]:
+        return [i for i in ideas if i.intent in kinds and abs(i.line - line) <= tolerance]
+
+    open_found = [near(o.line, _RAISED) for o in truth.open_items]
+    closed_found = [near(c.raised_line, _RAISED) for c in truth.closed_items]
+    figures: dict[str, Any] = {
+        "open": {
+            "labels": len(truth.open_items),
+            "captured": sum(bool(found) for found in open_found),
+            "state_right": sum(any(not i.settled for i in found) for found in open_found),
+        },
+        "closed": {
+            "labels": len(truth.closed_items),
+            "captured": sum(bool(found) for found in closed_found),
+            "state_right": sum(any(i.settled for i in found) for found in closed_found),
+        },
+        "decisions": {
+            "labels": len(truth.decisions),
+            "captured": sum(bool(near(d.line, ("decision",))) for d in truth.decisions),
+        },
+        "fixes": {
+            "labels": len(truth.fixes),
+            "captured": sum(
+                bool(near(f.fix_line, ("solution",)) or near(f.problem_line, ("problem", "question")))
+                for f in truth.fixes
+            ),
+        },
+    }
+    figures["declined_as_fact"] = sum(
+        any(not i.abandoned for i in near(d.line, ("decision", "solution"))) for d in truth.declined
+    )
+    return figures
+
+
+def idea_totals(per_session: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """`score_ideas` summed over sessions, with the captured and state-right shares."""
+    result: dict[str, Any] = {}
+    for part in ("open", "closed", "decisions", "fixes"):
+        rows = [figures[part] for figures in per_session.values()]
+        row = {key: sum(r[key] for r in rows) for key in rows[0]} if rows else {"labels": 0, "captured": 0}
+        labels = row["labels"]
+        row["captured_share"] = round(row["captured"] / labels, 4) if labels else None
+        if "state_right" in row:
+            row["state_right_share"] = round(row["state_right"] / labels, 4) if labels else None
+        result[part] = row
+    result["declined_as_fact"] = sum(figures["declined_as_fact"] for figures in per_session.values())
+    return result

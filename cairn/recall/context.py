@@ -136,7 +136,9 @@ async def find_project(db: Database, cwd: str | None) -> Project | None:
 _OPEN_QUESTIONS = "i.intent IN ('question', 'problem') AND i.answered_at IS NULL"
 _OPEN_TODOS = "i.intent = 'todo' AND i.completed_at IS NULL"
 _DECISIONS = "i.intent = 'decision'"
-_FIXES = "i.intent = 'solution'"
+# A fix is a fix of something: a solution that answers a problem or question (bug -> fix). One that
+# answers nothing may be a plan, a suggestion or a report; search still finds it.
+_FIXES = "i.intent = 'solution' AND EXISTS (SELECT 1 FROM ideas p WHERE p.answered_by = i.id)"
 _CONCLUSIONS = "i.intent = 'conclusion'"
 
 

@@ -46,6 +46,9 @@ _GENERIC = frozenset(
         *("warnings", "status", "output", "check", "checks", "fix", "lint", "type", "types"),
     }
 )
+# A path flattened into a name ("home-USER-projects-spotter-worktrees-spotter-gqc"), or an id.
+FLATTENED_HYPHENS = 3
+LONGEST_WORD = 24
 _PATHISH = re.compile(r"[/\\@:]|\.\w|\w\.|_|\d{3,}|^[0-9a-f]{6,}$", re.I)
 
 
@@ -67,7 +70,11 @@ def is_chatter(content: str) -> bool:
 def topic_name(name: str) -> str | None:
     """The topic's name without path-, file-, host- or id-shaped words; None when fewer than two
     words are left (a name of fragments says nothing)."""
-    kept = [word for word in name.split() if not _PATHISH.search(word)]
+    kept = [
+        word
+        for word in name.split()
+        if not _PATHISH.search(word) and word.count("-") < FLATTENED_HYPHENS and len(word) <= LONGEST_WORD
+    ]
     return " ".join(kept) if len(kept) >= 2 else None
 
 

@@ -48,7 +48,7 @@ async def test_answers_to_the_persons_questions_and_their_decisions_on_offers_ar
     # answered at 877. Line 894 asks for the auto-summarization setting; 901 answers with a path and a
     # JSON block.
     path = tmp_path / "gc.jsonl"
-    at = _excerpt(GC_SESSION, path, (180, 225), (860, 902))
+    at = _excerpt(GC_SESSION, path, (55, 66), (180, 225), (860, 902))
     async with await Store.open(settings) as store:
         await _index_all(store, settings, [path])
         ideas = await _ideas(store)
@@ -65,6 +65,11 @@ async def test_answers_to_the_persons_questions_and_their_decisions_on_offers_ar
     assert "GC pruning objects is harmless" in said and "The real fix is ENT-242." in said
     setting = " ".join(content for _intent, content in ideas[at[901]])
     assert ".entire/settings.json" in setting and '"summarize": { "enabled": true }' in setting
+    # Line 60 offers "Want me to look into whether your gc config or any hooks might be triggering this?"
+    # and 64 says "Yeah check what's triggering gc": the next step of the work, not a decision.
+    assert not [
+        content for line in ideas for intent, content in ideas[line] if "(on: Want me to look" in content
+    ]
     # "yeah close it" (884) on "Want me to close it?" is a nod with one word of its own: no idea.
     assert at[884] not in ideas
 

@@ -17,7 +17,10 @@ from cairn.evals.truth import (
     SECTIONS,
     SessionTruth,
     Shown,
+    Stored,
+    idea_totals,
     load_truth,
+    score_ideas,
     score_session,
     totals,
 )
@@ -349,3 +352,37 @@ def test_totals_round_to_four_places() -> None:
     truth = labels(open_items=[{"text": "o", "line": 10}])
     per_session = {"a": score_session(truth, [shown("open", 10), shown("open", 100), shown("open", 200)])}
     assert totals(per_session)["open"]["precision"] == 0.3333
+
+
+# ---------------------------------------------------------------------------------------------------
+# The indexer itself
+
+
+def test_score_ideas_counts_captured_labels_and_their_state() -> None:
+    truth = SessionTruth.model_validate(
+        session(
+            open_items=[{"text": "a", "line": 20}, {"text": "b", "line": 60}],
+            closed_items=[{"text": "c", "raised_line": 30, "resolved_line": 35}],
+            decisions=[{"text": "d", "line": 40}],
+            fixes=[{"problem": "p", "fix": "f", "problem_line": 50, "fix_line": 55}],
+            declined=[{"text": "no", "line": 70}, {"text": "no either", "line": 80}],
+        )
+    )
+    ideas = [
+        Stored(1, "question", 21, settled=False, abandoned=False),  # open, left open: right
+        Stored(2, "todo", 63, settled=True, abandoned=False),  # open, but marked done: wrong state
+        Stored(3, "problem", 30, settled=True, abandoned=False),  # closed and settled: right
+        Stored(4, "conclusion", 40, settled=False, abandoned=False),  # near a decision, wrong kind
+        Stored(5, "problem", 52, settled=True, abandoned=False),  # the fix's problem line
+        Stored(6, "solution", 70, settled=False, abandoned=False),  # a declined suggestion, live
+        Stored(7, "decision", 81, settled=False, abandoned=True),  # declined and abandoned: fine
+    ]
+    figures = score_ideas(truth, ideas)
+    assert figures["open"] == {"labels": 2, "captured": 2, "state_right": 1}
+    assert figures["closed"] == {"labels": 1, "captured": 1, "state_right": 1}
+    assert figures["decisions"] == {"labels": 1, "captured": 0}
+    assert figures["fixes"] == {"labels": 1, "captured": 1}
+    assert figures["declined_as_fact"] == 1
+    both = idea_totals({"a": figures, "b": score_ideas(truth, [])})
+    assert both["open"]["captured_share"] == 0.5 and both["open"]["state_right_share"] == 0.25
+    assert both["decisions"]["captured_share"] == 0.0 and both["declined_as_fact"] == 1

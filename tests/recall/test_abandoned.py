@@ -102,6 +102,13 @@ async def test_abandoned_reads_the_marks_the_indexer_leaves(store: Store, hunt: 
 async def test_session_start_shows_the_fix_and_not_the_abandoned_trail(
     store: Store, hunt: dict[str, int]
 ) -> None:
+    # A fix is listed as the fix of something: the flaky test it answers.
+    async with store.db.write() as conn:
+        flaky = await add_idea(conn, "s1", "problem", "The checkout test fails now and then in CI", 1)
+        await conn.execute(
+            "UPDATE ideas SET answered_by = ?, answered_at = ? WHERE id = ?",
+            (hunt["wal"], SAID.format(25), flaky),
+        )
     result = await run_op(store, "recall", {"event": "SessionStart", "session_id": "cc", "cwd": CWD})
     text = result["additionalContext"]
     assert "Latest fixes:" in text and "WAL mode with BEGIN IMMEDIATE" in text

@@ -55,6 +55,16 @@ _FILLER_START = re.compile(r"^(?:(?:done|ok(?:ay)?|also|so|and)[.,!]?\s+)+", re.
 OFFER = re.compile(
     r"^(?:(?:do you )?want me to|would you like me to|should i|shall i|do you want (?:me|us) to)\b", re.I
 )
+# An offer to find something out rather than to change something.
+_OFFER_VERB = re.compile(
+    r"^(?:(?:do you )?want me to|would you like me to|should i|shall i|do you want (?:me|us) to)"
+    r"\s+(?:also\s+)?",
+    re.I,
+)
+INVESTIGATE = re.compile(
+    r"(?:look (?:into|at|for)|check|investigate|dig|find out|see|explore|debug|trace|figure out|verify)\b",
+    re.I,
+)
 # A reply that turns the offer down.
 NO = re.compile(r"^(?:no|nope|nah|don'?t|do not|not (?:now|yet)|leave it|skip)\b", re.I)
 # A reply that takes the offer up or turns it down, and says how in a few words of its own.
@@ -115,6 +125,10 @@ def offer_replies(view: SessionView, said: Mapping[int, list[str]]) -> list[Answ
         reply = " ".join(s.text for s in message.prose)
         verdict = VERDICT.match(reply)
         if verdict is None or len(term_set(verdict["rest"])) < 2:
+            continue
+        if INVESTIGATE.match(_OFFER_VERB.sub("", asked)) and not NO.match(reply):
+            # "Want me to look into what triggers gc?" — "yeah check it": the next step of the work,
+            # which the work itself reports; no choice a teammate needs to know.
             continue
         if NO.match(reply):
             # Turned down: what was offered is *not* what was done, so it is no decision — an idea

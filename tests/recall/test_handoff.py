@@ -1,0 +1,91 @@
+"""The hand-off rules of SessionStart (`cairn.recall.handoff`) and the open rule they share with the MCP
+`open_questions` tool (`cairn.search.open_items.still_open`), on the shapes real sessions produce."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cairn.recall.handoff import is_chatter, still_open, topic_name
+
+
+def row(line: int, content: str = "Why does the hook fire twice?", **facts: Any) -> dict[str, Any]:
+    return {
+        "source_line": line,
+        "content": content,
+        "source_kind": facts.get("kind", "text"),
+        "in_summary": facts.get("summary", 0),
+        "last_prompt_line": facts.get("last", 100),
+    }
+
+
+def test_open_is_what_the_session_ended_on() -> None:
+    assert still_open(row(120)), "raised after the last prompt: nobody answered it"
+    assert not still_open(row(40)), "raised earlier: the turns after it dealt with it"
+    assert not still_open(row(100)), "the last prompt itself is answered by the reply that follows"
+    assert still_open(row(40, last=None)), "a session without a prompt from the person says nothing"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "Let's not make this change in this branch. Can we log a linear issue with the details",
+        "Removing the checkout shims is a great follow-up",
+        "Out of scope here; next session we migrate the queue",
+        "Defer the retry change to a separate PR",
+    ],
+)
+def test_work_put_off_stays_open_wherever_it_was_said(content: str) -> None:
+    assert still_open(row(40, content))
+
+
+def test_a_failed_tool_call_is_never_open_and_a_summary_keeps_its_todos() -> None:
+    assert not still_open(row(120, "Bash call failed: python: command not found", kind="tool_result"))
+    assert still_open(row(40, "Remove the md5 debug instrumentation from .git/hooks", summary=1))
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "Fixed — clean status, no errors.",
+        "All resume tests pass now.",
+        "No compilation errors are showing.",
+        "The development server is running successfully.",
+        "The fix is complete. All tests pass including integration tests.",
+    ],
+)
+def test_a_state_report_is_chatter(content: str) -> None:
+    assert is_chatter(content)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "Fixed the checkout test: open SQLite in WAL mode with BEGIN IMMEDIATE",
+        "Replace `getStagedFiles` with a `git diff --cached --name-only` CLI call",
+        "The tests pass because the fixture now resets the clock",
+        "Use pull_request_target instead so the token can write",
+    ],
+)
+def test_a_fix_that_says_how_is_not_chatter(content: str) -> None:
+    assert not is_chatter(content)
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("test-repo.git Github-actions github.com Test-repo", "Github-actions Test-repo"),
+        ("hello_world.py Minimal Code", "Minimal Code"),
+        (
+            "Task-notification Task-id home-USER-projects-spotter-worktrees-spotter-gqc Tasks",
+            "Task-notification Task-id Tasks",
+        ),
+        ("Retry queue 3f9a2c1d4e", "Retry queue"),
+        ("Change Branch", "Change Branch"),
+        ("src/app.py config.toml", None),
+        ("Rebase", None),
+    ],
+)
+def test_topic_names_lose_paths_files_hosts_and_ids(name: str, shown: str | None) -> None:
+    assert topic_name(name) == shown
