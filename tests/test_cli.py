@@ -228,6 +228,21 @@ def test_bad_setting_is_one_clear_line(cairn_home: Path, monkeypatch: pytest.Mon
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
+def test_sync_with_an_unreachable_chroma_server_is_one_line_and_keeps_what_it_captured(
+    cairn_home: Path, tmp_path: Path
+) -> None:
+    # Issue 30: `cairn sync` with a dead chroma_url ended in a VectorStoreUnavailable traceback.
+    source = REAL_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl"
+    proc = cairn(
+        "sync", "--no-index", str(source), check=False, env={"CAIRN_CHROMA_URL": "http://127.0.0.1:9"}
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    [line] = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert "cannot reach the Chroma server at http://127.0.0.1:9" in line and "captured is stored" in line
+    stats = cairn_json("stats", env={"CAIRN_CHROMA_URL": "http://127.0.0.1:9"})
+    assert stats["messages"] > 0, "SQLite, the truth, kept the capture"
+
+
 def test_inspect_missing_path_is_a_clear_error(cairn_home: Path) -> None:
     proc = cairn("inspect", "/nonexistent/x.jsonl", check=False)
     assert proc.returncode == 1 and "no such file" in proc.stderr

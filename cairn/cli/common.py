@@ -67,7 +67,30 @@ def _one_line_failure(exc: BaseException) -> str | None:
     message = describe_write_failure(exc, home)
     if message is None and isinstance(exc, DatabaseError | SchemaTooNewError):
         message = str(exc)
+    if message is None:
+        message = _vector_failure(exc)
     return message
+
+
+def _vector_failure(exc: BaseException) -> str | None:
+    """The line for a vector store that cannot be used: SQLite, the truth, already holds what was
+    captured, and the vectors wait in the outbox for the next sync."""
+    from cairn.store.vectors import EmbeddingConflictError, VectorStoreError
+
+    seen: BaseException | None = exc
+    while seen is not None and not isinstance(seen, VectorStoreError):
+        seen = seen.__cause__ or seen.__context__
+    if seen is None:
+        return None
+    if isinstance(seen, EmbeddingConflictError):
+        return (
+            f"{seen} — the vectors were made with another embedding than the configured one: set "
+            "`embedding` back, or run `cairn reindex-vectors` to rebuild them with this one"
+        )
+    return (
+        f"{seen} — what was captured is stored; the vectors wait until the vector store answers "
+        "(start the Chroma server or unset chroma_url, then run the command again)"
+    )
 
 
 app = _Cairn(

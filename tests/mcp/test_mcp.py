@@ -224,6 +224,10 @@ async def test_bad_calls_are_tool_errors_and_the_server_keeps_answering(server: 
         bad_date = await error(client, "search", {"query": "x", "since": "last week"})
         assert "since 'last week' is not a date: use 2025-01-31" in bad_date and "3d" in bad_date
         assert "before" in await error(client, "timeline", {"id": "1", "before": 99})
+        # Issue 30: dates at the edge of the calendar gave a bare "Error executing tool search".
+        for edge in ("0001-01-01", "9999-12-31T23:59:59-12:00"):
+            said = await error(client, "search", {"query": "x", "since": edge})
+            assert f"since {edge!r} is too far in the past or future" in said, said
         page = await call(client, "search", {"query": "Chroma"})
         assert page["results"]
 
