@@ -149,3 +149,15 @@ async def test_findings_todos_and_pasted_errors_of_an_investigation(
     assert "That's the condensation code" in found
     pasted = dict(ideas[at[660]])["problem"]
     assert "fatal: unable to read e53647ba1f1e5203bedff558b482f178db045555" in pasted
+
+
+async def test_an_idea_keeps_the_command_its_lead_in_introduces(settings: Settings, tmp_path: Path) -> None:
+    # Issue 29: line 45 says "The fix is to rebuild the worktree's index. The simplest way:" above a code
+    # block holding `git read-tree HEAD`; the idea kept the lead-in and lost the command.
+    path = tmp_path / "fix.jsonl"
+    at = _excerpt(GC_SESSION, path, (40, 46))
+    async with await Store.open(settings) as store:
+        await _index_all(store, settings, [path])
+        ideas = await _ideas(store)
+    said = " ".join(content for _intent, content in ideas.get(at[45], []))
+    assert "rebuild the worktree's index" in said and "git read-tree HEAD" in said, said

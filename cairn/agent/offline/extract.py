@@ -145,6 +145,29 @@ def _with_neighbours(chosen: Segment, prose: list[Segment], content: str, labell
     return joined if len(joined) <= MAX_CONTENT_CHARS else content
 
 
+# The last words of an idea, then (after its colon or full stop) the fenced code block it introduces.
+_LEAD_IN_WORDS = 3
+CODE_CHARS = 160
+
+
+def with_code(content: str, text: str) -> str:
+    """`content` with the code block it introduces: "The fix is to rebuild the worktree's index. The
+    simplest way:" is followed in its message by ```git read-tree HEAD```, and without that command the
+    idea keeps the lead-in and loses what it leads to. Only a block right after the idea's last words
+    (a colon or a full stop between) is taken, whitespace collapsed, at most `CODE_CHARS` characters."""
+    words = re.findall(r"\w+", content)[-_LEAD_IN_WORDS:]
+    if len(words) < _LEAD_IN_WORDS or "```" not in text:
+        return content
+    gap = r"[\W_]{0,6}?"  # markdown marks, quotes, a space between the words
+    pattern = gap.join(re.escape(word) for word in words) + r"[*_`'\")]*[.:]?\s*```[\w+-]*\n(?P<code>.*?)```"
+    found = re.search(pattern, text, re.DOTALL)
+    if found is None or not found["code"].strip():
+        return content
+    code = " ".join(found["code"].split())[:CODE_CHARS]
+    joined = f"{content.rstrip('.:')}: `{code}`"
+    return joined if len(joined) <= MAX_CONTENT_CHARS else content
+
+
 def _with_cause(chosen: Segment, prose: list[Segment], content: str) -> str:
     """A correction ("so my memo hypothesis was wrong", "Found the real cause.") with the sentence
     after it, which says what the cause really is: the correction alone holds no knowledge."""
@@ -230,6 +253,7 @@ def _message_candidates(view: SessionView, message: Message, after_problem: bool
             content = _with_cause(segment, message.prose, found.content)
         else:
             content = _with_neighbours(segment, message.prose, found.content, found.labelled)
+        content = with_code(content, message.text)
         out.append(
             Candidate(
                 view.session,
