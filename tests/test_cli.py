@@ -243,6 +243,18 @@ def test_sync_with_an_unreachable_chroma_server_is_one_line_and_keeps_what_it_ca
     assert stats["messages"] > 0, "SQLite, the truth, kept the capture"
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc, where nothing can be created")
+@pytest.mark.parametrize("home", ["/proc", "/proc/cairn-home"])
+def test_a_home_cairn_cannot_use_is_one_line(cairn_home: Path, home: str) -> None:
+    # Issue 30: CAIRN_HOME=/proc ended in a FileNotFoundError traceback.
+    source = REAL_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl"
+    for args in (("stats",), ("sync", "--no-index", str(source))):
+        proc = cairn(*args, check=False, env={"CAIRN_HOME": home})
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+        [line] = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+        assert f"cannot use CAIRN_HOME {home}" in line and "set CAIRN_HOME" in line
+
+
 def test_inspect_missing_path_is_a_clear_error(cairn_home: Path) -> None:
     proc = cairn("inspect", "/nonexistent/x.jsonl", check=False)
     assert proc.returncode == 1 and "no such file" in proc.stderr

@@ -69,7 +69,22 @@ def _one_line_failure(exc: BaseException) -> str | None:
         message = str(exc)
     if message is None:
         message = _vector_failure(exc)
+    if message is None and home is not None:
+        message = _home_failure(exc, home)
     return message
+
+
+def _home_failure(exc: BaseException, home: Path) -> str | None:
+    """The line for a `CAIRN_HOME` cairn cannot make or use (`/proc`, a file, a missing parent)."""
+    if not isinstance(exc, OSError) or not exc.filename:
+        return None
+    name = Path(str(exc.filename))
+    if name != home and home not in name.parents:
+        return None
+    return (
+        f"cannot use CAIRN_HOME {home}: {exc.strerror or exc} ({name}); set CAIRN_HOME to a directory "
+        "you can write (it is created if missing)"
+    )
 
 
 def _vector_failure(exc: BaseException) -> str | None:

@@ -138,8 +138,9 @@ _URL_CREDENTIALS = re.compile(
 )
 _PORT_AND_PATH = re.compile(r"\d{1,5}(?:/|$)")
 # A .netrc entry, `machine HOST login USER password SECRET`; anchored on the literal `machine` for `re`'s
-# fast scan (a `default` entry, rarer, is not looked for).
+# fast scan. The `default` entry needs its `login` too: "the default password is admin" is prose.
 _NETRC = re.compile(r"(machine[ \t]+\S+(?:[ \t]+login[ \t]+\S+)?[ \t]+password[ \t]+)(\S+)")
+_NETRC_DEFAULT = re.compile(r"(default[ \t]+login[ \t]+\S+[ \t]+password[ \t]+)(\S+)")
 _AWS_SECRET = re.compile(
     r"([Aa](?i:ws_?secret_?access_?key)[\"']?\s*[:=]\s*[\"']?)([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
 )
@@ -531,6 +532,7 @@ _RULES: tuple[_Rule | _AssignmentRule | _CommandLineRule, ...] = (
     _Rule(_BEARER, _keep_prefix("bearer_token"), ("bearer",), lower=True),
     _Rule(_URL_CREDENTIALS, _url_password, ("://",)),
     _Rule(_NETRC, _keep_prefix("password"), ("machine",)),
+    _Rule(_NETRC_DEFAULT, _keep_prefix("password"), ("default",)),
     _Rule(_AWS_SECRET, _keep_prefix("aws_secret_access_key"), ("aws_secret", "awssecret"), lower=True),
     _CommandLineRule(),
     _Rule(_ENV_PWD, _env_pwd, ("_PWD=",)),

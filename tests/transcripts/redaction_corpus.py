@@ -154,9 +154,11 @@ POSITIVES: list[tuple[str, str]] = [
     ("Server=db;Uid=sa;Pwd=" + "hunter22x;", "hunter22x"),
     ("db_pwd=" + "hunter22y", "hunter22y"),
     ("machine api.example.com login bob password " + "s3cr3tPw", "s3cr3tPw"),
+    ("default login anonymous password " + "d3fAultPw", "d3fAultPw"),
 ]
 
 NEGATIVES: list[str] = [
+    "the default password is admin, change it after the first login",
     "password_field = form.get('password')",
     "token_count = 5",
     "def get_token():\n    return self._token",
