@@ -284,7 +284,8 @@ def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPS
         ] = True,
         limit: Annotated[int, Field(description="At most this many of each, 1 to 200.", ge=1, le=200)] = 50,
     ) -> str:
-        """Questions and problems nobody answered yet, and todos not yet done, newest first."""
+        """Questions, problems and todos their sessions left open — raised at a session's end and not
+        answered, or put off on purpose — newest first; failed tool calls are not listed."""
         args = {"project": project, "session": session, "include_todos": include_todos, "limit": limit}
         result = await backend.call("open_questions", {k: v for k, v in args.items() if v is not None})
         return _text(_pruned(result))
