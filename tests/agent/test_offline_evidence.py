@@ -11,8 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from cairn.config import Settings
+from cairn.recall.ops import context_for
 from cairn.store.store import Store
 from tests.agent.test_offline_agent import _index_all
+from tests.builders import Transcript
 from tests.conftest import REAL_TRANSCRIPTS
 
 GC_SESSION = REAL_TRANSCRIPTS / "entireio-cli" / "03a1382e-ecd5-42c4-b3d4-5c659e165904.jsonl"
@@ -161,3 +163,48 @@ async def test_an_idea_keeps_the_command_its_lead_in_introduces(settings: Settin
         ideas = await _ideas(store)
     said = " ".join(content for _intent, content in ideas.get(at[45], []))
     assert "rebuild the worktree's index" in said and "git read-tree HEAD" in said, said
+
+
+PAT_SESSION = REAL_TRANSCRIPTS / "entireio-cli" / "2cfdacb8-9317-430f-8975-0709d2837d1c.jsonl"
+
+
+async def test_the_choice_a_session_ends_on_is_an_open_question_with_its_options(
+    settings: Settings, tmp_path: Path
+) -> None:
+    # Issue 29: 230-232 lay out "**Option 1: Fine-grained PAT (quick)**" and "**Option 2: GitHub App (proper
+    # for orgs)**" and ends "Which way do you want to go?"; the session ends there, unanswered.
+    path = tmp_path / "pat.jsonl"
+    at = _excerpt(PAT_SESSION, path, (225, 234))
+    async with await Store.open(settings) as store:
+        await _index_all(store, settings, [path])
+        ideas = await _ideas(store)
+        cwd = str(await store.db.scalar("SELECT path FROM projects"))
+        start = await context_for(store, "SessionStart", cwd, None)
+    # 230 and 232 are one API message (thinking between): stored as one message from 230.
+    [(_intent, content)] = [idea for idea in ideas[at[230]] if idea[0] == "question"]
+    assert content.startswith("Which way do you want to go?")
+    assert "Option 1: Fine-grained PAT (quick)" in content and "Option 2: GitHub App" in content
+    assert (
+        start.text is not None and "Open questions:" in start.text and "Which way do you want" in start.text
+    )
+
+
+async def test_a_choice_answered_in_a_later_batch_is_not_listed_open(
+    settings: Settings, tmp_path: Path
+) -> None:
+    t = Transcript(tmp_path / "shop")
+    t.user("the cache layer for the price service: what should back it?")
+    t.say("**Option A: Redis**\n\nFast, one more service.\n\n**Option B: Postgres**\n\nNo new service.\n\n"
+          "Which one do you prefer for the price cache?")  # fmt: skip
+    path = t.write(tmp_path / "live.jsonl")
+    async with await Store.open(settings) as store:
+        await _index_all(store, settings, [path], mode="continuous")
+        cwd = str(await store.db.scalar("SELECT path FROM projects"))
+        first = await context_for(store, "SessionStart", cwd, None)
+        assert first.text is not None and "Option A: Redis; Option B: Postgres" in first.text
+        t.user("Postgres, we run it anyway")
+        t.say("Done: the price cache now lives in a Postgres unlogged table.")
+        t.append(path)
+        await _index_all(store, settings, [path], mode="continuous")
+        later = await context_for(store, "SessionStart", cwd, None)
+    assert later.text is None or "Which one do you prefer" not in later.text, "the person answered it"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from cairn.agent.offline.answers import answers, offer_replies
+from cairn.agent.offline.answers import OFFER, answers, offer_replies
 from cairn.agent.offline.cues import (
     CORRECTION,
     REALISED,
@@ -354,6 +354,49 @@ def _tool_error(view: SessionView, message: Message) -> Candidate | None:
     )
 
 
+# The assistant asking the person to choose ("Which way do you want to go?"), and the options it laid
+# out as headings ("**Option 1: Fine-grained PAT (quick)**").
+_CHOICE_ASKED = re.compile(
+    r"\b(?:which|what) (?:way|one|option|approach)\b|\bwhich of\b|\bprefer\b|\w \bor\b [^?]+\?$", re.I
+)
+_OPTION_HEADING = re.compile(
+    r"^[ \t]*(?:#{1,6}[ \t]*)?\*{0,2}(?P<name>(?:option|approach|choice)\b[^*\n]{0,80}?)"
+    r"\*{0,2}[ \t]*:?[ \t]*$",
+    re.I | re.M,
+)
+MAX_OPTIONS = 4
+
+
+def _closing_choice(view: SessionView) -> Candidate | None:
+    """The choice the batch ends on: the assistant's last words ask the person to choose and nobody
+    has answered yet. It is the open question a teammate would pass on ("Which way do you want to go?
+    (Option 1: Fine-grained PAT; Option 2: GitHub App)"), and it reads only with its options. A later
+    batch that brings the answer settles it as any question is settled; SessionStart lists it only
+    while it is the last thing the session said (`cairn.search.open_items.still_open`)."""
+    spoken = [m for m in view.messages if m.role in ("user", "assistant") and m.prose]
+    if not spoken or spoken[-1].role != "assistant":
+        return None
+    last = spoken[-1]
+    question = last.prose[-1].text
+    if not question.endswith("?") or OFFER.match(question) or not _CHOICE_ASKED.search(question):
+        return None
+    options = [m["name"].strip(" :") for m in _OPTION_HEADING.finditer(last.text)][:MAX_OPTIONS]
+    content = question + (f" ({'; '.join(options)})" if options else "")
+    if len(term_set(content)) < 3:
+        return None  # "Which one?" with nothing to choose from says nothing
+    return Candidate(
+        view.session,
+        view.source_file,
+        last.line,
+        "question",
+        shorten(content),
+        0.75,
+        DEFAULT_IMPORTANCE["question"],
+        last.turn,
+        extract(content, view.known_files),
+    )
+
+
 def _todo_write_candidates(view: SessionView) -> list[Candidate]:
     """Open TodoWrite items: the ones still not completed at the end of the batch."""
     first: dict[str, tuple[int, int, str]] = {}
@@ -584,6 +627,8 @@ def session_candidates(view: SessionView, *, open_problem: bool = False) -> list
     candidates.extend(_answer_candidates(view, candidates))
     candidates.extend(reports.values())
     candidates.extend(_todo_write_candidates(view))
+    if (choice := _closing_choice(view)) is not None:
+        candidates.append(choice)
     said = {m.line: m.timestamp for m in view.messages}
     ordered = sorted(candidates, key=lambda c: c.line)
     candidates = [replace(c, entities=list(c.entities), at=said.get(c.line)) for c in ordered]
