@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,20 +26,6 @@ SHOWN_MISSES = 12
 
 def _figure(value: Any, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
-
-
-def _prompts_from(path: Path) -> list[str]:
-    from cairn.evals.questions import BenchmarkError
-
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BenchmarkError(f"{path.name}: cannot read: {exc.strerror or exc}") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BenchmarkError(f"{path.name}: not JSON: {exc}") from exc
-    if not isinstance(data, list) or not all(isinstance(p, str) and p.strip() for p in data):
-        raise BenchmarkError(f"{path.name}: expected a JSON list of non-empty prompt strings")
-    return list(data)
 
 
 def _render_prompts(run: dict[str, Any]) -> None:
@@ -272,7 +257,7 @@ def recall(
     from cairn.evals.locomo import load_conversation
     from cairn.evals.qa import load_qa, resolve_qa
     from cairn.evals.questions import BenchmarkError
-    from cairn.evals.recall import DEFAULT_EVERYDAY, OffTopic, run_recall_eval
+    from cairn.evals.recall import DEFAULT_EVERYDAY, OffTopic, load_prompts, run_recall_eval
     from cairn.evals.truth import DEFAULT_TRUTH, load_truth
 
     try:
@@ -281,7 +266,7 @@ def recall(
         qa_file, transcripts = resolve_qa(qa_file, transcripts)
         data = load_qa(qa_file, transcripts)
         truth_set = None if truth is None else load_truth(truth, transcripts)
-        off_topic = [OffTopic("everyday", p) for p in _prompts_from(everyday or DEFAULT_EVERYDAY)]
+        off_topic = [OffTopic("everyday", p) for p in load_prompts(everyday or DEFAULT_EVERYDAY)]
         for path in locomo or []:
             conversation = load_conversation(path)
             off_topic += [OffTopic("locomo", q.question) for q in conversation.qa if q.question.strip()]

@@ -35,7 +35,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from cairn.evals.questions import BenchmarkError, Evidence, Question
+from cairn.evals.questions import BenchmarkError, Evidence, Question, read_json
 
 CATEGORIES: dict[int, str] = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 DATE_FORMAT = "%I:%M %p on %d %B, %Y"
@@ -132,12 +132,7 @@ SHAPE = "expected one LoCoMo conversation: an object with speaker_a, speaker_b, 
 def load_conversation(path: Path) -> Conversation:
     """Read and check one LoCoMo file; raises `BenchmarkError` naming the file and the item at fault."""
     name = path.name
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BenchmarkError(f"{name}: cannot read: {exc.strerror or exc}") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BenchmarkError(f"{name}: not JSON: {exc}") from exc
+    data = read_json(path)
     if not isinstance(data, dict):
         raise BenchmarkError(f"{name}: {SHAPE}, got a JSON {type(data).__name__}")
     if "conversation" in data and "speaker_a" not in data:

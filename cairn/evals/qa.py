@@ -9,14 +9,13 @@ is inside its file — and raises `BenchmarkError` with one line naming the file
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from cairn.evals.questions import BenchmarkError, Evidence, Question, physical_lines
+from cairn.evals.questions import BenchmarkError, Evidence, Question, physical_lines, read_json
 
 CATEGORIES = ("decision", "problem", "howto", "exact", "todo")
 
@@ -42,7 +41,7 @@ def resolve_qa(path: Path | None, transcripts: Path | None) -> tuple[Path, Path]
     return path, transcripts
 
 
-def _relative(value: str) -> str:
+def relative_key(value: str) -> str:
     path = PurePosixPath(value)
     if not value.strip() or path.is_absolute() or ".." in path.parts:
         raise ValueError(f"{value!r} must be a path relative to the transcripts directory")
@@ -58,7 +57,7 @@ class QAEvidence(BaseModel):
     @field_validator("file")
     @classmethod
     def _relative_file(cls, value: str) -> str:
-        return _relative(value)
+        return relative_key(value)
 
 
 class QAItem(BaseModel):
@@ -76,7 +75,7 @@ class QAItem(BaseModel):
     @field_validator("session")
     @classmethod
     def _relative_session(cls, value: str) -> str:
-        return _relative(value)
+        return relative_key(value)
 
     @field_validator("category")
     @classmethod
@@ -94,7 +93,7 @@ class QASet:
     files: dict[str, Path]  # key (relative path) -> file, every transcript the questions name
 
 
-def _reason(exc: ValidationError) -> str:
+def validation_reason(exc: ValidationError) -> str:
     error = exc.errors()[0]
     where = ".".join(str(part) for part in error["loc"])
     message = str(error["msg"]).removeprefix("Value error, ")
@@ -114,12 +113,7 @@ def _item_name(raw: Any, index: int) -> str:
 def load_qa(path: Path, transcripts: Path) -> QASet:
     """Read and check a QA file against the transcripts directory; raises `BenchmarkError`."""
     name = path.name
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BenchmarkError(f"{name}: cannot read: {exc.strerror or exc}") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BenchmarkError(f"{name}: not JSON: {exc}") from exc
+    data = read_json(path)
     if not isinstance(data, list) or not data:
         raise BenchmarkError(f"{name}: expected a non-empty JSON list of questions")
     if not transcripts.is_dir():
@@ -133,7 +127,7 @@ def load_qa(path: Path, transcripts: Path) -> QASet:
         try:
             item = QAItem.model_validate(raw)
         except ValidationError as exc:
-            raise BenchmarkError(f"{name}: item {label}: {_reason(exc)}") from exc
+            raise BenchmarkError(f"{name}: item {label}: {validation_reason(exc)}") from exc
         if item.id in seen:
             raise BenchmarkError(f"{name}: item {label}: the id is used twice")
         seen.add(item.id)

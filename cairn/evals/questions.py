@@ -5,9 +5,10 @@ bad file is refused in the time it takes to read it, before the store, the model
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 Mode = Literal["hybrid", "semantic", "keyword"]
 KindFilter = Literal["ideas", "spans", "messages", "all"]
@@ -41,6 +42,16 @@ class Question:
     evidence: tuple[Evidence, ...]
     session: str | None = None
     answer: str | None = None
+
+
+def read_json(path: Path) -> Any:
+    """The JSON document in `path`; `BenchmarkError` naming the file when it cannot be read or parsed."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise BenchmarkError(f"{path.name}: cannot read: {exc.strerror or exc}") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BenchmarkError(f"{path.name}: not JSON: {exc}") from exc
 
 
 def physical_lines(path: Path) -> list[bytes]:

@@ -35,7 +35,7 @@ from cairn.evals.extents import ResultExtents
 from cairn.evals.indexing import eval_settings
 from cairn.evals.metrics import mean, percentile
 from cairn.evals.qa import QASet
-from cairn.evals.questions import Evidence, Question
+from cairn.evals.questions import BenchmarkError, Evidence, Question, read_json
 from cairn.evals.truth import (
     SECTIONS,
     Shown,
@@ -78,6 +78,14 @@ Progress = Callable[[str, int, int | None], None]
 
 def _no_progress(_step: str, _done: int, _total: int | None) -> None:
     return None
+
+
+def load_prompts(path: Path) -> list[str]:
+    """A JSON list of prompt strings (`--everyday`); `BenchmarkError` naming the file otherwise."""
+    data = read_json(path)
+    if not isinstance(data, list) or not all(isinstance(p, str) and p.strip() for p in data):
+        raise BenchmarkError(f"{path.name}: expected a JSON list of non-empty prompt strings")
+    return list(data)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,6 @@ suggestion presented as a fact.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,8 +31,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from cairn.evals.qa import _reason, _relative
-from cairn.evals.questions import BenchmarkError, physical_lines
+from cairn.evals.qa import relative_key, validation_reason
+from cairn.evals.questions import BenchmarkError, physical_lines, read_json
 
 SECTIONS = ("open", "decisions", "fixes", "conclusions")
 
@@ -102,12 +101,7 @@ class TruthSet:
 def load_truth(path: Path, transcripts: Path) -> TruthSet:
     """Read and check a truth file against the transcripts directory; raises `BenchmarkError`."""
     name = path.name
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BenchmarkError(f"{name}: cannot read: {exc.strerror or exc}") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BenchmarkError(f"{name}: not JSON: {exc}") from exc
+    data = read_json(path)
     if not isinstance(data, dict) or not data:
         raise BenchmarkError(f"{name}: expected a non-empty JSON object keyed by transcript path")
     if not transcripts.is_dir():
@@ -116,10 +110,10 @@ def load_truth(path: Path, transcripts: Path) -> TruthSet:
     files: dict[str, Path] = {}
     for key, raw in data.items():
         try:
-            _relative(key)
+            relative_key(key)
             truth = SessionTruth.model_validate(raw)
         except ValueError as exc:
-            reason = _reason(exc) if isinstance(exc, ValidationError) else str(exc)
+            reason = validation_reason(exc) if isinstance(exc, ValidationError) else str(exc)
             raise BenchmarkError(f"{name}: session {key}: {reason}") from exc
         file = transcripts / key
         if not file.is_file():

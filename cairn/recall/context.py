@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from cairn.config import Settings
 from cairn.recall.abandoned import ABANDONED, abandoned
-from cairn.recall.handoff import FACTS, is_chatter, still_open, topic_name
+from cairn.recall.handoff import is_chatter, topic_name
 from cairn.recall.specific import TermRarity, prompt_terms, specificity
 from cairn.search.filters import SPAN_SAID_AT
 from cairn.search.models import MAX_LIMIT, MAX_QUERY_CHARS, SearchRequest, preview
+from cairn.search.open_items import FACTS, still_open
 from cairn.search.projects import resolve_projects
 from cairn.store.db import Database
 from cairn.tokens import count_tokens

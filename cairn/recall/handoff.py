@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import re
 
-from cairn.search.open_items import FACTS, still_open
 from cairn.search.query import STOPWORDS as _STOPWORDS
 from cairn.search.terms import is_code_shaped
 
@@ -76,6 +75,3 @@ def topic_name(name: str) -> str | None:
         if not _PATHISH.search(word) and word.count("-") < FLATTENED_HYPHENS and len(word) <= LONGEST_WORD
     ]
     return " ".join(kept) if len(kept) >= 2 else None
-
-
-__all__ = ["FACTS", "is_chatter", "still_open", "topic_name"]

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from cairn.recall.handoff import is_chatter, still_open, topic_name
+from cairn.recall.handoff import is_chatter, topic_name
+from cairn.search.open_items import still_open
 
 
 def row(line: int, content: str = "Why does the hook fire twice?", **facts: Any) -> dict[str, Any]:

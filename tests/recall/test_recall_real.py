@@ -121,3 +121,20 @@ async def test_topic_names_carry_no_paths_or_ids(stores: dict[str, Path]) -> Non
         if topic is not None:
             name = topic.removeprefix("Current topic: ").rsplit(" (", 1)[0]
             assert not any(c in name for c in "/_@:") and ".py" not in name, topic
+
+
+async def test_the_mcp_open_questions_list_follows_the_same_rule(stores: dict[str, Path]) -> None:
+    from cairn.search.open_items import open_items
+
+    store = await Store.open(eval_settings(stores[GC]))
+    try:
+        everything = await store.db.scalar(
+            "SELECT count(*) FROM ideas WHERE intent IN ('question', 'problem') AND answered_at IS NULL"
+        )
+        listed = await open_items(store.db, project=_cwd(REAL_TRANSCRIPTS / GC))
+    finally:
+        await store.close()
+    assert everything > 0, "control: the indexer left questions unanswered mid-session"
+    texts = [item.content for item in listed.questions]
+    assert "Are you sure?" not in texts and not any("call failed" in text for text in texts)
+    assert listed.question_count == len(listed.questions) < everything
