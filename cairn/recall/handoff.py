@@ -6,9 +6,9 @@ says what is still to do, what was chosen and what was found to work, and a wron
 more than a missing one, since the agent acts on it. So SessionStart applies rules of its own:
 
 - **Open** is what the session left open (`cairn.search.open_items.still_open`, the rule the MCP
-  `open_questions` tool follows too): raised after the session's last prompt from the person, put off
-  explicitly, or still listed by a compaction summary. Anything raised earlier was followed by more
-  work; a person's question is answered by the reply that follows it ("Are you sure?" is no open item).
+  `open_questions` tool follows too): raised after the session's last prompt from the person, or put
+  off explicitly. Anything raised earlier was followed by more work; a person's question is answered
+  by the reply that follows it ("Are you sure?" is no open item).
 - A **failed tool call** is a step of the work, never an open item: the next turn deals with it.
 - **Progress chatter** — "All tests pass now.", "Fixed — clean status, no errors.", "The server is
   running successfully." — is never a fix or a decision: it reports a state and names no change.

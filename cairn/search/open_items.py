@@ -4,10 +4,11 @@ They answer the `open_questions` op (the MCP tool of that name) and SessionStart
 person or the coding agent may want to pick up where work stopped. Superseded ideas are left out because
 they were replaced, not left open. And an unanswered idea is open only if its session left it open
 (`still_open`): raised after the session's last prompt from the person — the state the session ended in
-— or put off explicitly ("not in this branch", "as a follow-up", "log an issue"), or still listed by a
-compaction summary. Anything raised earlier was followed by more work: the person replied, the agent
-went on, and it was answered, done, declined or dropped in the turns after, whether or not the indexer
-saw where. A failed tool call is a step of the work, never an open item.
+— or put off explicitly ("not in this branch", "as a follow-up", "log an issue"; the offline indexer
+marks a question whose reply put it off and a plan the person deferred so). Anything raised earlier
+was followed by more work: the person replied, the agent went on, and it was answered, done, declined
+or dropped in the turns after, whether or not the indexer saw where. A failed tool call is a step of
+the work, never an open item.
 """
 
 from __future__ import annotations
@@ -26,27 +27,18 @@ MAX_OPEN = 200
 # Unanswered ideas read for the `still_open` rule to choose from, at most.
 POOL = 5000
 
-#: SQL columns, on `ideas i`, that the rules read: the kind of the message the idea was said in,
-#: whether it is a compaction summary, and the line of the session's last prompt from the person.
+#: SQL columns, on `ideas i`, that the rules read: the kind of the message the idea was said in and
+#: the line of the session's last prompt from the person.
 FACTS = """
     (SELECT m.kind FROM messages m WHERE m.file_id = i.source_file_id
         AND m.line <= i.source_line AND m.end_line >= i.source_line
         ORDER BY m.line DESC LIMIT 1) AS source_kind,
-    (SELECT max(m.is_compact_summary) FROM messages m WHERE m.file_id = i.source_file_id
-        AND m.line <= i.source_line AND m.end_line >= i.source_line) AS in_summary,
     (SELECT max(m.line) FROM messages m WHERE m.file_id = i.source_file_id AND m.role = 'user'
         AND m.kind = 'text' AND m.is_sidechain = 0 AND m.is_noise = 0) AS last_prompt_line
 """
 
-# Putting work off on purpose: it stays open, whenever in the session it was said.
-_DEFERRED = re.compile(
-    r"\b(?:follow[- ]?up|later|defer(?:red)?|postpone|not (?:in|for) this (?:branch|pr|change|session)|"
-    r"separate (?:pr|issue|ticket|change|branch)|(?:log|file|open|create) (?:an? |the )?(?:\w+ )?"
-    r"(?:issue|ticket|bug)|next session|out of scope|for another (?:day|time|pr))\b",
-    re.I,
-)
-
-# Putting work off on purpose: it stays open, whenever in the session it was said.
+# Putting work off on purpose: it stays open, whenever in the session it was said. The offline indexer
+# writes it into what it stores ("Deferred: …", "(put off: that's a separate PR)").
 _DEFERRED = re.compile(
     r"\b(?:follow[- ]?up|later|defer(?:red)?|postpone|not (?:in|for) this (?:branch|pr|change|session)|"
     r"separate (?:pr|issue|ticket|change|branch)|(?:log|file|open|create) (?:an? |the )?(?:\w+ )?"
@@ -59,7 +51,7 @@ def still_open(row: Mapping[str, Any]) -> bool:
     """Whether an open question, problem or todo (a row with `FACTS`) is one the session left open."""
     if row["source_kind"] == "tool_result":
         return False
-    if row["in_summary"] or _DEFERRED.search(str(row["content"])):
+    if _DEFERRED.search(str(row["content"])):
         return True
     last = row["last_prompt_line"]
     return last is None or (row["source_line"] is not None and int(row["source_line"]) > int(last))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from cairn.agent.offline import Known, build_result, read_batch
+from cairn.agent.offline.candidate import Candidate
 from cairn.agent.offline.entities import Entity
 from cairn.agent.offline.evidence import (
     BARE_FILE_ANCHOR,
@@ -19,7 +20,6 @@ from cairn.agent.offline.evidence import (
     evidence,
     said_before,
 )
-from cairn.agent.offline.extract import Candidate
 from cairn.agent.offline.lookups import (
     LOOKUP_BUDGET,
     MAX_ENTITY_IDEA_LOOKUPS,

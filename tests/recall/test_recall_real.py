@@ -6,7 +6,13 @@
   answered at 595.
 - entireio-cli cd46624d (309 lines): consecutive commits got the same checkpoint ID because
   `PendingCheckpointID` was reused; fixed in the session.
+  Its closing recap at 301 labels the bug and the fix ("**Bug:** … **Fix (2 files changed):** …").
+- entireio-cli 0a76fbfe (509 lines): at 482 the user asks whether the checkout shims can go now; the
+  reply at 485 puts it off ("But that's a separate PR."), and 508 calls it "a great follow-up".
 - fasthooks sample_main_transcript (63 lines): `python` is not found at 48, and `python3` is used at 52.
+
+In 03a1382e the user also defers the planned fix at 861 ("let's not make this change in this branch")
+and a fix is made at 720 (`read-tree HEAD` in worktree 2) and reported at 724.
 
 Each test opens the one store built for the module (backfilling takes seconds; asking takes ms).
 """
@@ -30,6 +36,7 @@ from tests.conftest import REAL_TRANSCRIPTS
 GC = "entireio-cli/03a1382e-ecd5-42c4-b3d4-5c659e165904.jsonl"
 CHECKPOINT = "entireio-cli/cd46624d-fbea-4097-aaf8-2f63c3db0818.jsonl"
 DEMO = "fasthooks/sample_main_transcript.jsonl"
+RESUME = "entireio-cli/0a76fbfe-d767-433e-b4b1-a39e044f21e8.jsonl"
 
 
 def _cwd(path: Path) -> str:
@@ -54,7 +61,7 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]
     """One store per session (SessionStart speaks of its project's memory; each session is its own)."""
     root = tmp_path_factory.mktemp("real-recall")
     homes = {}
-    for key in (GC, CHECKPOINT, DEMO):
+    for key in (GC, CHECKPOINT, DEMO, RESUME):
         home = root / key.split("/")[-1][:8]
         home.mkdir()
         asyncio.run(_build(home, [(REAL_TRANSCRIPTS / key).resolve()]))
@@ -138,3 +145,42 @@ async def test_the_mcp_open_questions_list_follows_the_same_rule(stores: dict[st
     texts = [item.content for item in listed.questions]
     assert "Are you sure?" not in texts and not any("call failed" in text for text in texts)
     assert listed.question_count == len(listed.questions) < everything
+
+
+def _section(text: str | None, heading: str) -> list[str]:
+    """The lines of one SessionStart section ("Open todos:", "Latest decisions:"), without the heading."""
+    lines = (text or "").splitlines()
+    if heading not in lines:
+        return []
+    after = lines[lines.index(heading) + 1 :]
+    return [line for line in after[: next((i for i, ln in enumerate(after) if ln.endswith(":")), None)]]
+
+
+async def test_work_put_off_is_what_session_start_lists_open(stores: dict[str, Path]) -> None:
+    gc, _ = await _ask(stores[GC], GC, "SessionStart")
+    todos = _section(gc, "Open todos:")
+    assert any("Deferred: I'll replace `getStagedFiles`" in line for line in todos), gc
+    assert not any("getStagedFiles" in line for line in _section(gc, "Latest decisions:")), "not carried out"
+    resume, _ = await _ask(stores[RESUME], RESUME, "SessionStart")
+    [question] = _section(resume, "Open questions:")
+    assert "Does this mean we can remove our checkout shims? (put off: But that's a separate PR.)" in question
+    assert resume is not None and "great follow-up" not in resume, "its restatement is the same item"
+    checkpoint, _ = await _ask(stores[CHECKPOINT], CHECKPOINT, "SessionStart")
+    assert checkpoint is not None and "Open " not in checkpoint, "the recap's fix settles the bug it labels"
+
+
+async def test_a_fix_reported_done_is_cited_at_the_command_that_made_it(stores: dict[str, Path]) -> None:
+    store = await Store.open(eval_settings(stores[GC]))
+    try:
+        row = await store.db.fetchone(
+            """
+            SELECT i.content, m.text FROM ideas i JOIN messages m
+              ON m.file_id = i.source_file_id AND m.line = i.source_line
+            WHERE i.intent = 'solution' AND i.content LIKE 'Index is fixed and rebase state is intact%'
+            """
+        )
+    finally:
+        await store.close()
+    assert row is not None
+    assert "(ran `git -C /Users/alex/workspace/cli/.worktrees/2 read-tree HEAD 2>&1`)" in row["content"]
+    assert "[tool_use Bash]" in row["text"] and "read-tree HEAD" in row["text"], "cited where it was run"

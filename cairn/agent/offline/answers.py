@@ -86,7 +86,7 @@ class Answer:
     declined: bool = False
 
 
-def _reply(view: SessionView, line: int, turn: int) -> Message | None:
+def reply_to(view: SessionView, line: int, turn: int) -> Message | None:
     """The assistant's first message with words after a person's question, in its turn."""
     after = False
     for message in view.messages:
@@ -173,7 +173,7 @@ def answers(
         question = view.by_line(line)
         if question is None or question.role != "user":
             continue
-        reply = _reply(view, line, turn)
+        reply = reply_to(view, line, turn)
         if reply is None or any(a.message is reply for a in out):
             continue
         statement = _statement(reply)

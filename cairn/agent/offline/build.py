@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cairn.agent.offline.extract import Candidate, session_candidates
+from cairn.agent.offline.candidate import Candidate
+from cairn.agent.offline.extract import session_candidates
 from cairn.agent.offline.inbatch import links as in_batch_links
 from cairn.agent.offline.linking import (
     activated,

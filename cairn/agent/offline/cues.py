@@ -78,9 +78,13 @@ SUMMARY_HEADING: tuple[tuple[re.Pattern[str], Intent], ...] = (
 )
 
 
+# "Fix (2 files changed)": an aside after a heading's label.
+_ASIDE = re.compile(r"\s*\([^()]*\)$")
+
+
 def heading_intent(heading: str) -> Intent | None:
     """The intent a list's heading names ("Decision", "Fix", "Plan"), or None."""
-    match = HEADING_LABEL.match(heading.strip().rstrip(":").strip())
+    match = HEADING_LABEL.match(_ASIDE.sub("", heading.strip().rstrip(":").strip()))
     return _LABELS[match.group("label").lower()] if match else None
 
 
@@ -265,6 +269,15 @@ DEFERRAL = _any(
     r"\bi'?ll (?:check|look|find out)\b|\blet me (?:check|look|try)\b|\bhard to say\b",
     r"\b(?:can'?t|cannot) (?:answer|say|tell)\b|\btoo early to (?:say|tell)\b",
 )
+# Putting work off on purpose ("that's a separate PR", "let's not make this change in this branch",
+# "log an issue"): what was raised stays open, whatever was said about it.
+PUT_OFF = _any(
+    r"\bseparate (?:pr|issue|ticket|change|branch|task)\b|\bfollow[- ]?up\b|\bout of scope\b",
+    r"\bin (?:a|another) (?:later |separate )?(?:pr|branch)\b",
+    r"\b(?:log|file|open|create) (?:an? |the )?(?:\w+ )?(?:issue|ticket|bug)\b|\bnext session\b",
+    r"\bnot\b[^.?!]{0,40}\b(?:in|for|on) this (?:branch|pr|change|session)\b",
+    r"\bleave (?:it|that|this) for later\b",
+)
 # A reply that says which earlier question it answers ("To your DeepSpeed question: …").
 ANSWER_CUE = _any(
     r"\bto (?:answer )?your (?:earlier |[\w/.-]+ )?question\b|\bas for your (?:\w+ )?question\b",
@@ -345,6 +358,13 @@ def is_preamble(sentence: str) -> bool:
     return bool(PREAMBLE.match(sentence.strip()))
 
 
+# An emoji or emoticon closing a sentence sets its tone, not its kind: "can we remove the shims? 😅" is
+# still a question.
+_TRAILING_TONE = re.compile(
+    r"(?:\s*(?:[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200D]|[:;]-?[()DPp|/\\]))+\s*$"
+)
+
+
 def is_question(sentence: str) -> bool:
     """A real, information-seeking question: not a request ("can you…") and not a one-word "why?"."""
     text = _FILLER.sub("", sentence.strip())
@@ -381,7 +401,7 @@ def classify(sentence: str, role: str, *, after_problem: bool = False) -> Classi
 
     `after_problem` says a problem was seen earlier in the session, which lets weak solution cues count.
     """
-    raw = sentence.strip()
+    raw = _TRAILING_TONE.sub("", sentence).strip()
     if not raw or is_ack(raw):
         return None
     content, label = strip_label(raw)

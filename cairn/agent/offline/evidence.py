@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from cairn.agent.offline.candidate import TOOL_FAILURE_LEAD, Candidate, idea_terms
 from cairn.agent.offline.entities import entity_key, extract, is_identifier
-from cairn.agent.offline.extract import TOOL_FAILURE_LEAD, Candidate, idea_terms
 from cairn.agent.offline.gazetteer import spellings
 from cairn.agent.offline.lookups import Known, KnownIdea
 from cairn.agent.offline.text import overlap, term_set

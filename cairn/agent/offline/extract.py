@@ -12,9 +12,11 @@ it, which says what the cause is.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
+from cairn.agent.offline.anchoring import anchored
 from cairn.agent.offline.answers import OFFER, answers, offer_replies
+from cairn.agent.offline.candidate import Candidate
 from cairn.agent.offline.cues import (
     CORRECTION,
     REALISED,
@@ -26,6 +28,7 @@ from cairn.agent.offline.cues import (
     is_preamble,
     list_intent,
 )
+from cairn.agent.offline.deferred import put_off
 from cairn.agent.offline.entities import (
     MAX_ENTITIES_PER_IDEA,
     Entity,
@@ -60,7 +63,6 @@ _ERROR_LINE = re.compile(
     r"\b(?:\w*Error|\w*Exception|FAILED|failed|fatal|not found|No such file|denied|cannot|can't|unable)\b",
     re.IGNORECASE,
 )
-TOOL_FAILURE_LEAD = re.compile(r"^[\w.:-]+ call failed: ")
 _EXIT_CODE = re.compile(r"^\s*Exit code \d+\s*$")
 # Escapes left in tool output that quotes JSON (a hook's `{"reason": "…\\n…"}`, a serialised error).
 _ESCAPE = re.compile(r"\\([nrt\"\\])")
@@ -82,37 +84,6 @@ _TAKEN_UP = re.compile(
     re.IGNORECASE,
 )
 _ATTACH_FILES = frozenset({"decision", "solution", "conclusion", "context"})
-
-
-def idea_terms(content: str) -> frozenset[str]:
-    """Terms of an idea's content, without the "Bash call failed:" lead every tool-error problem shares."""
-    return term_set(TOOL_FAILURE_LEAD.sub("", content))
-
-
-@dataclass
-class Candidate:
-    """A new idea before ids, relations and links are decided."""
-
-    session: str
-    source_file: str
-    line: int
-    intent: Intent
-    content: str
-    confidence: float
-    importance: float
-    turn: int
-    entities: list[Entity] = field(default_factory=list)
-    # prose, tool_error, todo_write, answer (the reply to a person's question), declined (a refused offer)
-    origin: str = "prose"
-    hypothesis: bool = False
-    refutation: bool = False
-    supersession: bool = False
-    at: str | None = None  # when its message was said (ISO 8601), if known
-
-    @property
-    def terms(self) -> frozenset[str]:
-        """Terms of what the idea says (attached file names are evidence, not content)."""
-        return idea_terms(self.content)
 
 
 def _with_neighbours(chosen: Segment, prose: list[Segment], content: str, labelled: bool) -> str:
@@ -251,6 +222,8 @@ def _message_candidates(view: SessionView, message: Message, after_problem: bool
                 continue  # "I see the problem!" with nothing after it says nothing
         elif found.intent == "conclusion" and (found.refutation or CORRECTION.search(segment.text)):
             content = _with_cause(segment, message.prose, found.content)
+        elif found.intent == "problem" and role == "user" and (pasted := _pasted_error(message.text)):
+            content = pasted
         else:
             content = _with_neighbours(segment, message.prose, found.content, found.labelled)
         content = with_code(content, message.text)
@@ -268,6 +241,7 @@ def _message_candidates(view: SessionView, message: Message, after_problem: bool
                 hypothesis=found.hypothesis,
                 refutation=found.refutation,
                 supersession=found.supersession,
+                labelled=found.labelled,
             )
         )
     return out
@@ -301,6 +275,24 @@ def failure_cause(output: str) -> str | None:
     if detail.endswith(":") and at + 1 < len(lines):
         detail = f"{detail} {lines[at + 1].lstrip('> -*#|').strip()}"
     return detail.replace("\\n", " ")
+
+
+# A person's report longer than this, over several lines, holds pasted output.
+PASTED_CHARS = 200
+_LEAD_END = re.compile(r"[\[`:(]|\d")
+
+
+def _pasted_error(text: str) -> str | None:
+    """A person's problem report that pastes a command's output ("now I'm getting [main a2c0e9c] …
+    remote: Permission … denied … error: 403") as their lead-in and the line that says what went
+    wrong, or None when the report is short or names no failure: the head of a paste is rarely it."""
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    if len(text) < PASTED_CHARS or len(lines) < 3 or (detail := failure_cause(text)) is None:
+        return None
+    if detail in lines[0]:
+        return None
+    lead = _LEAD_END.split(lines[0], maxsplit=1)[0].strip(" ,-")
+    return capitalise(f"{lead}: {detail}" if len(lead.split()) >= 2 else detail)
 
 
 def _taken_up(view: SessionView, message: Message, detail: str) -> bool:
@@ -542,12 +534,12 @@ def is_duplicate(intent: str, a: frozenset[str], b: frozenset[str]) -> bool:
     return len(a & b) >= 3 and overlap(a, b) >= least_overlap and jaccard(a, b) >= least_jaccard
 
 
-_ORIGIN_RANK = {"prose": 2, "answer": 2, "todo_write": 1, "tool_error": 0}
+_ORIGIN_RANK = {"todo_write": 1, "tool_error": 0}  # any other origin: 2, what someone said
 
 
 def _rank(candidate: Candidate) -> tuple[int, int]:
     """Which of two duplicates stays: what someone said over tool output, then the fuller statement."""
-    return _ORIGIN_RANK[candidate.origin], len(candidate.terms)
+    return _ORIGIN_RANK.get(candidate.origin, 2), len(candidate.terms)
 
 
 def _deduplicate(candidates: list[Candidate]) -> list[Candidate]:
@@ -630,7 +622,7 @@ def session_candidates(view: SessionView, *, open_problem: bool = False) -> list
     if (choice := _closing_choice(view)) is not None:
         candidates.append(choice)
     said = {m.line: m.timestamp for m in view.messages}
-    ordered = sorted(candidates, key=lambda c: c.line)
+    ordered = anchored(view, put_off(view, sorted(candidates, key=lambda c: c.line)))
     candidates = [replace(c, entities=list(c.entities), at=said.get(c.line)) for c in ordered]
     _attach_written_files(view, candidates)
     kept = _deduplicate(candidates)

@@ -10,7 +10,8 @@ so the rules look for *where*, in order of how plainly the transcript says it:
   turn — not a preamble ("Let me read the exporter.") and not a deferral ("I can't answer that
   yet", which sends the search on); else the earliest later line covering `ANSWER_COVERAGE` of
   its terms with at least `ANSWER_MIN_SHARED` in common. A problem: the first later fix, cause or
-  decision about it that held — no guess, nothing superseded in the batch. No `answers` relation
+  decision about it that held — no guess, nothing superseded in the batch — or the labelled fix of
+  a recap that labels it ("**Bug:** … **Fix:** …"). No `answers` relation
   is added: the answered line already says where.
 - **Completed.** A new todo is completed by a later report of work done (`COMPLETION` cues) that
   shares `TODO_MIN_SHARED` of its terms or covers `TODO_COVERAGE` of them; a report that says a todo
@@ -32,6 +33,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from cairn.agent.offline.candidate import Candidate, idea_terms
 from cairn.agent.offline.cues import (
     ANSWER_CUE,
     CHANGE,
@@ -46,7 +48,7 @@ from cairn.agent.offline.cues import (
     TODO_DONE,
     is_preamble,
 )
-from cairn.agent.offline.extract import Candidate, idea_terms
+from cairn.agent.offline.deferred import DEFERRED
 from cairn.agent.offline.reading import SessionView
 from cairn.agent.offline.text import coverage, shorten, term_set
 
@@ -134,11 +136,16 @@ def _reply(question: Candidate, view: SessionView) -> tuple[tuple[int, str] | No
     return None, None
 
 
+def _recap(problem: Candidate, fix: Candidate) -> bool:
+    """A message that labels a bug and its fix ("**Bug:** … **Fix:** …") reports the bug fixed."""
+    return fix.line == problem.line and problem.labelled and fix.labelled and fix.intent == "solution"
+
+
 def _resolving(problem: Candidate, candidates: list[Candidate], replaced: set[int]) -> tuple[int, str] | None:
     """The first later fix, cause or decision about a problem that held: no guess, nothing replaced."""
     for candidate in candidates:
         if (
-            candidate.line > problem.line
+            (candidate.line > problem.line or _recap(problem, candidate))
             and candidate.origin != "answer"  # it answers the question it follows, not the problem
             and candidate.intent in _ANSWERING["problem"]
             and not candidate.hypothesis
@@ -184,6 +191,8 @@ def answered(
         if question.intent == "question":
             message = view.by_line(question.line)
             hit = _cued(question, view)
+            if hit is None and question.origin == DEFERRED:
+                continue  # put off on purpose: open until a reply says it answers it
             if hit is None and message is not None and message.role == "user":
                 hit, deferred = _reply(question, view)
         elif question.intent == "problem":
@@ -210,8 +219,8 @@ def completed(view: SessionView, candidates: list[Candidate]) -> list[tuple[Cand
             reports.append((m.line, m.text, term_set(m.text), says_done))
     pairs: list[tuple[float, int, int, Candidate, str]] = []
     for order, todo in enumerate(candidates):
-        if todo.intent != "todo":
-            continue
+        if todo.intent != "todo" or todo.origin == DEFERRED:
+            continue  # work put off is not done in the session that put it off
         wanted = todo.terms
         for line, text, terms, says_done in reports:
             shared, covered = len(wanted & terms), coverage(wanted, terms)
@@ -257,7 +266,9 @@ def _replacements(
                 contradicting.append((refutation, guess))
                 found[index] = guess
                 continue
-        elif new.intent == "decision" and (new.supersession or CHANGE.search(new.content)):
+        if old is None and _changes_mind(new):
+            # A plan put off still replaces what it changed its mind about: deferring the change does
+            # not bring back the suspicion it replaced.
             old = next(
                 (
                     (i, c)
@@ -271,6 +282,14 @@ def _replacements(
             found[index] = old[0]
     pairs = [(candidates[new], candidates[old]) for new, old in sorted(found.items())]
     return pairs, [(candidates[new], candidates[old]) for new, old in contradicting]
+
+
+def _changes_mind(candidate: Candidate) -> bool:
+    """A decision, or a plan put off, that says it changes an earlier one ("instead of", "changing the
+    plan")."""
+    return (candidate.intent == "decision" or candidate.origin == DEFERRED) and bool(
+        candidate.supersession or CHANGE.search(candidate.content)
+    )
 
 
 def _taken_over(candidates: list[Candidate], index: int, found: dict[int, int]) -> tuple[int, int] | None:

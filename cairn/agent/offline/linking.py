@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cairn.agent.offline.candidate import Candidate, idea_terms
 from cairn.agent.offline.cues import COMPLETION, is_preamble
 from cairn.agent.offline.entities import same_entity
-from cairn.agent.offline.extract import Candidate, idea_terms, is_duplicate
+from cairn.agent.offline.extract import is_duplicate
 from cairn.agent.offline.lookups import Known, KnownEntity, KnownIdea
 from cairn.agent.offline.reading import SessionView
 from cairn.agent.offline.text import coverage, jaccard, overlap, shorten, term_set

@@ -33,8 +33,8 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
+from cairn.agent.offline.candidate import TOOL_FAILURE_LEAD, Candidate
 from cairn.agent.offline.entities import same_entity
-from cairn.agent.offline.extract import TOOL_FAILURE_LEAD, Candidate
 from cairn.agent.offline.text import query_words
 
 LOOKUP_BUDGET = 11

@@ -28,7 +28,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from cairn.agent.offline.build import build_result, read_batch
-from cairn.agent.offline.extract import Candidate
+from cairn.agent.offline.candidate import Candidate
 from cairn.agent.offline.lookups import (
     LOOKUP_BUDGET,
     Known,

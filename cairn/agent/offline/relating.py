@@ -24,14 +24,17 @@ for a change of mind (whose subject is often the technology).
 
 Rules 1-4 have a direction: they need the stored idea said no later than the new one; otherwise
 only relates_to can hold. New questions and todos start no relation (a todo is completed, a question
-answered, elsewhere), and a new problem relates to a stored non-problem only through a specific
-entity. Each new idea gets at most `MAX_RELATIONS_PER_IDEA`, strongest first.
+answered, elsewhere) — except a plan put off (`deferred`), which still supersedes what it changed —
+and a new problem relates to a stored non-problem only through a specific entity. Each new idea gets
+at most `MAX_RELATIONS_PER_IDEA`, strongest first.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cairn.agent.offline.candidate import Candidate, idea_terms
+from cairn.agent.offline.deferred import DEFERRED
 from cairn.agent.offline.evidence import (
     BARE_FILE_ANCHOR,
     FULL_ANCHOR,
@@ -40,7 +43,6 @@ from cairn.agent.offline.evidence import (
     evidence,
     said_before,
 )
-from cairn.agent.offline.extract import Candidate, idea_terms
 from cairn.agent.offline.lookups import Known, KnownIdea
 from cairn.agent.offline.text import overlap, term_set
 from cairn.agent.schema import AnsweredQuestion, Relation, RelationType
@@ -74,7 +76,8 @@ _ANSWERING = {"question": ("conclusion", "decision", "solution"), "problem": ("s
 
 def _changes_mind(candidate: Candidate, existing: KnownIdea) -> bool:
     """Whether the new idea is a change of mind of the kind that would replace or refute `existing`."""
-    if candidate.intent == "decision" and existing.intent == "decision" and candidate.supersession:
+    planned = candidate.intent == "decision" or candidate.origin == DEFERRED
+    if planned and existing.intent == "decision" and candidate.supersession:
         return True
     return candidate.refutation and existing.intent in ("conclusion", "decision")
 
@@ -124,9 +127,13 @@ def _related(candidate: Candidate, existing: KnownIdea, found: Evidence) -> bool
 
 def relation_type(candidate: Candidate, existing: KnownIdea, found: Evidence) -> RelationType | None:
     """How a new idea relates to a stored one, or None when they are not clearly about the same thing."""
-    if existing.superseded or candidate.intent in ("question", "todo"):
+    if existing.superseded:
         return None
     earlier = said_before(existing, candidate)
+    if candidate.intent in ("question", "todo"):
+        # Only a plan put off may replace: it was still the change of mind, just not carried out yet.
+        changed = candidate.origin == DEFERRED and _changes_mind(candidate, existing)
+        return _directed(candidate, existing, found) if changed and earlier else None
     if _changes_mind(candidate, existing):
         # It supersedes or contradicts, or nothing: a change of mind is no weaker relation.
         return _directed(candidate, existing, found) if earlier else None

@@ -18,8 +18,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from cairn.agent.offline.candidate import Candidate
 from cairn.agent.offline.cues import REQUEST, is_ack
-from cairn.agent.offline.extract import Candidate
 from cairn.agent.offline.gazetteer import canonical
 from cairn.agent.offline.lookups import KnownSpan
 from cairn.agent.offline.reading import Message, SessionView

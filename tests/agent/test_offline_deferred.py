@@ -1,0 +1,174 @@
+"""Work put off stays open, a recap's labelled fix settles its bug, and a fix reported done is cited at
+the change that did it (`cairn.agent.offline.deferred`, `anchoring`, `inbatch`), on small batches."""
+
+from __future__ import annotations
+
+import pytest
+
+from cairn.agent.offline import build_result
+from cairn.agent.offline.cues import classify
+from cairn.agent.schema import IndexResult
+from tests.agent.test_offline_heuristics import batch, fresh
+
+
+def _by_line(result: IndexResult) -> dict[int, list[tuple[str, str]]]:
+    out: dict[int, list[tuple[str, str]]] = {}
+    for idea in result.ideas:
+        out.setdefault(idea.source_line, []).append((idea.intent, idea.content))
+    return out
+
+
+def _answered(result: IndexResult) -> set[str]:
+    return {str(a.question_idea_id) for a in result.answered_questions}
+
+
+def _completed(result: IndexResult) -> set[str]:
+    return {str(c.todo_idea_id) for c in result.completed_todos}
+
+
+def test_a_question_whose_reply_defers_it_stays_open_with_the_words_that_did() -> None:
+    result = build_result(
+        batch(
+            ("user", "does this mean we can remove our checkout shims? 😅\n\ncommit please and push"),
+            (
+                "assistant",
+                "Good question! The v5.16.5 release notes mention fixing the deletion of untracked files. "
+                "You have regression tests in hard_reset_test.go to find out. But that's a separate PR.",
+            ),
+            ("assistant", "Pushed. And yes, investigating the checkout shims removal is a great follow-up."),
+        ),
+        fresh(),
+    )
+    [question] = [i for i in result.ideas if i.intent == "question"]
+    assert question.source_line == 1
+    assert question.content.startswith("Does this mean we can remove our checkout shims?")
+    assert "(put off: But that's a separate PR.)" in question.content
+    assert str(question.key) not in _answered(result), "put off is not answered"
+    assert not [i for i in result.ideas if i.intent == "todo"], "the later restatement is the same item"
+
+
+def test_a_question_answered_plainly_is_not_put_off() -> None:
+    result = build_result(
+        batch(
+            ("user", "does the exporter retry failed uploads?"),
+            ("assistant", "Yes: the exporter retries failed uploads three times, 2 seconds apart."),
+        ),
+        fresh(),
+    )
+    [question] = [i for i in result.ideas if i.intent == "question"]
+    assert "put off" not in question.content and str(question.key) in _answered(result)
+
+
+def test_a_plan_the_person_defers_is_an_open_todo_no_report_completes() -> None:
+    result = build_result(
+        batch(
+            (
+                "assistant",
+                "Now implementing the fix. I'll replace `getStagedFiles` to use `git diff --cached "
+                "--name-only` instead of go-git's `worktree.Status()`.",
+            ),
+            ("user", "let's not make this change in this branch. Can we log a linear issue with the details"),
+            (
+                "assistant",
+                "Created ENT-242: replace getStagedFiles' go-git worktree.Status() with git diff --cached "
+                "--name-only.",
+            ),
+        ),
+        fresh(),
+    )
+    ideas = _by_line(result)
+    [(intent, content)] = [i for i in ideas[1] if i[0] != "context"]
+    assert intent == "todo" and content.startswith("Deferred: I'll replace `getStagedFiles`")
+    assert "(the user: let's not make this change in this branch" in content
+    [todo] = [i for i in result.ideas if i.intent == "todo"]
+    assert str(todo.key) not in _completed(result), "logging the issue is not doing the work"
+    assert not [i for i in result.ideas if i.intent == "decision" and "getStagedFiles" in i.content]
+
+
+def test_a_plan_the_person_approves_stays_a_decision() -> None:
+    result = build_result(
+        batch(
+            ("assistant", "I'll replace `getStagedFiles` to use `git diff --cached --name-only` instead."),
+            ("user", "sounds good, go ahead"),
+        ),
+        fresh(),
+    )
+    assert ("decision", "I'll replace `getStagedFiles` to use `git diff --cached --name-only` instead.") in (
+        _by_line(result)[1]
+    )
+    assert not [i for i in result.ideas if i.intent == "todo"]
+
+
+def test_a_recap_that_labels_a_bug_and_its_fix_settles_the_bug() -> None:
+    result = build_result(
+        batch(
+            ("user", "consecutive commits get the same checkpoint ID, can you fix it?"),
+            (
+                "assistant",
+                "All tests pass. Here's a summary:\n\n**Bug:** Consecutive commits got the same checkpoint "
+                "ID because `PendingCheckpointID` was reused by `PrepareCommitMsg`.\n\n"
+                "**Fix (2 files changed):**\n\n1. `manual_commit_hooks.go` - Removed `PendingCheckpointID` "
+                "reuse in `PrepareCommitMsg`\n2. `phase_test.go` - the test now checks unique checkpoint IDs",
+            ),
+        ),
+        fresh(),
+    )
+    [problem] = [i for i in result.ideas if i.intent == "problem"]
+    [fix] = [i for i in result.ideas if i.intent == "solution"]
+    assert problem.source_line == fix.source_line == 2
+    assert "Removed `PendingCheckpointID` reuse" in fix.content
+    assert str(problem.key) in _answered(result)
+
+
+def test_a_fix_reported_done_is_cited_at_the_command_that_did_it() -> None:
+    result = build_result(
+        batch(
+            ("user", "we are stuck mid rebase: fatal: unable to read e53647ba in worktree 2"),
+            (
+                "assistant",
+                "Let's get you unstuck first.\n"
+                '[tool_use Bash] command="git -C .worktrees/2 read-tree HEAD 2>&1"',
+            ),
+            ("tool", "[tool_result Bash] "),
+            ("assistant", '[tool_use Bash] command="git -C .worktrees/2 status 2>&1 | head -10"'),
+            ("tool", "[tool_result Bash] interactive rebase in progress; onto dbdc06e2"),
+            ("assistant", "OK, index is fixed and rebase state is intact."),
+        ),
+        fresh(),
+    )
+    [fix] = [i for i in result.ideas if i.intent == "solution"]
+    assert fix.source_line == 2, "the read-tree, not the status look, nor the report line"
+    ran = "(ran `git -C .worktrees/2 read-tree HEAD 2>&1`)"
+    assert fix.content == f"Index is fixed and rebase state is intact {ran}."
+
+
+@pytest.mark.parametrize(
+    "report",
+    [
+        "The cache-tree error is just the worktree index (already fixed).",  # someone fixed it before
+        "The import error is fixed now and the tests pass.",  # nothing changed in its turn but a test run
+    ],
+)
+def test_a_report_with_no_change_of_its_own_stays_where_it_was_said(report: str) -> None:
+    result = build_result(
+        batch(
+            ("user", "the tests fail with ImportError: cannot import name 'Store'"),
+            ("assistant", '[tool_use Bash] command="pytest -q tests/test_store.py"'),
+            ("tool", "[tool_result Bash] 12 passed"),
+            ("assistant", report),
+        ),
+        fresh(),
+    )
+    assert [i.source_line for i in result.ideas if i.intent == "solution"] == [4]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "content"),
+    [
+        ("can we drop the legacy importer? 😅", "Can we drop the legacy importer?"),
+        ("does the cache survive a restart? :)", "Does the cache survive a restart?"),
+    ],
+)
+def test_an_emoji_after_a_question_leaves_it_a_question(sentence: str, content: str) -> None:
+    found = classify(sentence, "user")
+    assert found is not None and found.intent == "question" and found.content == content
