@@ -99,6 +99,21 @@ def test_a_plan_the_person_approves_stays_a_decision() -> None:
     assert not [i for i in result.ideas if i.intent == "todo"]
 
 
+def test_a_reply_that_takes_the_plan_up_and_puts_the_rest_off_keeps_the_plan() -> None:
+    result = build_result(
+        batch(
+            (
+                "assistant",
+                "Decision: make Android lint's `FragmentLiveDataObserve` check an error in lint.xml, so "
+                "`observe(this)` in a fragment fails the build.",
+            ),
+            ("user", "ok, do the lint thing now, the three fragments go in a separate PR"),
+        ),
+        fresh(),
+    )
+    assert not [i for i in result.ideas if i.content.startswith("Deferred:")]
+
+
 def test_a_recap_that_labels_a_bug_and_its_fix_settles_the_bug() -> None:
     result = build_result(
         batch(
@@ -143,17 +158,20 @@ def test_a_fix_reported_done_is_cited_at_the_command_that_did_it() -> None:
 
 
 @pytest.mark.parametrize(
-    "report",
+    ("command", "report"),
     [
-        "The cache-tree error is just the worktree index (already fixed).",  # someone fixed it before
-        "The import error is fixed now and the tests pass.",  # nothing changed in its turn but a test run
+        # someone fixed it before
+        ("git -C .worktrees/1 read-tree HEAD", "The cache-tree error is just the index (already fixed)."),
+        # nothing changed in its turn: a test run, a script run to measure
+        ("pytest -q tests/test_store.py", "The import error is fixed now and the tests pass."),
+        ("python train.py --max-steps 400", "Memory is flat at 18.2 GiB, so the leak is fixed now."),
     ],
 )
-def test_a_report_with_no_change_of_its_own_stays_where_it_was_said(report: str) -> None:
+def test_a_report_with_no_change_of_its_own_stays_where_it_was_said(command: str, report: str) -> None:
     result = build_result(
         batch(
             ("user", "the tests fail with ImportError: cannot import name 'Store'"),
-            ("assistant", '[tool_use Bash] command="pytest -q tests/test_store.py"'),
+            ("assistant", f'[tool_use Bash] command="{command}"'),
             ("tool", "[tool_result Bash] 12 passed"),
             ("assistant", report),
         ),

@@ -3,8 +3,9 @@
 "OK, index is fixed and rebase state is intact." says the fix worked but not what it was: that is in
 the tool call just before it (`git -C .worktrees/2 read-tree HEAD`). A teammate reading the memory
 wants both, and the place to cite is where the change happened. So a solution that reports a fix done
-moves to the latest message of its turn that changed something — an edit, or a shell command that is
-not only a look (`git status`, `ls`, a test run) — and says the command it ran. A report that someone fixed
+moves to the latest message of its turn that changed something — an edit, or a shell command that
+changes things (`git read-tree`, `pip install`, `chmod`, `kubectl apply`; not a look, a test run or a
+script run to measure) — and says the command it ran or the file it edited. A report that someone fixed
 it before ("you already fixed it") stays.
 """
 
@@ -28,11 +29,20 @@ _EDIT = re.compile(
     r'^\[tool_use (?:Edit|MultiEdit|Write|NotebookEdit)\](?:[^\n]*?\bfile_path="(?P<file>[^"]+)")?', re.M
 )
 _COMMAND = re.compile(r'^\[tool_use Bash\] command="(?P<command>(?:[^"\\]|\\.)*)"', re.M)
-# Commands that only look: what they run changes nothing.
-_LOOK = re.compile(
-    r"^(?:\S*/)?(?:ls|cat|head|tail|grep|rg|find|echo|pwd|which|wc|stat|tree|less|diff|"
-    r"git(?: -C \S+)? (?:status|log|diff|show|branch|remote|rev-parse|ls-files|fsck|count-objects)|"
-    r"(?:go|cargo|npm|pnpm|yarn|make|mise run|uv run|python -m) (?:run )?test\S*|pytest|jest|vitest)\b"
+# Commands that change something: git's writing subcommands, package managers' installs, file moves
+# and permission changes, in-place edits, infrastructure applies. Anything else — a look (`git status`,
+# `ls`), a test run, a script run to measure — is how the fix was checked, not what it was.
+_CHANGES = re.compile(
+    r"^(?:sudo\s+)?(?:"
+    r"git(?: -C \S+)? "
+    r"(?!status|log|diff|show|branch\s*$|remote|rev-parse|ls-files|fsck|count-objects|grep|blame)\w|"
+    r"(?:pip3?|uv|npm|pnpm|yarn|cargo|go|brew|apt(?:-get)?|poetry|gem|bundle|mix|python3? -m pip) "
+    r"(?:install|add|remove|uninstall|get|update|upgrade|sync|lock)\b|"
+    r"(?:rm|mv|cp|chmod|chown|ln|mkdir|touch|patch|truncate)\b|sed -i|perl -pi|"
+    r"(?:kubectl|oc) (?:apply|delete|patch|rollout|scale|set|edit|create)\b|"
+    r"terraform (?:apply|import|state|taint)\b|(?:docker|podman) (?:rm|restart|build|compose|pull|volume)\b|"
+    r"systemctl (?:restart|start|stop|enable|disable)\b"
+    r")"
 )
 COMMAND_CHARS = 80
 
@@ -42,7 +52,7 @@ def _change(message: Message) -> str | None:
     found: list[tuple[int, str]] = []
     for match in _COMMAND.finditer(message.text):
         command = match["command"].replace('\\"', '"').strip()
-        if not _LOOK.match(command):
+        if _CHANGES.match(command):
             found.append((match.start(), f"ran `{shorten(command, COMMAND_CHARS)}`"))
     for match in _EDIT.finditer(message.text):
         name = (match["file"] or "").rsplit("/", 1)[-1]

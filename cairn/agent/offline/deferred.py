@@ -16,6 +16,7 @@ the shims removal is a great follow-up") says nothing new and is dropped.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from itertools import pairwise
 
@@ -30,6 +31,8 @@ DEFERRED = "deferred"
 # A deferring sentence this short refers back ("But that's a separate PR."); a longer one must name
 # some of what it defers.
 _BARE_WORDS = 8
+# A reply that takes the plan up before putting something else off.
+_APPROVES = re.compile(r"^(?:ok(?:ay)?|yes|yeah|yep|sure|go ahead|sounds good|do it|lgtm)\b", re.I)
 # Terms a later todo shares with a deferred item when it restates it.
 RESTATED_MIN_SHARED = 2
 
@@ -73,8 +76,8 @@ def _plans_put_off(view: SessionView, candidates: list[Candidate]) -> list[Candi
             continue
         plan = plans[-1]
         said = _deferring(message, plan.terms)
-        if said is None:
-            continue
+        if said is None or _APPROVES.match(said):
+            continue  # "ok, do the lint thing now, the fragments go in a separate PR" puts off the rest
         words = " ".join(s.text for s in message.prose).rstrip(".")
         content = shorten(f"Deferred: {plan.content} (the user: {words})")
         deferred[id(plan)] = replace(
