@@ -148,16 +148,18 @@ _AWS_SECRET = re.compile(
 # a case-sensitive literal alternation lets `re` skip quickly to candidates, where IGNORECASE or a
 # lookahead at every word start costs several times more on code-heavy text. The rest of the name
 # before the word is found by scanning backwards in `_redact_assignment`.
-# Spelled as a trie on the first letter (`[pP](?:ass|ASS)`), so each position costs one class test, the
-# same for every case: a flat list of all 18 variants made a name of "Key"s three times slower to scan
-# than one of "key"s. A bare "key" or "Key" is never a secret name (it needs a qualifier: `api_key`,
-# `apiKey`), so those two are only tried after a name character; "KEY=" alone is one (env style).
+# A bare "key" or "Key" is never a secret name (it needs a qualifier: `api_key`, `apiKey`; "KEY=" alone
+# is one, env style), so those two match only after a name character — checked by a lookbehind after
+# the literal, which keeps the literal first: a run of thousands of `key="` then costs no match each.
 _SECRET_WORD_ALTERNATION = "|".join(
-    [
-        *(f"[{w[0]}{w[0].upper()}](?:{w[1:]}|{w[1:].upper()})" for w in ("pass", "pwd", "secret", "token")),
-        r"(?<=[\w.\-])[kK]ey|KEY",
-        "[cC](?:redential|REDENTIAL)",
-    ]
+    variant
+    # "key" first: in a name that is a run of secret words, the test for the next one finds it first.
+    for word in ("key", "pass", "token", "secret", "pwd", "credential")
+    for variant in (
+        (r"key(?<=[\w.\-]key)", r"Key(?<=[\w.\-]Key)", "KEY")
+        if word == "key"
+        else (word, word.upper(), word.capitalize())
+    )
 )
 # The rest of the name after a secret word runs only up to the next secret word in it: a name made of
 # thousands of secret words ("key" * 16000, "pass." * 16000) otherwise cost a scan of the rest of it from
