@@ -8,7 +8,8 @@ they were replaced, not left open. And an unanswered idea is open only if its se
 marks a question whose reply put it off and a plan the person deferred so). Anything raised earlier
 was followed by more work: the person replied, the agent went on, and it was answered, done, declined
 or dropped in the turns after, whether or not the indexer saw where. A failed tool call is a step of
-the work, never an open item.
+the work, never an open item — unless it failed on every retry and never passed, which the offline
+indexer marks "(failed 4 times, never passed)": that stays open, wherever in the session it failed.
 """
 
 from __future__ import annotations
@@ -47,11 +48,18 @@ _DEFERRED = re.compile(
 )
 
 
+# A failure retried and never passed, as the offline indexer marks it (`cairn.agent.offline.given_up`).
+_GIVEN_UP = re.compile(r"\(failed \d+ times, never passed\)$")
+
+
 def still_open(row: Mapping[str, Any]) -> bool:
     """Whether an open question, problem or todo (a row with `FACTS`) is one the session left open."""
+    content = str(row["content"])
+    if _GIVEN_UP.search(content):
+        return True  # whenever it happened: nothing after it made it pass
     if row["source_kind"] == "tool_result":
         return False
-    if _DEFERRED.search(str(row["content"])):
+    if _DEFERRED.search(content):
         return True
     last = row["last_prompt_line"]
     return last is None or (row["source_line"] is not None and int(row["source_line"]) > int(last))

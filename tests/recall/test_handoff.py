@@ -42,8 +42,10 @@ def test_work_put_off_stays_open_wherever_it_was_said(content: str) -> None:
     assert still_open(row(40, content))
 
 
-def test_a_failed_tool_call_is_never_open() -> None:
+def test_a_failed_tool_call_is_open_only_when_it_never_passed() -> None:
     assert not still_open(row(120, "Bash call failed: python: command not found", kind="tool_result"))
+    never = "Bash call failed: Build error occurred (failed 4 times, never passed)"
+    assert still_open(row(40, never, kind="tool_result")), "wherever in the session it failed"
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,9 @@
   Its closing recap at 301 labels the bug and the fix ("**Bug:** … **Fix (2 files changed):** …").
 - entireio-cli 0a76fbfe (509 lines): at 482 the user asks whether the checkout shims can go now; the
   reply at 485 puts it off ("But that's a separate PR."), and 508 calls it "a great follow-up".
+- claude-code-viewer fe5e1c67 (438 lines): a sub-agent's `npm run build` fails four times at 403-412
+  ("Build error occurred [TypeError: generate is not a function]"); it checks the dev server instead
+  and reports success, and the failure is never fixed.
 - fasthooks sample_main_transcript (63 lines): `python` is not found at 48, and `python3` is used at 52.
 
 In 03a1382e the user also defers the planned fix at 861 ("let's not make this change in this branch")
@@ -37,6 +40,7 @@ GC = "entireio-cli/03a1382e-ecd5-42c4-b3d4-5c659e165904.jsonl"
 CHECKPOINT = "entireio-cli/cd46624d-fbea-4097-aaf8-2f63c3db0818.jsonl"
 DEMO = "fasthooks/sample_main_transcript.jsonl"
 RESUME = "entireio-cli/0a76fbfe-d767-433e-b4b1-a39e044f21e8.jsonl"
+VIEWER = "claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
 
 
 def _cwd(path: Path) -> str:
@@ -61,7 +65,7 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]
     """One store per session (SessionStart speaks of its project's memory; each session is its own)."""
     root = tmp_path_factory.mktemp("real-recall")
     homes = {}
-    for key in (GC, CHECKPOINT, DEMO, RESUME):
+    for key in (GC, CHECKPOINT, DEMO, RESUME, VIEWER):
         home = root / key.split("/")[-1][:8]
         home.mkdir()
         asyncio.run(_build(home, [(REAL_TRANSCRIPTS / key).resolve()]))
@@ -167,6 +171,16 @@ async def test_work_put_off_is_what_session_start_lists_open(stores: dict[str, P
     assert resume is not None and "great follow-up" not in resume, "its restatement is the same item"
     checkpoint, _ = await _ask(stores[CHECKPOINT], CHECKPOINT, "SessionStart")
     assert checkpoint is not None and "Open " not in checkpoint, "the recap's fix settles the bug it labels"
+
+
+async def test_a_failure_that_never_passed_is_listed_open(stores: dict[str, Path]) -> None:
+    text, _ = await _ask(stores[VIEWER], VIEWER, "SessionStart")
+    [item] = _section(text, "Open questions:")
+    assert item.endswith(
+        "`npm run build` fails: Build error occurred [TypeError: generate is not a function] "
+        "(failed 4 times, never passed)"
+    ), text
+    assert "No compilation errors" not in (text or ""), "the dev server's word is no fix of the build"
 
 
 async def test_a_fix_reported_done_is_cited_at_the_command_that_made_it(stores: dict[str, Path]) -> None:

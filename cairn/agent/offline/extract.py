@@ -37,6 +37,7 @@ from cairn.agent.offline.entities import (
     resolve_file,
 )
 from cairn.agent.offline.gazetteer import find_technologies
+from cairn.agent.offline.given_up import given_up
 from cairn.agent.offline.naming import named_in_code
 from cairn.agent.offline.reading import Message, SessionView
 from cairn.agent.offline.text import MAX_CONTENT_CHARS, Segment, jaccard, overlap, shorten, term_set
@@ -254,6 +255,10 @@ def decode_escapes(text: str) -> str:
     return _ESCAPE.sub(lambda m: _ESCAPED[m.group(1)], text) if "\\" in text else text
 
 
+# A failure line this short says only that something failed ("Build error occurred").
+_BARE_FAILURE_WORDS = 4
+
+
 def failure_cause(output: str) -> str | None:
     """The line of a failed tool call's output that says what went wrong, or None.
 
@@ -272,7 +277,10 @@ def failure_cause(output: str) -> str | None:
         return None
     at = hits[-1] if any(ln.startswith("Traceback") for ln in lines) else hits[0]
     detail = lines[at].lstrip("> -*#|").strip()
-    if detail.endswith(":") and at + 1 < len(lines):
+    bare = len(detail.split()) <= _BARE_FAILURE_WORDS
+    if at + 1 < len(lines) and (detail.endswith(":") or (bare and _ERROR_LINE.search(lines[at + 1]))):
+        # "Pre-commit validation failed:" or "Build error occurred" then "[TypeError: generate is not a
+        # function]": the next line says what.
         detail = f"{detail} {lines[at + 1].lstrip('> -*#|').strip()}"
     return detail.replace("\\n", " ")
 
@@ -598,8 +606,11 @@ def session_candidates(view: SessionView, *, open_problem: bool = False) -> list
     after_problem = open_problem
     reports: dict[int, Candidate] = {}
     tool_problem_turns: set[int] = set()
+    causes: dict[int, str] = {}
     for message in view.messages:
         if message.role == "tool":
+            if message.tool_error and (cause := failure_cause(message.tool_output)) is not None:
+                causes[message.line] = cause
             problem = _tool_error(view, message) if message.turn not in tool_problem_turns else None
             if problem is not None:
                 tool_problem_turns.add(message.turn)
@@ -622,7 +633,7 @@ def session_candidates(view: SessionView, *, open_problem: bool = False) -> list
     if (choice := _closing_choice(view)) is not None:
         candidates.append(choice)
     said = {m.line: m.timestamp for m in view.messages}
-    ordered = anchored(view, put_off(view, sorted(candidates, key=lambda c: c.line)))
+    ordered = anchored(view, put_off(view, given_up(view, sorted(candidates, key=lambda c: c.line), causes)))
     candidates = [replace(c, entities=list(c.entities), at=said.get(c.line)) for c in ordered]
     _attach_written_files(view, candidates)
     kept = _deduplicate(candidates)

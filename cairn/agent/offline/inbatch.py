@@ -49,6 +49,7 @@ from cairn.agent.offline.cues import (
     is_preamble,
 )
 from cairn.agent.offline.deferred import DEFERRED
+from cairn.agent.offline.given_up import GIVEN_UP
 from cairn.agent.offline.reading import SessionView
 from cairn.agent.offline.text import coverage, shorten, term_set
 
@@ -196,6 +197,8 @@ def answered(
             if hit is None and message is not None and message.role == "user":
                 hit, deferred = _reply(question, view)
         elif question.intent == "problem":
+            if question.origin == GIVEN_UP:
+                continue  # it never passed: no statement of the batch settles it
             hit = _resolving(question, candidates, replaced)
         else:
             continue

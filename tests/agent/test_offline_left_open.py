@@ -1,5 +1,7 @@
-"""Work put off stays open, a recap's labelled fix settles its bug, and a fix reported done is cited at
-the change that did it (`cairn.agent.offline.deferred`, `anchoring`, `inbatch`), on small batches."""
+"""What a session leaves open and how a fix is cited, on small batches: work put off stays open
+(`cairn.agent.offline.deferred`), a failure that never passed stays open (`given_up`), a recap's
+labelled fix settles its bug (`inbatch`), and a fix reported done is cited at the change that did it
+(`anchoring`)."""
 
 from __future__ import annotations
 
@@ -190,3 +192,57 @@ def test_a_report_with_no_change_of_its_own_stays_where_it_was_said(command: str
 def test_an_emoji_after_a_question_leaves_it_a_question(sentence: str, content: str) -> None:
     found = classify(sentence, "user")
     assert found is not None and found.intent == "question" and found.content == content
+
+
+_BUILD = ("assistant", 'Let me build it.\n[tool_use Bash] command="npm run build"')
+_FAILED = (
+    "tool",
+    "[tool_result Bash error] npm warn Unknown env config\n\n> Build error occurred\n"
+    "[TypeError: generate is not a function]",
+)
+
+
+def test_a_failure_that_repeats_and_never_passes_stays_open() -> None:
+    result = build_result(
+        batch(
+            ("user", "wire the components into the main page and check the build"),
+            _BUILD,
+            _FAILED,
+            ("assistant", 'A build issue. Let me retry.\n[tool_use Bash] command="npm run build"'),
+            _FAILED,
+            ("assistant", '[tool_use Bash] command="npm run build"'),
+            _FAILED,
+            ("assistant", "Great! No compilation errors are showing in the dev server."),
+        ),
+        fresh(),
+    )
+    [problem] = [i for i in result.ideas if i.intent == "problem"]
+    assert problem.content == (
+        "`npm run build` fails: Build error occurred [TypeError: generate is not a function] "
+        "(failed 3 times, never passed)"
+    )
+    assert str(problem.key) not in _answered(result), "no statement settles a build that never passed"
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        # the same command passes in the end
+        [_BUILD, _FAILED, _BUILD, ("tool", "[tool_result Bash] Compiled successfully")],
+        # failed twice only: a retry, not a failure left behind
+        [("assistant", "Let me look at the config.")],
+    ],
+)
+def test_a_failure_that_passes_or_is_not_retried_is_a_step(after: list[tuple[str, str]]) -> None:
+    result = build_result(
+        batch(
+            ("user", "check the build"),
+            _BUILD,
+            _FAILED,
+            ("assistant", 'A build error: retrying once.\n[tool_use Bash] command="npm run build"'),
+            *after,
+        ),
+        fresh(),
+    )
+    [problem] = [i for i in result.ideas if i.content.startswith("Bash call failed")]
+    assert problem.content == "Bash call failed: Build error occurred [TypeError: generate is not a function]"

@@ -1,0 +1,64 @@
+"""A failure the agent retried and left failing is a problem the session ended on.
+
+A failed tool call is a step of the work: the next turn reads the error and deals with it, so it is
+never an open item by itself. One failure that comes back on every retry and never passes is another
+thing: `npm run build` → "Build error occurred [TypeError: generate is not a function]", run four
+times, then the sub-agent checked the dev server instead and reported success. A teammate taking over
+needs that line. So when the same failure repeats `MIN_FAILURES` times in a batch and no later run of
+the same call succeeds, its problem says so, with the command: "`npm run build` fails: Build error
+occurred [TypeError: generate is not a function] (failed 4 times, never passed)". No statement of the
+batch settles it, only a later fix (`cairn.search.open_items.still_open` reads the mark).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from cairn.agent.offline.candidate import Candidate
+from cairn.agent.offline.reading import Message, SessionView
+from cairn.agent.offline.text import shorten
+
+GIVEN_UP = "given_up"
+MIN_FAILURES = 3
+_CALL = re.compile(r"^\[tool_use (?P<tool>[\w.:-]+)\] (?P<input>.*)$", re.M)
+_COMMAND = re.compile(r'^Bash command="(?P<command>(?:[^"\\]|\\.)*)"')
+
+
+def _call_before(view: SessionView, result: Message) -> str | None:
+    """The last tool call of the nearest assistant message before a tool result, as `tool input`."""
+    for message in reversed([m for m in view.messages if m.line < result.line]):
+        if message.role == "assistant":
+            calls = list(_CALL.finditer(message.text))
+            return f"{calls[-1]['tool']} {calls[-1]['input']}" if calls else None
+    return None
+
+
+def _lead(content: str) -> str:
+    """ "Read call failed" of "Read call failed: …"."""
+    return content.split(": ", 1)[0]
+
+
+def given_up(view: SessionView, candidates: list[Candidate], cause: dict[int, str]) -> list[Candidate]:
+    """`candidates` with each tool failure that repeats and never passes marked so (see the module).
+
+    `cause` holds the failing line of each failed tool result, by its line (`extract.failure_cause`).
+    """
+    results = [m for m in view.messages if m.role == "tool"]
+    out: list[Candidate] = []
+    for candidate in candidates:
+        if candidate.origin == "tool_error" and (detail := cause.get(candidate.line)):
+            first = view.by_line(candidate.line)
+            call = _call_before(view, first) if first is not None else None
+            later = [m for m in results if m.line >= candidate.line]
+            failures = sum(1 for m in later if m.tool_error and cause.get(m.line) == detail)
+            passed = call is not None and any(
+                not m.tool_error and _call_before(view, m) == call for m in later
+            )
+            if failures >= MIN_FAILURES and not passed:
+                command = _COMMAND.match(call or "")
+                what = f"`{shorten(command['command'], 80)}` fails" if command else _lead(candidate.content)
+                content = shorten(f"{what}: {detail}", 230) + f" (failed {failures} times, never passed)"
+                candidate = replace(candidate, content=content, origin=GIVEN_UP)
+        out.append(candidate)
+    return out
