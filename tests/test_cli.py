@@ -243,6 +243,23 @@ def test_sync_with_an_unreachable_chroma_server_is_one_line_and_keeps_what_it_ca
     assert stats["messages"] > 0, "SQLite, the truth, kept the capture"
 
 
+def test_vectors_made_by_another_embedding_are_one_line_that_says_what_to_do(cairn_home: Path) -> None:
+    # Issue 30: the conflict's message was untested, and it repeated Chroma's advice for its own users.
+    cairn("sync", "--no-index", str(REAL_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl"))
+    other = {  # an OpenAI-compatible endpoint nobody listens on: nothing leaves the machine
+        "CAIRN_EMBEDDING": "openai",
+        "CAIRN_EMBEDDING_URL": "http://127.0.0.1:9",
+        "OPENAI_API_KEY": "sk-test",
+    }
+    source = REAL_TRANSCRIPTS / "entireio-cli" / "5dd7775c-3161-4ad5-bf25-eb59a6ffa8e6.jsonl"
+    proc = cairn("sync", "--no-index", str(source), check=False, env=other)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    [line] = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert "its vectors were made with cairn-minilm-int8" in line and "configured 'cairn-openai'" in line
+    assert "Run `cairn reindex-vectors`" in line and "set `embedding` back" in line
+    assert "If this is intentional" not in line, "Chroma's advice to its own users is left out"
+
+
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc, where nothing can be created")
 @pytest.mark.parametrize("home", ["/proc", "/proc/cairn-home"])
 def test_a_home_cairn_cannot_use_is_one_line(cairn_home: Path, home: str) -> None:

@@ -98,10 +98,7 @@ def _vector_failure(exc: BaseException) -> str | None:
     if seen is None:
         return None
     if isinstance(seen, EmbeddingConflictError):
-        return (
-            f"{seen} — the vectors were made with another embedding than the configured one: set "
-            "`embedding` back, or run `cairn reindex-vectors` to rebuild them with this one"
-        )
+        return f"{seen} Or set `embedding` back to the one that made them."
     return (
         f"{seen} — what was captured is stored; the vectors wait until the vector store answers "
         "(start the Chroma server or unset chroma_url, then run the command again)"

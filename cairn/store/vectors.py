@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
@@ -52,6 +53,9 @@ MetadataValue = str | int | float | bool | list[str] | list[int] | list[float] |
 
 class VectorStoreError(RuntimeError):
     """Chroma could not do what cairn asked."""
+
+
+_PERSISTED = re.compile(r"persisted:\s*([\w.:-]+)")
 
 
 class EmbeddingConflictError(VectorStoreError):
@@ -197,7 +201,11 @@ class VectorIndex:
             )
         except ValueError as exc:
             if "Embedding function conflict" in str(exc):
-                raise self._conflict(name, str(exc)) from exc
+                # Chroma's text ends "Embedding function conflict: new: cairn-openai vs persisted:
+                # cairn-minilm-int8"; the part before it is advice for Chroma's own users.
+                persisted = _PERSISTED.search(str(exc))
+                detail = f"its vectors were made with {persisted[1]}" if persisted else str(exc)
+                raise self._conflict(name, detail) from exc
             raise
         self._check_compatible(name, collection)
         return collection
