@@ -110,3 +110,20 @@ def test_a_question_put_off_is_answered_where_the_reply_says_so() -> None:
     )
     keys = _keys(result)
     assert [(a.question_idea_id, a.answered_at_line) for a in result.answered_questions] == [(keys[1], 4)]
+
+
+def test_the_reply_to_a_question_is_past_the_steps_that_look_for_it() -> None:
+    # Issue 29: "what is the issue?" was answered by "Unit tests pass." (the first words of the turn,
+    # said on the way to the integration tests), "…then refs are put to the fork?" by "Good question."
+    result = build_result(
+        batch(
+            ("user", "we have some test failures on this dependency branch, what is the issue?"),
+            ("assistant", "Unit tests pass. Let me check the integration tests the branch changed."),
+            ("assistant", "Good question. The resume tests fail: the test repo never ignores .entire/."),
+        ),
+        fresh(),
+    )
+    keys = _keys(result)
+    [answered] = result.answered_questions
+    assert (answered.question_idea_id, answered.answered_at_line) == (keys[1], 3)
+    assert "Unit tests pass" not in answered.answer_summary

@@ -30,7 +30,7 @@ _NOD = re.compile(
     r"^(?:(?:good|great|fair|interesting)\s+(?:point|question|catch|call|enough)|fair enough)\b", re.I
 )
 # A sentence that only nods before the answer: "Most likely, yeah.", "Right, exactly.", "Two reasons."
-_BARE_NOD = re.compile(
+BARE_NOD = re.compile(
     r"^(?:(?:yes|yeah|yep|right|exactly|correct|indeed|true|most likely|probably|likely|good point|"
     r"fair point|good question|great question|good catch|fair enough|you'?re right|two reasons|"
     r"a few reasons|several reasons|ah|oh)[\s,.!\u2014-]*)+$",
@@ -149,7 +149,7 @@ def _statement(message: Message) -> str | None:
     if any(is_preamble(s.text) or _FUTURE.match(s.text) for s in message.prose):
         return None
     spoken = [s for s in message.prose if not s.text.endswith("?")]
-    while len(spoken) > 1 and (is_ack(spoken[0].text) or _BARE_NOD.match(spoken[0].text)):
+    while len(spoken) > 1 and (is_ack(spoken[0].text) or BARE_NOD.match(spoken[0].text)):
         spoken = spoken[1:]
     if not spoken or DEFERRAL.search(spoken[0].text):
         return None

@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from cairn.agent.offline.answers import BARE_NOD
 from cairn.agent.offline.candidate import Candidate, idea_terms
 from cairn.agent.offline.cues import (
     ANSWER_CUE,
@@ -120,16 +121,33 @@ def _cued(question: Candidate, view: SessionView) -> tuple[int, str] | None:
     return None
 
 
+# Saying the search goes on ("Let me check integration tests…", "I'll investigate how IDs are made").
+_LOOKING = re.compile(
+    r"^(?:let me|let's|i'll|i will|i'm going to|now let me)\s+(?:\w+\s+){0,2}?"
+    r"(?:look|check|investigate|dig|find|see|explore|debug|trace|figure|verify|run|read|understand)\b",
+    re.I,
+)
+
+
 def _reply(question: Candidate, view: SessionView) -> tuple[tuple[int, str] | None, int | None]:
     """The assistant's first words after a person's question, in its turn — or, when they put the
-    question off ("I can't answer that yet"), None and the line that did."""
+    question off ("I can't answer that yet"), None and the line that did.
+
+    A message that announces more work ("Unit tests pass. Let me check integration tests…", "I'll
+    investigate how checkpoint IDs are assigned") is a step of finding the answer, and a nod ("Good
+    question.") is none: the reply is the first message of the turn past them that says something."""
     for message in view.messages:
         if message.line <= question.line or message.turn != question.turn:
             continue
         if message.role == "user" and message.prose:
             break  # the person spoke again before any reply
-        spoken = [segment.text for segment in message.prose if not is_preamble(segment.text)]
-        if message.role == "assistant" and spoken:  # "Let me read the exporter." is work, not a reply
+        if message.role != "assistant":
+            continue
+        texts = [segment.text for segment in message.prose]
+        if any(_LOOKING.match(text) for text in texts):
+            continue  # still looking: what it says so far is a step
+        spoken = [text for text in texts if not (is_preamble(text) or BARE_NOD.match(text))]
+        if spoken:
             said = " ".join(spoken)
             if DEFERRAL.search(said):
                 return None, message.line
