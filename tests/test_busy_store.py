@@ -134,3 +134,69 @@ def _has_messages(db: Path) -> bool:
             return bool(conn.execute("SELECT EXISTS (SELECT 1 FROM messages)").fetchone()[0])
     except sqlite3.Error:  # not created or migrated yet
         return False
+
+
+# Holds the store lock under a daemon's name (its argv says `daemon start`) without ever listening, as a
+# daemon does between taking the lock and opening its socket, then exits when told to.
+_STARTING_DAEMON = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from cairn.store.lock import StoreLock
+
+    lock = StoreLock(Path(sys.argv[1]) / "store.lock")
+    lock.acquire()
+    print("holding", flush=True)
+    sys.stdin.readline()
+    """
+)
+
+
+def test_a_writing_command_meeting_a_daemon_starting_up_waits_for_it(demo_home: Path, tmp_path: Path) -> None:
+    # Issue 30, item 10: in the moment between a daemon taking the store's lock and its socket
+    # accepting, a writing command was refused ("store in use"). Now it waits for the daemon; when
+    # the daemon exits instead of listening, it opens the store itself.
+    home = hostile_disks.copy_home(demo_home, tmp_path)
+    script = tmp_path / "starting.py"  # a file, so the command line the lock names stays short
+    script.write_text(_STARTING_DAEMON)
+    holder = subprocess.Popen(
+        [sys.executable, str(script), str(home), "daemon", "start"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
+        command = subprocess.Popen(
+            [*hostile_disks.CAIRN, "forget", "--idea", "1", "--dry-run", "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=hostile_disks.cairn_env(home),
+        )
+        with pytest.raises(subprocess.TimeoutExpired):
+            command.wait(timeout=2)  # it waits on the starting daemon instead of refusing at once
+        assert holder.stdin is not None
+        holder.stdin.write("exit\n")
+        holder.stdin.flush()
+        out, errors = command.communicate(timeout=120)
+    finally:
+        holder.kill()
+        holder.wait(timeout=60)
+    assert command.returncode == 0 and "in use" not in errors, errors
+    assert json.loads(out)["dry_run"] is True
+
+
+def test_a_writing_command_sent_as_the_daemon_starts_is_answered(demo_home: Path, tmp_path: Path) -> None:
+    home = hostile_disks.copy_home(demo_home, tmp_path)
+    env = hostile_disks.cairn_env(home)
+    daemon = subprocess.Popen(
+        [*hostile_disks.CAIRN, "daemon", "run"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        proc = run_cairn(home, "forget", "--idea", "1", "--dry-run", "--json")
+        assert proc.returncode == 0 and "in use" not in proc.stderr, proc.stderr
+        assert json.loads(proc.stdout)["dry_run"] is True
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=120)

@@ -86,6 +86,7 @@ def test_on_a_full_disk_reads_answer_and_writes_fail_in_one_line_losing_nothing(
         run() {{ name=$1; shift; echo "=== $name"; $CAIRN "$@" 2>&1; rc=$?; echo "=== $name exit $rc"; }}
         run stats stats --json
         run search search sqlite --mode keyword --json
+        run hybrid search sqlite --json
         run show show m1 --json
         run sync sync --no-index --no-vectors "{transcripts}"
         run reindex reindex-vectors
@@ -98,11 +99,11 @@ def test_on_a_full_disk_reads_answer_and_writes_fail_in_one_line_losing_nothing(
     out = _sections(proc.stdout)
     assert "after exit" in out, proc.stdout + proc.stderr
 
-    for name in ("stats", "search", "show"):
+    for name in ("stats", "search", "hybrid", "show"):
         assert out[f"{name} exit"].strip() == "0", out[name]
-        assert "Traceback" not in out[name]
+        assert "Traceback" not in out[name], out[name]  # issue 30: hybrid search printed Chroma's
     assert json.loads(out["stats"])["messages"] > 0
-    assert json.loads(out["search"])["results"]
+    assert json.loads(out["search"])["results"] and json.loads(out["hybrid"])["results"]
     assert json.loads(out["show"])["id"] == "m1"
 
     for name in ("sync", "reindex", "daemon"):

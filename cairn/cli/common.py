@@ -7,11 +7,12 @@ import json
 import os
 import re
 import sys
+import time
 from collections.abc import Callable, Coroutine
 from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -23,6 +24,9 @@ from cairn.cli.safe import SafeConsole, plain_text
 from cairn.config import Settings
 from cairn.malloc import limit_malloc_arenas
 from cairn.quiet import quiet_third_party
+
+if TYPE_CHECKING:
+    from cairn.store.lock import StoreLockedError
 
 #: cairn's own files are the user's alone (invariant 8): whatever the shell's umask, everything cairn
 #: creates — home, database and its -wal/-shm, Chroma's files, logs, socket, keys — is 0700/0600.
@@ -278,17 +282,55 @@ def main(
     """
 
 
-async def open_store(settings: Settings, *, read_only_ok: bool = False, busy_ok: bool = False):
+async def open_store(
+    settings: Settings, *, read_only_ok: bool = False, busy_ok: bool = False, raw: bool = False
+):
     """The store, for a command; `read_only_ok` for reading commands, which work on a read-only home,
     and `busy_ok` with it for those that also read a store another process is writing (a backfill
-    run without the daemon): by keyword, at once, rather than failing until the job ends."""
+    run without the daemon): by keyword, at once, rather than failing until the job ends. `raw`
+    lets `StoreLockedError` through, for a caller that asks a daemon starting up instead."""
     from cairn.store.lock import StoreLockedError
     from cairn.store.store import Store
 
     try:
         return await Store.open(settings, read_only_ok=read_only_ok, busy_ok=busy_ok)
     except StoreLockedError as exc:
+        if raw:
+            raise
         raise fail(str(exc)) from exc
+
+
+# A daemon takes the store's lock a moment before its socket accepts (about 0.2 s on a quiet machine,
+# seconds on a loaded one) and names itself in its pidfile only once it does. A command that meets
+# the lock of a daemon in that state waits for it, this long at most, and asks it instead of failing
+# with "store in use"; if the daemon exits instead, the command opens the store itself.
+DAEMON_STARTING_WAIT_S = 15.0
+
+
+def _daemon_starting(settings: Settings, exc: StoreLockedError) -> bool:
+    """Whether the lock's holder is a daemon that has not yet said it listens (no pidfile names it)."""
+    from cairn.daemon.process import read_pidfile
+
+    if exc.pid is None or " daemon " not in f" {exc.description or ''} ":
+        return False
+    named = read_pidfile(settings)
+    return named is None or named.pid != exc.pid
+
+
+async def daemon_started(settings: Settings, exc: StoreLockedError) -> bool:
+    """Whether the lock's holder, a daemon starting up, now listens; False at once when the holder
+    is no daemon starting, and when it exits or does not listen within `DAEMON_STARTING_WAIT_S`."""
+    from cairn.daemon.client import daemon_listening
+    from cairn.daemon.process import pid_alive
+
+    deadline = time.monotonic() + DAEMON_STARTING_WAIT_S
+    while _daemon_starting(settings, exc) and time.monotonic() < deadline:
+        if await daemon_listening(settings):
+            return True
+        if exc.pid is not None and not pid_alive(exc.pid):
+            return False
+        await asyncio.sleep(0.05)
+    return await daemon_listening(settings)
 
 
 def progress_bar(disable: bool = False) -> Progress:
@@ -303,24 +345,41 @@ def progress_bar(disable: bool = False) -> Progress:
     )
 
 
-async def request(settings: Settings, op: str, args: dict[str, Any] | None = None) -> Any:
+async def request(
+    settings: Settings, op: str, args: dict[str, Any] | None = None, *, wait: bool = False
+) -> Any:
     """One store operation as JSON-able data: asked of the daemon when it runs, else run here directly.
 
     Both paths run the same `run_op`, so what a command prints does not depend on which one answered.
+    `wait` gives the daemon all the time it needs (a big import); else it has the client's default.
     """
-    from cairn.daemon.client import DaemonRefusal, DaemonRequestError, NoDaemon, daemon_request
+    from cairn.daemon.client import (
+        DEFAULT_TIMEOUT,
+        DaemonRefusal,
+        DaemonRequestError,
+        NoDaemon,
+        daemon_request,
+    )
     from cairn.daemon.server import WRITING_OPS, run_op
+    from cairn.store.lock import StoreLockedError
 
     try:
-        return await daemon_request(settings, op, args)
+        return await daemon_request(settings, op, args, timeout=None if wait else DEFAULT_TIMEOUT)
     except NoDaemon:
         pass
     except DaemonRefusal as exc:  # the same one line the direct path prints
         raise fail(exc.reason) from exc
     except DaemonRequestError as exc:
         raise fail(str(exc)) from exc
-    # An op that writes says it cannot, in one line; one that reads also reads a store being written.
-    store = await open_store(settings, read_only_ok=True, busy_ok=op not in WRITING_OPS)
+    # An op that writes says it cannot, in one line (a read-only home, a store in use); one that reads
+    # also reads a read-only home and a store being written.
+    reading = op not in WRITING_OPS
+    try:
+        store = await open_store(settings, read_only_ok=reading, busy_ok=reading, raw=True)
+    except StoreLockedError as exc:
+        if await daemon_started(settings, exc):
+            return await request(settings, op, args, wait=wait)
+        store = await open_store(settings, read_only_ok=reading, busy_ok=reading)
     try:
         return await run_op(store, op, args)
     except ValueError as exc:  # a refusal (bad id, damaged token, invalid argument): the daemon's answer too
@@ -348,6 +407,7 @@ async def long_request(
     from cairn.daemon import jobs
     from cairn.daemon.client import DaemonRequestError, NoDaemon, daemon_request
     from cairn.daemon.server import to_json
+    from cairn.store.lock import StoreLockedError
 
     try:
         return await daemon_request(settings, op, args, timeout=None, on_progress=on_progress)
@@ -361,7 +421,14 @@ async def long_request(
         "reindex_vectors": jobs.reindex_vectors_job,
         "reindex": jobs.reindex_job,
     }[op]
-    store = await open_store(settings)
+    try:
+        store = await open_store(settings, raw=True)
+    except StoreLockedError as exc:
+        if await daemon_started(settings, exc):
+            return await long_request(
+                settings, op, args, on_progress, should_stop=should_stop, on_direct=on_direct
+            )
+        store = await open_store(settings)
     try:
         if on_direct is not None:
             on_direct()

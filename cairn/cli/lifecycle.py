@@ -26,32 +26,10 @@ from cairn.cli.common import (
     load_settings,
     open_store,
     print_json,
+    request,
     run_async,
 )
 from cairn.cli.search import parse_when
-from cairn.config import Settings
-
-
-async def _write_request(settings: Settings, op: str, args: dict[str, Any]) -> Any:
-    """A writing op through the daemon (no time limit: a big import takes a while) or directly."""
-    from cairn.daemon.client import DaemonRefusal, DaemonRequestError, NoDaemon, daemon_request
-    from cairn.daemon.server import run_op
-
-    try:
-        return await daemon_request(settings, op, args, timeout=None)
-    except NoDaemon:
-        pass
-    except DaemonRefusal as exc:
-        raise fail(exc.reason) from exc
-    except DaemonRequestError as exc:
-        raise fail(str(exc)) from exc
-    store = await open_store(settings)
-    try:
-        return await run_op(store, op, args)
-    except ValueError as exc:
-        raise fail(str(exc)) from exc
-    finally:
-        await store.close()
 
 
 def _counts_table(counts: dict[str, int], title: str) -> Table:
@@ -99,7 +77,7 @@ def forget_command(
     if not dry_run and not yes:
         if not sys.stdin.isatty():
             raise fail("cairn forget deletes for good and stdin is not a terminal: pass --yes to confirm", 2)
-        plan = run_async(_write_request(settings, "forget", {**args, "dry_run": True}))
+        plan = run_async(request(settings, "forget", {**args, "dry_run": True}, wait=True))
         if plan["total"] == 0:
             console.print("Nothing to forget.")
             return
@@ -107,7 +85,7 @@ def forget_command(
         if not typer.confirm("Delete these for good?", default=False):
             err.print("Nothing deleted.")
             raise typer.Exit(1)
-    result = run_async(_write_request(settings, "forget", {**args, "dry_run": dry_run}))
+    result = run_async(request(settings, "forget", {**args, "dry_run": dry_run}, wait=True))
     if json_out:
         print_json(result)
         return
@@ -199,7 +177,7 @@ def import_command(
             raise fail(str(exc), 2) from None
         except OSError as exc:
             raise fail(f"cannot read {file}: {exc.strerror or exc}", 2) from None
-        result = run_async(_write_request(settings, "import", {"path": str(path)}))
+        result = run_async(request(settings, "import", {"path": str(path)}, wait=True))
     finally:
         if temp is not None:
             temp.unlink(missing_ok=True)

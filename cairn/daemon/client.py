@@ -36,6 +36,19 @@ class DaemonRefusal(DaemonRequestError):
         self.reason = reason
 
 
+async def daemon_listening(settings: Settings) -> bool:
+    """Whether something accepts connections on this home's daemon socket (it is connected to and
+    left at once: no request is sent)."""
+    try:
+        _reader, writer = await asyncio.open_unix_connection(str(settings.socket_path))
+    except OSError:
+        return False
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return True
+
+
 async def daemon_request(
     settings: Settings,
     op: str,
