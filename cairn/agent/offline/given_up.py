@@ -16,7 +16,7 @@ import re
 from dataclasses import replace
 
 from cairn.agent.offline.candidate import Candidate
-from cairn.agent.offline.reading import Message, SessionView
+from cairn.agent.offline.reading import SessionView
 from cairn.agent.offline.text import shorten
 
 GIVEN_UP = "given_up"
@@ -25,13 +25,18 @@ _CALL = re.compile(r"^\[tool_use (?P<tool>[\w.:-]+)\] (?P<input>.*)$", re.M)
 _COMMAND = re.compile(r'^Bash command="(?P<command>(?:[^"\\]|\\.)*)"')
 
 
-def _call_before(view: SessionView, result: Message) -> str | None:
-    """The last tool call of the nearest assistant message before a tool result, as `tool input`."""
-    for message in reversed([m for m in view.messages if m.line < result.line]):
+def _calls(view: SessionView) -> dict[int, str]:
+    """The call each tool result answers, by the result's line: the last tool call of the nearest
+    assistant message before it, as `tool input` (one pass over the batch)."""
+    calls: dict[int, str] = {}
+    last: str | None = None
+    for message in view.messages:
         if message.role == "assistant":
-            calls = list(_CALL.finditer(message.text))
-            return f"{calls[-1]['tool']} {calls[-1]['input']}" if calls else None
-    return None
+            found = list(_CALL.finditer(message.text))
+            last = f"{found[-1]['tool']} {found[-1]['input']}" if found else None
+        elif message.role == "tool" and last is not None:
+            calls[message.line] = last
+    return calls
 
 
 def _lead(content: str) -> str:
@@ -44,17 +49,19 @@ def given_up(view: SessionView, candidates: list[Candidate], cause: dict[int, st
 
     `cause` holds the failing line of each failed tool result, by its line (`extract.failure_cause`).
     """
+    failed = {id(c) for c in candidates if c.origin == "tool_error" and cause.get(c.line)}
+    if not failed:
+        return candidates
     results = [m for m in view.messages if m.role == "tool"]
+    calls = _calls(view)
     out: list[Candidate] = []
     for candidate in candidates:
-        if candidate.origin == "tool_error" and (detail := cause.get(candidate.line)):
-            first = view.by_line(candidate.line)
-            call = _call_before(view, first) if first is not None else None
+        if id(candidate) in failed:
+            detail = cause[candidate.line]
+            call = calls.get(candidate.line)
             later = [m for m in results if m.line >= candidate.line]
             failures = sum(1 for m in later if m.tool_error and cause.get(m.line) == detail)
-            passed = call is not None and any(
-                not m.tool_error and _call_before(view, m) == call for m in later
-            )
+            passed = call is not None and any(not m.tool_error and calls.get(m.line) == call for m in later)
             if failures >= MIN_FAILURES and not passed:
                 command = _COMMAND.match(call or "")
                 what = f"`{shorten(command['command'], 80)}` fails" if command else _lead(candidate.content)
