@@ -246,3 +246,80 @@ def test_a_failure_that_passes_or_is_not_retried_is_a_step(after: list[tuple[str
     )
     [problem] = [i for i in result.ideas if i.content.startswith("Bash call failed")]
     assert problem.content == "Bash call failed: Build error occurred [TypeError: generate is not a function]"
+
+
+_LINT = ("assistant", 'Running the linter.\n[tool_use Bash] command="mise run lint 2>&1" description="lint"')
+_LINT_FAILS = ("tool", "[tool_result Bash error] lint failed: hooks.go:42: noctx: exec.Command needs a ctx")
+_LINT_AGAIN = ("assistant", '[tool_use Bash] command="mise run lint 2>&1" description="lint again"')
+_EDIT = ("assistant", '[tool_use Edit] file_path="/repo/cmd/hooks.go" old_string="a" new_string="b"')
+
+
+def test_a_failure_a_change_made_pass_is_a_fix_cited_at_the_change() -> None:
+    result = build_result(
+        batch(
+            ("user", "make the linter happy"),
+            _LINT,
+            _LINT_FAILS,
+            ("assistant", "The lint error says exec.Command needs a context."),
+            _EDIT,
+            ("tool", "[tool_result Edit] The file /repo/cmd/hooks.go has been updated."),
+            _LINT_AGAIN,
+            ("tool", "[tool_result Bash] 0 issues."),
+        ),
+        fresh(),
+    )
+    [problem] = [i for i in result.ideas if i.intent == "problem"]
+    [fix] = [i for i in result.ideas if i.intent == "solution"]
+    assert fix.source_line == 5, "cited at the edit"
+    assert fix.content == (
+        "Fixed `mise run lint 2>&1` failing with lint failed: hooks.go:42: noctx: exec.Command needs a ctx: "
+        "edited hooks.go (then it passed)"
+    )
+    assert [(a.question_idea_id, a.answered_at_line) for a in result.answered_questions] == [(problem.key, 5)]
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [
+        # changed, but the same run never passed
+        [_EDIT, ("tool", "[tool_result Edit] updated.")],
+        # passed, but nothing was changed in between
+        [_LINT_AGAIN, ("tool", "[tool_result Bash] 0 issues.")],
+        # the change is said in prose right there
+        [
+            _EDIT,
+            ("assistant", "The fix is to pass a context: exec.CommandContext in hooks.go."),
+            _LINT_AGAIN,
+            ("tool", "[tool_result Bash] 0 issues."),
+        ],
+    ],
+)
+def test_no_fix_is_made_up_from_tool_calls(messages: list[tuple[str, str]]) -> None:
+    result = build_result(
+        batch(
+            ("user", "make the linter happy"),
+            _LINT,
+            _LINT_FAILS,
+            ("assistant", "The lint error says exec.Command needs a context."),
+            *messages,
+        ),
+        fresh(),
+    )
+    assert not [i for i in result.ideas if i.content.startswith("Fixed ")]
+
+
+def test_a_look_that_failed_is_no_problem_to_fix() -> None:
+    result = build_result(
+        batch(
+            ("user", "where are the types?"),
+            ("assistant", '[tool_use Bash] command="ls -la types/"'),
+            ("tool", "[tool_result Bash error] ls: cannot access 'types/': No such file or directory"),
+            ("assistant", "The types directory is missing: that is the problem, I will create it."),
+            ("assistant", '[tool_use Write] file_path="/repo/types/state.ts" content="x"'),
+            ("tool", "[tool_result Write] File created"),
+            ("assistant", '[tool_use Bash] command="ls -la types/"'),
+            ("tool", "[tool_result Bash] state.ts"),
+        ),
+        fresh(),
+    )
+    assert not [i for i in result.ideas if i.content.startswith("Fixed ")]

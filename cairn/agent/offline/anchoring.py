@@ -47,7 +47,7 @@ _CHANGES = re.compile(
 COMMAND_CHARS = 80
 
 
-def _change(message: Message) -> str | None:
+def change(message: Message) -> str | None:
     """What the message's last changing tool call did: "ran `cmd`", "edited file", or None."""
     found: list[tuple[int, str]] = []
     for match in _COMMAND.finditer(message.text):
@@ -76,7 +76,7 @@ def anchored(view: SessionView, candidates: list[Candidate]) -> list[Candidate]:
                 if m.role == "assistant" and m.turn == candidate.turn and m.line < candidate.line
             ]
             for message in reversed(before):
-                if (did := _change(message)) is not None:
+                if (did := change(message)) is not None:
                     content = shorten(f"{candidate.content.rstrip('.')} ({did}).")
                     candidate = replace(candidate, line=message.line, content=content)
                     break

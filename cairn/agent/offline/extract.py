@@ -41,6 +41,7 @@ from cairn.agent.offline.given_up import given_up
 from cairn.agent.offline.naming import named_in_code
 from cairn.agent.offline.reading import Message, SessionView
 from cairn.agent.offline.text import MAX_CONTENT_CHARS, Segment, jaccard, overlap, shorten, term_set
+from cairn.agent.offline.tool_fixes import tool_fixes
 from cairn.agent.schema import DEFAULT_IMPORTANCE, Intent
 
 MAX_IDEAS_PER_MESSAGE = 3
@@ -628,6 +629,7 @@ def session_candidates(view: SessionView, *, open_problem: bool = False) -> list
                 after_problem = True
             candidates.append(candidate)
     candidates.extend(_answer_candidates(view, candidates))
+    candidates.extend(tool_fixes(view, candidates, causes))
     candidates.extend(reports.values())
     candidates.extend(_todo_write_candidates(view))
     if (choice := _closing_choice(view)) is not None:

@@ -25,18 +25,32 @@ _CALL = re.compile(r"^\[tool_use (?P<tool>[\w.:-]+)\] (?P<input>.*)$", re.M)
 _COMMAND = re.compile(r'^Bash command="(?P<command>(?:[^"\\]|\\.)*)"')
 
 
-def _calls(view: SessionView) -> dict[int, str]:
+def calls_of(view: SessionView) -> dict[int, str]:
     """The call each tool result answers, by the result's line: the last tool call of the nearest
-    assistant message before it, as `tool input` (one pass over the batch)."""
+    assistant message before it, as `tool input` (`_key`; one pass over the batch)."""
     calls: dict[int, str] = {}
     last: str | None = None
     for message in view.messages:
         if message.role == "assistant":
             found = list(_CALL.finditer(message.text))
-            last = f"{found[-1]['tool']} {found[-1]['input']}" if found else None
+            last = _key(found[-1]["tool"], found[-1]["input"]) if found else None
         elif message.role == "tool" and last is not None:
             calls[message.line] = last
     return calls
+
+
+def _key(tool: str, given: str) -> str:
+    """A call as compared with another: a shell command by its command alone (a new `description`
+    or `timeout` runs the same thing), any other tool by all it was given."""
+    call = f"{tool} {given}"
+    command = _COMMAND.match(call)
+    return f'Bash command="{command["command"]}"' if command else call
+
+
+def call_name(call: str) -> str:
+    """How a call reads in an idea: "`npm run build`" for a shell command, else "the Read call"."""
+    command = _COMMAND.match(call)
+    return f"`{shorten(command['command'], 80)}`" if command else f"the {call.split(' ', 1)[0]} call"
 
 
 def _lead(content: str) -> str:
@@ -53,7 +67,7 @@ def given_up(view: SessionView, candidates: list[Candidate], cause: dict[int, st
     if not failed:
         return candidates
     results = [m for m in view.messages if m.role == "tool"]
-    calls = _calls(view)
+    calls = calls_of(view)
     out: list[Candidate] = []
     for candidate in candidates:
         if id(candidate) in failed:
@@ -63,8 +77,8 @@ def given_up(view: SessionView, candidates: list[Candidate], cause: dict[int, st
             failures = sum(1 for m in later if m.tool_error and cause.get(m.line) == detail)
             passed = call is not None and any(not m.tool_error and calls.get(m.line) == call for m in later)
             if failures >= MIN_FAILURES and not passed:
-                command = _COMMAND.match(call or "")
-                what = f"`{shorten(command['command'], 80)}` fails" if command else _lead(candidate.content)
+                shell = call is not None and _COMMAND.match(call) is not None
+                what = f"{call_name(call)} fails" if call and shell else _lead(candidate.content)
                 content = shorten(f"{what}: {detail}", 230) + f" (failed {failures} times, never passed)"
                 candidate = replace(candidate, content=content, origin=GIVEN_UP)
         out.append(candidate)
