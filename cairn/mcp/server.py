@@ -230,7 +230,6 @@ def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPS
         ] = False,
         limit: Annotated[int, Field(description="Results per page, 1 to 100.", ge=1, le=100)] = 10,
         cursor: Cursor = None,
-        continuation: Annotated[str | None, Field(description="Deprecated name of cursor.")] = None,
     ) -> str:
         """Search cairn's memory of past sessions; compact results, best first.
 
@@ -247,7 +246,7 @@ def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPS
             "until": _when(until, "until"),
             "include_superseded": include_superseded,
             "limit": limit,
-            "continuation": cursor or continuation,
+            "continuation": cursor,
         }
         page = await backend.call("search", {k: v for k, v in args.items() if v is not None})
         return _text(compact_page(page))
@@ -315,7 +314,6 @@ def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPS
         cursor: Cursor = None,
         project: Project = None,
         session: Session = None,
-        continuation_token: Annotated[str | None, Field(description="Deprecated name of cursor.")] = None,
     ) -> str:
         """Find passages of past sessions and of the project files you touched (ids c<n>, with their file
         path and lines) by concepts and exact terms; returns their full text with scores, so no follow-up
@@ -325,7 +323,7 @@ def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPS
             "exact_terms": exact_terms,
             "min_score": min_score,
             "limit": limit,
-            "continuation_token": cursor or continuation_token,
+            "continuation_token": cursor,
             "project": project,
             "session": session,
         }

@@ -99,12 +99,12 @@ async def test_every_tool_and_every_parameter_is_described(server: MCPServer) ->
             "include_superseded",
             "limit",
             "cursor",
-            "continuation",
         }
         assert "next_cursor" in search["cursor"]["description"]
-        assert "deprecated" in search["continuation"]["description"].lower()
         content = tools["search_content"].input_schema["properties"]
-        assert {"cursor", "continuation_token"} <= set(content) and "continuation" not in content
+        assert "cursor" in content and not {"continuation", "continuation_token"} & set(content)
+        # Issue 31: the old names of cursor are gone from what the agent reads.
+        assert not any("deprecated" in json.dumps(t.input_schema).lower() for t in tools.values())
         assert "working directory" in search["project"]["description"]
         assert search["mode"]["enum"] == ["hybrid", "semantic", "keyword"]
         assert search["kind"]["enum"] == ["ideas", "spans", "messages", "all"]
@@ -139,14 +139,11 @@ async def test_search_and_search_content_page_with_cursor_and_next_cursor(server
         assert first["next_cursor"] and "pass next_cursor as cursor" in first["hint"]
         second = await call(client, "search", {"cursor": first["next_cursor"]})
         assert second["results"][0]["id"] != first["results"][0]["id"]
-        old_name = await call(client, "search", {"continuation": first["next_cursor"]})  # deprecated alias
-        assert old_name["results"] == second["results"]
 
         last = await call(client, "search_content", {"exact_terms": ["blobs"]})
         assert last["results"] and last["next_cursor"] is None and "continuation" not in last
-        for name in ("cursor", "continuation_token"):  # the seed holds one passage: both names reach the op
-            refusal = await error(client, "search_content", {name: "garbage"})
-            assert "repeat the search without it" in refusal, name
+        refusal = await error(client, "search_content", {"cursor": "garbage"})
+        assert "repeat the search without it" in refusal
 
 
 def test_search_content_pages_are_told_in_next_cursor() -> None:
@@ -218,7 +215,7 @@ async def test_bad_calls_are_tool_errors_and_the_server_keeps_answering(server: 
     async with Client(server) as client:
         assert "is not an item id" in await error(client, "show", {"id": "banana"})
         assert "999999" in await error(client, "show", {"id": "999999"})
-        assert "repeat the search without it" in await error(client, "search", {"continuation": "garbage"})
+        assert "repeat the search without it" in await error(client, "search", {"cursor": "garbage"})
         assert "give semantic_concepts" in await error(client, "search_content", {})
         assert "limit" in await error(client, "search", {"query": "x", "limit": 500})
         bad_date = await error(client, "search", {"query": "x", "since": "last week"})
