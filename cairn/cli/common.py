@@ -282,22 +282,32 @@ def main(
     """
 
 
-async def open_store(
-    settings: Settings, *, read_only_ok: bool = False, busy_ok: bool = False, raw: bool = False
-):
+async def open_store(settings: Settings, *, read_only_ok: bool = False, busy_ok: bool = False):
     """The store, for a command; `read_only_ok` for reading commands, which work on a read-only home,
     and `busy_ok` with it for those that also read a store another process is writing (a backfill
-    run without the daemon): by keyword, at once, rather than failing until the job ends. `raw`
-    lets `StoreLockedError` through, for a caller that asks a daemon starting up instead."""
+    run without the daemon): by keyword, at once, rather than failing until the job ends."""
     from cairn.store.lock import StoreLockedError
     from cairn.store.store import Store
 
     try:
         return await Store.open(settings, read_only_ok=read_only_ok, busy_ok=busy_ok)
     except StoreLockedError as exc:
-        if raw:
-            raise
         raise fail(str(exc)) from exc
+
+
+async def _direct_store(settings: Settings, *, read_only_ok: bool = False, busy_ok: bool = False):
+    """`open_store` for a request's direct path — or None when a daemon starting up held the store and
+    now listens, so the request goes to it (`daemon_started`)."""
+    from cairn.store.lock import StoreLockedError
+    from cairn.store.store import Store
+
+    try:
+        return await Store.open(settings, read_only_ok=read_only_ok, busy_ok=busy_ok)
+    except StoreLockedError as exc:
+        if await daemon_started(settings, exc):
+            return None
+    # The holder gave up or was no daemon starting: the store may be free now; else the one line.
+    return await open_store(settings, read_only_ok=read_only_ok, busy_ok=busy_ok)
 
 
 # A daemon takes the store's lock a moment before its socket accepts (about 0.2 s on a quiet machine,
@@ -361,7 +371,6 @@ async def request(
         daemon_request,
     )
     from cairn.daemon.server import WRITING_OPS, run_op
-    from cairn.store.lock import StoreLockedError
 
     try:
         return await daemon_request(settings, op, args, timeout=None if wait else DEFAULT_TIMEOUT)
@@ -374,12 +383,9 @@ async def request(
     # An op that writes says it cannot, in one line (a read-only home, a store in use); one that reads
     # also reads a read-only home and a store being written.
     reading = op not in WRITING_OPS
-    try:
-        store = await open_store(settings, read_only_ok=reading, busy_ok=reading, raw=True)
-    except StoreLockedError as exc:
-        if await daemon_started(settings, exc):
-            return await request(settings, op, args, wait=wait)
-        store = await open_store(settings, read_only_ok=reading, busy_ok=reading)
+    store = await _direct_store(settings, read_only_ok=reading, busy_ok=reading)
+    if store is None:
+        return await request(settings, op, args, wait=wait)
     try:
         return await run_op(store, op, args)
     except ValueError as exc:  # a refusal (bad id, damaged token, invalid argument): the daemon's answer too
@@ -407,7 +413,6 @@ async def long_request(
     from cairn.daemon import jobs
     from cairn.daemon.client import DaemonRequestError, NoDaemon, daemon_request
     from cairn.daemon.server import to_json
-    from cairn.store.lock import StoreLockedError
 
     try:
         return await daemon_request(settings, op, args, timeout=None, on_progress=on_progress)
@@ -421,14 +426,11 @@ async def long_request(
         "reindex_vectors": jobs.reindex_vectors_job,
         "reindex": jobs.reindex_job,
     }[op]
-    try:
-        store = await open_store(settings, raw=True)
-    except StoreLockedError as exc:
-        if await daemon_started(settings, exc):
-            return await long_request(
-                settings, op, args, on_progress, should_stop=should_stop, on_direct=on_direct
-            )
-        store = await open_store(settings)
+    store = await _direct_store(settings)
+    if store is None:
+        return await long_request(
+            settings, op, args, on_progress, should_stop=should_stop, on_direct=on_direct
+        )
     try:
         if on_direct is not None:
             on_direct()

@@ -199,9 +199,10 @@ async def _idea_lines(db: Database, project: Project, state: str, key: str) -> l
     """The newest `SECTION_LINES` ideas in `state` that a hand-off would list (`cairn.recall.handoff`):
     for open items only what the session left open, elsewhere no progress chatter."""
     marks = ",".join("?" * len(project.ids))
+    facts = f", {FACTS}" if key == "open" else ""  # what `still_open` reads: open items only
     rows = await db.fetchall(
         f"""
-        SELECT i.id, i.intent, i.content, i.said_at, i.source_line, {FACTS} FROM ideas i
+        SELECT i.id, i.intent, i.content, i.said_at, i.source_line{facts} FROM ideas i
         WHERE i.session_id IN (SELECT id FROM sessions WHERE project_id IN ({marks}))
           AND {state} AND NOT {ABANDONED}
         ORDER BY i.said_at DESC, i.id DESC LIMIT ?

@@ -39,8 +39,10 @@ FACTS = """
 """
 
 # Putting work off on purpose: it stays open, whenever in the session it was said. The offline indexer
-# writes it into what it stores ("Deferred: …", "(put off: that's a separate PR)").
+# marks what it found put off ("Deferred: …", "(put off: let's do that in another PR)"), whatever words
+# the session used; a model's idea says so in its own words.
 _DEFERRED = re.compile(
+    r"^Deferred: |\(put off: |"
     r"\b(?:follow[- ]?up|later|defer(?:red)?|postpone|not (?:in|for) this (?:branch|pr|change|session)|"
     r"separate (?:pr|issue|ticket|change|branch)|(?:log|file|open|create) (?:an? |the )?(?:\w+ )?"
     r"(?:issue|ticket|bug)|next session|out of scope|for another (?:day|time|pr))\b",

@@ -9,6 +9,7 @@ import pytest
 
 from cairn.agent.offline import build_result
 from cairn.agent.offline.cues import classify
+from cairn.agent.offline.tool_calls import ToolCall, tool_calls
 from cairn.agent.schema import IndexResult
 from tests.agent.test_offline_heuristics import batch, fresh
 
@@ -252,15 +253,19 @@ _LINT = ("assistant", 'Running the linter.\n[tool_use Bash] command="mise run li
 _LINT_FAILS = ("tool", "[tool_result Bash error] lint failed: hooks.go:42: noctx: exec.Command needs a ctx")
 _LINT_AGAIN = ("assistant", '[tool_use Bash] command="mise run lint 2>&1" description="lint again"')
 _EDIT = ("assistant", '[tool_use Edit] file_path="/repo/cmd/hooks.go" old_string="a" new_string="b"')
+# The lint run fails and the conversation takes the failure up: a problem of the batch.
+_LINT_TAKEN_UP = (
+    ("user", "make the linter happy"),
+    _LINT,
+    _LINT_FAILS,
+    ("assistant", "The lint error says exec.Command needs a context."),
+)
 
 
 def test_a_failure_a_change_made_pass_is_a_fix_cited_at_the_change() -> None:
     result = build_result(
         batch(
-            ("user", "make the linter happy"),
-            _LINT,
-            _LINT_FAILS,
-            ("assistant", "The lint error says exec.Command needs a context."),
+            *_LINT_TAKEN_UP,
             _EDIT,
             ("tool", "[tool_result Edit] The file /repo/cmd/hooks.go has been updated."),
             _LINT_AGAIN,
@@ -296,15 +301,10 @@ def test_a_failure_a_change_made_pass_is_a_fix_cited_at_the_change() -> None:
 )
 def test_no_fix_is_made_up_from_tool_calls(messages: list[tuple[str, str]]) -> None:
     result = build_result(
-        batch(
-            ("user", "make the linter happy"),
-            _LINT,
-            _LINT_FAILS,
-            ("assistant", "The lint error says exec.Command needs a context."),
-            *messages,
-        ),
+        batch(*_LINT_TAKEN_UP, *messages),
         fresh(),
     )
+    assert [i.intent for i in result.ideas if i.source_line == 3] == ["problem"], "control: a problem"
     assert not [i for i in result.ideas if i.content.startswith("Fixed ")]
 
 
@@ -322,4 +322,22 @@ def test_a_look_that_failed_is_no_problem_to_fix() -> None:
         ),
         fresh(),
     )
+    assert [i.intent for i in result.ideas if i.source_line == 3] == ["problem"], "control: a problem"
     assert not [i for i in result.ideas if i.content.startswith("Fixed ")]
+
+
+def test_tool_calls_are_read_once_for_every_rule() -> None:
+    text = (
+        "Let me fix it.\n"
+        '[tool_use Bash] command="git -C .worktrees/2 read-tree HEAD && echo \\"done\\"" description="Fix"\n'
+        '[tool_use Edit] replace_all=false file_path="/repo/cmd/hooks.go" old_string="a"\n'
+        '[tool_use Bash] command="git status" description="Look"'
+    )
+    write, edit, look = tool_calls(text)
+    assert write.command == 'git -C .worktrees/2 read-tree HEAD && echo "done"'
+    assert write.changes == 'ran `git -C .worktrees/2 read-tree HEAD && echo "done"`' and not write.looks
+    assert edit.edited == "/repo/cmd/hooks.go" and edit.changes == "edited hooks.go" and edit.command is None
+    assert look.changes is None and look.looks
+    again = ToolCall("Bash", 'command="git status" description="Look again" timeout=600')
+    assert again.key == look.key, "a shell call is the same call whatever its description"
+    assert ToolCall("Read", 'file_path="a.py"').key != ToolCall("Read", 'file_path="b.py"').key

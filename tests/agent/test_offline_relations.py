@@ -424,3 +424,19 @@ def test_entity_ideas_are_absorbed_with_their_links_and_times() -> None:
     assert found.entities[4] == KnownEntity(4, "hooks/useTodos.ts", "file")
     assert found.ideas[30].at == EARLIER and found.ideas[31].at is None
     assert found.idea_ids() == {30, 31}
+
+
+def test_a_plan_put_off_still_supersedes_the_stored_decision_it_changes() -> None:
+    # A deferred todo starts no relation but this one: putting the change off does not bring back the
+    # decision it replaced (the stored one came in an earlier batch, so only `relating` can see it).
+    decided = KnownIdea(7, "decision", "We'll use SQLite for the orders database.", "s-0", 4, at=EARLIER)
+    result = build_result(
+        batch(
+            ("assistant", "I'll switch the orders database to PostgreSQL instead of SQLite."),
+            ("user", "not in this branch please, log an issue for the orders database"),
+        ),
+        known(decided),
+    )
+    [plan] = [idea for idea in result.ideas if idea.content.startswith("Deferred: ")]
+    assert plan.intent == "todo"
+    assert (1, 7, "supersedes") in related(result)

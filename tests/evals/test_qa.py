@@ -3,7 +3,6 @@ one line naming the file and the item."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +10,7 @@ import pytest
 
 from cairn.evals.benchmark import BenchmarkError, Evidence
 from cairn.evals.qa import DEFAULT_QA, DEFAULT_QA_TRANSCRIPTS, load_qa, resolve_qa
-
-LINE = json.dumps({"type": "user", "message": {"role": "user", "content": "hello"}})
+from tests.evals.conftest import write_json
 
 
 def item(**changes: Any) -> dict[str, Any]:
@@ -27,19 +25,8 @@ def item(**changes: Any) -> dict[str, Any]:
     return {**base, **changes}
 
 
-@pytest.fixture
-def transcripts(tmp_path: Path) -> Path:
-    root = tmp_path / "transcripts"
-    (root / "proj").mkdir(parents=True)
-    (root / "proj" / "x.jsonl").write_text("\n".join([LINE] * 5) + "\n")
-    (root / "proj" / "y.jsonl").write_text(LINE)  # one line, no newline at the end: still a line
-    return root
-
-
 def write(tmp_path: Path, data: Any) -> Path:
-    path = tmp_path / "qa.json"
-    path.write_text(data if isinstance(data, str) else json.dumps(data))
-    return path
+    return write_json(tmp_path / "qa.json", data)
 
 
 def test_a_good_set_names_every_transcript_once(tmp_path: Path, transcripts: Path) -> None:

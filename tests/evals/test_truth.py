@@ -5,7 +5,6 @@ shown as a fact) apart. Scoring rules: evals/datasets/session-truth-dev/README.m
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +24,7 @@ from cairn.evals.truth import (
     totals,
 )
 from tests.conftest import REAL_TRANSCRIPTS
-
-LINE = json.dumps({"type": "user", "message": {"role": "user", "content": "hello"}})
-
+from tests.evals.conftest import write_json
 
 # ---------------------------------------------------------------------------------------------------
 # Loading
@@ -46,19 +43,8 @@ def session(**changes: Any) -> dict[str, Any]:
     return {**base, **changes}
 
 
-@pytest.fixture
-def transcripts(tmp_path: Path) -> Path:
-    root = tmp_path / "transcripts"
-    (root / "proj").mkdir(parents=True)
-    (root / "proj" / "x.jsonl").write_text("\n".join([LINE] * 5) + "\n")
-    (root / "proj" / "y.jsonl").write_text(LINE)  # one line, no newline at the end: still a line
-    return root
-
-
 def write(tmp_path: Path, data: Any) -> Path:
-    path = tmp_path / "truth.json"
-    path.write_text(data if isinstance(data, str) else json.dumps(data))
-    return path
+    return write_json(tmp_path / "truth.json", data)
 
 
 def test_the_repository_set_loads_eight_sessions_with_eight_open_items() -> None:

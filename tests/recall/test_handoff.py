@@ -35,7 +35,7 @@ def test_open_is_what_the_session_ended_on() -> None:
         "Out of scope here; next session we migrate the queue",
         "Defer the retry change to a separate PR",
         "Deferred: I'll replace getStagedFiles (the user: let's not make this change in this branch)",
-        "Can we remove the checkout shims? (put off: But that's a separate PR.)",
+        "Can we remove the checkout shims? (put off: Let's do that in another PR.)",
     ],
 )
 def test_work_put_off_stays_open_wherever_it_was_said(content: str) -> None:

@@ -52,15 +52,10 @@ CHOICE = re.compile(
 CODE_CHARS = 160
 _FILLER_START = re.compile(r"^(?:(?:done|ok(?:ay)?|also|so|and)[.,!]?\s+)+", re.I)
 # The assistant offering to do something next, and the person turning it down.
-OFFER = re.compile(
-    r"^(?:(?:do you )?want me to|would you like me to|should i|shall i|do you want (?:me|us) to)\b", re.I
-)
-# An offer to find something out rather than to change something.
-_OFFER_VERB = re.compile(
-    r"^(?:(?:do you )?want me to|would you like me to|should i|shall i|do you want (?:me|us) to)"
-    r"\s+(?:also\s+)?",
-    re.I,
-)
+_OFFERING = r"^(?:(?:do you )?want me to|would you like me to|should i|shall i|do you want (?:me|us) to)"
+OFFER = re.compile(_OFFERING + r"\b", re.I)
+# An offer's words up to what it offers to do ("Want me to also …"), to tell finding out from changing.
+_OFFER_VERB = re.compile(_OFFERING + r"\s+(?:also\s+)?", re.I)
 INVESTIGATE = re.compile(
     r"(?:look (?:into|at|for)|check|investigate|dig|find out|see|explore|debug|trace|figure out|verify)\b",
     re.I,

@@ -5,12 +5,22 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Literal
 
 from cairn.agent.offline.entities import Entity
 from cairn.agent.offline.text import term_set
 from cairn.agent.schema import Intent
 
 TOOL_FAILURE_LEAD = re.compile(r"^[\w.:-]+ call failed: ")
+
+Origin = Literal[
+    "prose", "tool_error", "todo_write", "answer", "declined", "deferred", "given_up", "tool_fix"
+]
+"""Where a candidate comes from: a sentence someone said (`prose`); a failed tool call the conversation
+took up (`tool_error`), or one that failed on every retry and never passed (`given_up`); an open
+TodoWrite item (`todo_write`); the reply to a person's question (`answer`); an offer the person turned
+down (`declined`); work the person put off (`deferred`: a question whose reply defers it, a plan they
+defer); a fix the tool calls show (`tool_fix`)."""
 
 
 def idea_terms(content: str) -> frozenset[str]:
@@ -31,8 +41,7 @@ class Candidate:
     importance: float
     turn: int
     entities: list[Entity] = field(default_factory=list)
-    # prose, tool_error, todo_write, answer (the reply to a person's question), declined (a refused offer)
-    origin: str = "prose"
+    origin: Origin = "prose"
     hypothesis: bool = False
     refutation: bool = False
     supersession: bool = False
@@ -43,3 +52,9 @@ class Candidate:
     def terms(self) -> frozenset[str]:
         """Terms of what the idea says (attached file names are evidence, not content)."""
         return idea_terms(self.content)
+
+    @property
+    def plans(self) -> bool:
+        """A decision, or a plan the person put off: either says what the work is to do, so either may
+        replace an earlier decision — putting a change off does not bring back what it replaced."""
+        return self.intent == "decision" or self.origin == "deferred"

@@ -27,7 +27,6 @@ from cairn.agent.offline.reading import Message, SessionView
 from cairn.agent.offline.text import shorten, term_set
 from cairn.agent.schema import DEFAULT_IMPORTANCE
 
-DEFERRED = "deferred"
 # A deferring sentence this short refers back ("But that's a separate PR."); a longer one must name
 # some of what it defers.
 _BARE_WORDS = 8
@@ -47,6 +46,7 @@ def _deferring(message: Message, about: frozenset[str]) -> str | None:
 
 
 def _questions_put_off(view: SessionView, candidates: list[Candidate]) -> list[Candidate]:
+    """The person's questions whose reply puts them off, marked with the words that did."""
     out = []
     for candidate in candidates:
         message = view.by_line(candidate.line)
@@ -55,7 +55,7 @@ def _questions_put_off(view: SessionView, candidates: list[Candidate]) -> list[C
             said = _deferring(reply, candidate.terms) if reply is not None else None
             if said is not None:
                 content = shorten(f"{candidate.content} (put off: {said})")
-                candidate = replace(candidate, content=content, origin=DEFERRED)
+                candidate = replace(candidate, content=content, origin="deferred")
         out.append(candidate)
     return out
 
@@ -63,25 +63,21 @@ def _questions_put_off(view: SessionView, candidates: list[Candidate]) -> list[C
 def _plans_put_off(view: SessionView, candidates: list[Candidate]) -> list[Candidate]:
     """The assistant's plan the person's next words defer, as a deferred todo."""
     deferred: dict[int, Candidate] = {}
+    plans = {  # the last plan each message states
+        c.line: c for c in candidates if c.intent in ("decision", "solution", "todo") and c.origin == "prose"
+    }
     spoken = [m for m in view.messages if m.prose and m.role in ("user", "assistant")]
     for before, message in pairwise(spoken):
-        if before.role != "assistant" or message.role != "user":
+        plan = plans.get(before.line)
+        if before.role != "assistant" or message.role != "user" or plan is None:
             continue
-        plans = [
-            c
-            for c in candidates
-            if c.line == before.line and c.intent in ("decision", "solution", "todo") and c.origin == "prose"
-        ]
-        if not plans:
-            continue
-        plan = plans[-1]
         said = _deferring(message, plan.terms)
         if said is None or _APPROVES.match(said):
             continue  # "ok, do the lint thing now, the fragments go in a separate PR" puts off the rest
         words = " ".join(s.text for s in message.prose).rstrip(".")
         content = shorten(f"Deferred: {plan.content} (the user: {words})")
         deferred[id(plan)] = replace(
-            plan, intent="todo", content=content, importance=DEFAULT_IMPORTANCE["todo"], origin=DEFERRED
+            plan, intent="todo", content=content, importance=DEFAULT_IMPORTANCE["todo"], origin="deferred"
         )
     return [deferred.get(id(c), c) for c in candidates]
 
@@ -91,7 +87,7 @@ def _restatements_dropped(candidates: list[Candidate]) -> list[Candidate]:
     kept: list[Candidate] = []
     for candidate in candidates:
         restates = candidate.intent == "todo" and any(
-            k.origin == DEFERRED
+            k.origin == "deferred"
             and k.line < candidate.line
             and len(k.terms & candidate.terms) >= RESTATED_MIN_SHARED
             for k in kept

@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from cairn.agent.offline.answers import BARE_NOD
+from cairn.agent.offline.answers import BARE_NOD, INVESTIGATE
 from cairn.agent.offline.candidate import Candidate, idea_terms
 from cairn.agent.offline.cues import (
     ANSWER_CUE,
@@ -49,8 +49,6 @@ from cairn.agent.offline.cues import (
     TODO_DONE,
     is_preamble,
 )
-from cairn.agent.offline.deferred import DEFERRED
-from cairn.agent.offline.given_up import GIVEN_UP
 from cairn.agent.offline.reading import SessionView
 from cairn.agent.offline.text import coverage, shorten, term_set
 
@@ -124,7 +122,7 @@ def _cued(question: Candidate, view: SessionView) -> tuple[int, str] | None:
 # Saying the search goes on ("Let me check integration tests…", "I'll investigate how IDs are made").
 _LOOKING = re.compile(
     r"^(?:let me|let's|i'll|i will|i'm going to|now let me)\s+(?:\w+\s+){0,2}?"
-    r"(?:look|check|investigate|dig|find|see|explore|debug|trace|figure|verify|run|read|understand)\b",
+    rf"(?:{INVESTIGATE.pattern}|look|find|run|read|understand)\b",
     re.I,
 )
 
@@ -210,12 +208,12 @@ def answered(
         if question.intent == "question":
             message = view.by_line(question.line)
             hit = _cued(question, view)
-            if hit is None and question.origin == DEFERRED:
+            if hit is None and question.origin == "deferred":
                 continue  # put off on purpose: open until a reply says it answers it
             if hit is None and message is not None and message.role == "user":
                 hit, deferred = _reply(question, view)
         elif question.intent == "problem":
-            if question.origin == GIVEN_UP:
+            if question.origin == "given_up":
                 continue  # it never passed: no statement of the batch settles it
             hit = _resolving(question, candidates, replaced)
         else:
@@ -240,7 +238,7 @@ def completed(view: SessionView, candidates: list[Candidate]) -> list[tuple[Cand
             reports.append((m.line, m.text, term_set(m.text), says_done))
     pairs: list[tuple[float, int, int, Candidate, str]] = []
     for order, todo in enumerate(candidates):
-        if todo.intent != "todo" or todo.origin == DEFERRED:
+        if todo.intent != "todo" or todo.origin == "deferred":
             continue  # work put off is not done in the session that put it off
         wanted = todo.terms
         for line, text, terms, says_done in reports:
@@ -308,9 +306,7 @@ def _replacements(
 def _changes_mind(candidate: Candidate) -> bool:
     """A decision, or a plan put off, that says it changes an earlier one ("instead of", "changing the
     plan")."""
-    return (candidate.intent == "decision" or candidate.origin == DEFERRED) and bool(
-        candidate.supersession or CHANGE.search(candidate.content)
-    )
+    return candidate.plans and bool(candidate.supersession or CHANGE.search(candidate.content))
 
 
 def _taken_over(candidates: list[Candidate], index: int, found: dict[int, int]) -> tuple[int, int] | None:

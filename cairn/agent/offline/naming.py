@@ -17,16 +17,14 @@ The gazetteer knows common technologies; a project's own are unknown to it (`map
 
 from __future__ import annotations
 
-import json
 import re
 
 from cairn.agent.offline.entities import Entity, is_file_like
 from cairn.agent.offline.gazetteer import canonical
 from cairn.agent.offline.reading import SessionView
+from cairn.agent.offline.tool_calls import tool_calls
 
 _HYPHENATED = re.compile(r"(?<![\w/.@-])(@?[a-z][a-z0-9]*(?:-[a-z0-9]+)+)(?![\w@/-]|\.\w)")
-_TOOL_CALL = re.compile(r"^\[tool_use [\w.:-]+\] (.*)$", re.MULTILINE)
-_COMMAND = re.compile(r'^\[tool_use Bash\] command="((?:[^"\\]|\\.)*)"', re.MULTILINE)
 _QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
 _COMMAND_SPLIT = re.compile(r"&&|\|\||[;|\n()]")
 _PROGRAM = re.compile(r"[a-z][a-z0-9_-]{2,}")
@@ -47,21 +45,16 @@ for while until do done then else elif fi case esac function select return local
 _MARKERS = frozenset({"TODO", "FIXME", "NOTE", "WARNING", "IMPORTANT", "DONE"})
 
 
-def _unescaped(rendered: str) -> str:
-    try:
-        return str(json.loads(f'"{rendered}"'))
-    except ValueError:
-        return rendered.replace("\\n", "\n").replace('\\"', '"')
-
-
 def _programs(view: SessionView) -> set[str]:
     """The programs the session's shell commands run (`kubectl`, `pgloader`), without shell words."""
     found: set[str] = set()
     for message in view.messages:
         if message.role != "assistant":
             continue
-        for rendered in _COMMAND.findall(message.text):
-            command = _QUOTED.sub(" ", _unescaped(rendered)).split("<<", 1)[0]
+        for call in tool_calls(message.text):
+            if call.command is None:
+                continue
+            command = _QUOTED.sub(" ", call.command).split("<<", 1)[0]
             for part in _COMMAND_SPLIT.split(command):
                 words = part.split()
                 while words and (_ENV_ASSIGNMENT.match(words[0]) or words[0] in ("sudo", "time", "env")):
@@ -84,7 +77,8 @@ def _in_code(name: str, calls: str, output: str) -> bool:
 def named_in_code(view: SessionView) -> list[tuple[int, Entity]]:
     """Names the conversation's prose shares with its code (see the module docstring), each at the
     line its prose first writes it; technologies the gazetteer knows are left to it."""
-    calls = "\n".join(_TOOL_CALL.findall("\n".join(m.text for m in view.messages if m.role == "assistant")))
+    said = [m.text for m in view.messages if m.role == "assistant"]
+    calls = "\n".join(call.given for text in said for call in tool_calls(text))
     output = "\n".join(m.tool_output for m in view.messages if m.role == "tool")
     programs = _programs(view)
     found: dict[str, tuple[int, Entity]] = {}

@@ -34,7 +34,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cairn.agent.offline.candidate import Candidate, idea_terms
-from cairn.agent.offline.deferred import DEFERRED
 from cairn.agent.offline.evidence import (
     BARE_FILE_ANCHOR,
     FULL_ANCHOR,
@@ -76,8 +75,7 @@ _ANSWERING = {"question": ("conclusion", "decision", "solution"), "problem": ("s
 
 def _changes_mind(candidate: Candidate, existing: KnownIdea) -> bool:
     """Whether the new idea is a change of mind of the kind that would replace or refute `existing`."""
-    planned = candidate.intent == "decision" or candidate.origin == DEFERRED
-    if planned and existing.intent == "decision" and candidate.supersession:
+    if candidate.plans and existing.intent == "decision" and candidate.supersession:
         return True
     return candidate.refutation and existing.intent in ("conclusion", "decision")
 
@@ -132,7 +130,7 @@ def relation_type(candidate: Candidate, existing: KnownIdea, found: Evidence) ->
     earlier = said_before(existing, candidate)
     if candidate.intent in ("question", "todo"):
         # Only a plan put off may replace: it was still the change of mind, just not carried out yet.
-        changed = candidate.origin == DEFERRED and _changes_mind(candidate, existing)
+        changed = candidate.origin == "deferred" and _changes_mind(candidate, existing)
         return _directed(candidate, existing, found) if changed and earlier else None
     if _changes_mind(candidate, existing):
         # It supersedes or contradicts, or nothing: a change of mind is no weaker relation.

@@ -12,23 +12,13 @@ failing says where a file is not). A change already reported in prose right ther
 
 from __future__ import annotations
 
-import re
-
 from cairn.agent.offline.anchoring import change
 from cairn.agent.offline.candidate import Candidate
 from cairn.agent.offline.entities import extract
-from cairn.agent.offline.given_up import call_name, calls_of
 from cairn.agent.offline.reading import SessionView
 from cairn.agent.offline.text import shorten
+from cairn.agent.offline.tool_calls import answered_calls
 from cairn.agent.schema import DEFAULT_IMPORTANCE
-
-TOOL_FIX = "tool_fix"
-# A shell command that only looks: its failing says where something is not, no bug to fix. Only
-# shell runs count (a failed Read or Edit is the agent's own misstep, not the project's).
-_LOOK = re.compile(
-    r'^Bash command="(?:cd \S+ && )?(?:ls|cat|head|tail|find|grep|rg|pwd|which|stat|tree|wc|echo|file|'
-    r"git(?: -C \S+)? (?:status|log|diff|show|branch|rev-parse))\b"
-)
 
 
 def tool_fixes(view: SessionView, candidates: list[Candidate], cause: dict[int, str]) -> list[Candidate]:
@@ -36,12 +26,14 @@ def tool_fixes(view: SessionView, candidates: list[Candidate], cause: dict[int, 
     problems = [c for c in candidates if c.origin == "tool_error" and cause.get(c.line)]
     if not problems:
         return []
-    calls = calls_of(view)
+    calls = answered_calls(view)
     said = {c.line for c in candidates if c.intent == "solution"}
     found: list[Candidate] = []
     for problem in problems:
         call = calls.get(problem.line)
-        if call is None or not call.startswith("Bash ") or _LOOK.match(call):
+        # Only shell runs count (a failed Read or Edit is the agent's misstep), and no look (`ls
+        # types/` failing says where a file is not).
+        if call is None or call.command is None or call.looks:
             continue
         passed = next(
             (
@@ -50,7 +42,8 @@ def tool_fixes(view: SessionView, candidates: list[Candidate], cause: dict[int, 
                 if m.role == "tool"
                 and m.line > problem.line
                 and not m.tool_error
-                and calls.get(m.line) == call
+                and (again := calls.get(m.line)) is not None
+                and again.key == call.key
             ),
             None,
         )
@@ -66,7 +59,7 @@ def tool_fixes(view: SessionView, candidates: list[Candidate], cause: dict[int, 
         message, did = changes[-1]
         if any(message.line <= line <= passed for line in said):
             continue  # the assistant said the fix there already
-        failing = f"Fixed {call_name(call)} failing with {cause[problem.line]}"
+        failing = f"Fixed {call.name} failing with {cause[problem.line]}"
         content = shorten(f"{failing}: {did} (then it passed)", 280)
         found.append(
             Candidate(
@@ -79,7 +72,7 @@ def tool_fixes(view: SessionView, candidates: list[Candidate], cause: dict[int, 
                 DEFAULT_IMPORTANCE["solution"],
                 message.turn,
                 extract(content, view.known_files),
-                origin=TOOL_FIX,
+                origin="tool_fix",
                 at=message.timestamp,
             )
         )

@@ -1,0 +1,27 @@
+"""Fixtures the benchmark-file loaders' tests share (`load_qa`, `load_truth`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+LINE = json.dumps({"type": "user", "message": {"role": "user", "content": "hello"}})
+
+
+@pytest.fixture
+def transcripts(tmp_path: Path) -> Path:
+    """A transcripts root with `proj/x.jsonl` (5 lines) and `proj/y.jsonl` (one line, no newline)."""
+    root = tmp_path / "transcripts"
+    (root / "proj").mkdir(parents=True)
+    (root / "proj" / "x.jsonl").write_text("\n".join([LINE] * 5) + "\n")
+    (root / "proj" / "y.jsonl").write_text(LINE)  # one line, no newline at the end: still a line
+    return root
+
+
+def write_json(path: Path, data: Any) -> Path:
+    """`data` written to `path` as JSON (a string as it is, for malformed files)."""
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return path
