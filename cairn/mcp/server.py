@@ -3,8 +3,10 @@
 Results follow progressive disclosure, because every token a tool returns is a token of the agent's
 context: `search` answers with one compact line per result (id, kind, intent, date, score, preview) and
 the agent calls `show(id)` for the few worth reading in full, or `timeline(id)` for what was said
-around one. `search_content` is the exception by design (seed 004): it returns the passages' full
-text at once, since its caller wants the passage itself, not a pointer to it.
+around one. `search_content` is the exception by design (seed 004): it returns the passages' text at
+once, since its caller wants the passage itself, not a pointer to it. No default reply passes
+`sizing.REPLY_CHARS` (8K characters): pages end early, long texts come in parts, and bad arguments
+are refused in one line (`sizing`).
 
 The model reads parameter descriptions, not docstring `Args:` (the SDK ignores those), so every
 parameter carries an `Annotated[..., Field(description=...)]`; tool docstrings are the tool
@@ -24,17 +26,19 @@ from typing import Annotated, Any, Literal
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from cairn import __version__
 from cairn.config import Settings
 from cairn.dates import ACCEPTED, DateError, parse_when_iso
 from cairn.mcp.backend import Backend
+from cairn.mcp.sizing import CONTENT_PASSAGE_CHARS, REPLY_CHARS, fit, one_line, size, text_part
 from cairn.store.vocab import Intent
 
 SHOW_HINT = "call show(id) for the full item, timeline(id) for what was said around it"
 NEXT_HINT = "pass next_cursor as cursor for more"
 EMPTY_HINT = "nothing matched: try other words, mode semantic, or fewer filters"
+CUT_HINT = "a passage with omitted_chars was cut to fit: show(chunk_id) returns all of it"
 
 INSTRUCTIONS = """\
 cairn remembers this user's past coding-agent sessions: the decisions, conclusions, questions, \
@@ -145,21 +149,32 @@ def compact_page(page: dict[str, Any]) -> dict[str, Any]:
 
 def content_page(result: dict[str, Any]) -> dict[str, Any]:
     """A search_content answer with the paging every tool uses: `next_cursor` instead of the op's
-    `continuation` object, and hints that name it."""
-    page = dict(result)
+    `continuation` object, and hints that name it (and say how to read a passage cut to fit)."""
+    page = _pruned(result)
     continuation = page.pop("continuation", None) or {}
     page["next_cursor"] = continuation.get("next_token") if continuation.get("has_more") else None
     hints = page.get("navigation_hints")
-    if isinstance(hints, dict) and isinstance(hints.get("next_actions"), list):
-        hints = {
-            **hints,
-            "next_actions": [
-                str(action).replace("Use continuation_token", "Pass next_cursor as cursor")
-                for action in hints["next_actions"]
-            ],
-        }
-        page["navigation_hints"] = hints
+    if isinstance(hints, dict):
+        actions = [
+            str(action).replace("Use continuation_token", "Pass next_cursor as cursor")
+            for action in hints.get("next_actions") or []
+        ]
+        if any(passage.get("omitted_chars") for passage in page.get("results") or []):
+            actions.insert(0, CUT_HINT)
+        page["navigation_hints"] = {**hints, "next_actions": actions}
     return page
+
+
+class _Server(MCPServer):
+    """The SDK's server, with a caller's invalid arguments refused in one line (`sizing.one_line`)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(one_line(name, exc.__cause__)) from exc.__cause__
+            raise
 
 
 def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPServer:
@@ -171,7 +186,7 @@ def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPS
     """
     if learner_stats is None:
         learner_stats = backend.settings.mcp_learner_stats
-    server = MCPServer("cairn", version=cairn_version(), instructions=INSTRUCTIONS, log_level="WARNING")
+    server = _Server("cairn", version=cairn_version(), instructions=INSTRUCTIONS, log_level="WARNING")
 
     def tool(**options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """`server.tool` with the docstring dedented into the description the model reads (Python
@@ -252,12 +267,24 @@ def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPS
         return _text(compact_page(page))
 
     @tool()
-    async def show(id: ItemId) -> str:
+    async def show(
+        id: ItemId,
+        offset: Annotated[
+            int,
+            Field(
+                description="Where in the content to start, for the rest of a long item: the next_offset "
+                "of an earlier show of it. Default 0.",
+                ge=0,
+            ),
+        ] = 0,
+    ) -> str:
         """One idea, topic span, message or file chunk in full: content, when and where it was said, what
         superseded or answered it, its relations and entities (a span: its ideas; a message: the ideas taken
-        from it; a file chunk: its file, lines, keywords and the searches that learned to find it)."""
+        from it; a file chunk: its file, lines, keywords and the searches that learned to find it). A long
+        content comes in parts: next_offset says where the rest starts."""
         # An id the agent expands may be one recall injected: that injection was worth its tokens.
-        return _text(_pruned(await backend.call("show", {"id": id, "record_hit": True})))
+        item = _pruned(await backend.call("show", {"id": id, "record_hit": offset == 0}))
+        return _text(fit(text_part(item, offset)))
 
     @tool()
     async def timeline(
@@ -272,7 +299,7 @@ def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPS
         """The ideas said just before and after an item, in its project (or session), oldest first: the
         context a search result came from."""
         result = await backend.call("timeline", {"id": id, "before": before, "after": after})
-        return _text(_pruned(result))
+        return _text(fit(_pruned(result)))
 
     @tool()
     async def open_questions(
@@ -284,10 +311,11 @@ def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPS
         limit: Annotated[int, Field(description="At most this many of each, 1 to 200.", ge=1, le=200)] = 50,
     ) -> str:
         """Questions, problems and todos their sessions left open — raised at a session's end and not
-        answered, or put off on purpose — newest first; failed tool calls are not listed."""
+        answered, or put off on purpose — newest first; failed tool calls are not listed. A long list
+        keeps its newest entries and counts the rest in omitted; pass project or session to narrow it."""
         args = {"project": project, "session": session, "include_todos": include_todos, "limit": limit}
         result = await backend.call("open_questions", {k: v for k, v in args.items() if v is not None})
-        return _text(_pruned(result))
+        return _text(fit(_pruned(result)))
 
     @tool()
     async def search_content(
@@ -309,15 +337,21 @@ def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPS
             float | None, Field(description="Leave out passages scoring below this (0 to 1).", ge=0, le=1)
         ] = None,
         limit: Annotated[
-            int | None, Field(description="Passages per page, 1 to 50 (default 10).", ge=1, le=50)
+            int | None,
+            Field(
+                description="At most this many passages per page, 1 to 50 (default 10); a page also ends "
+                "when its text reaches about 6K characters.",
+                ge=1,
+                le=50,
+            ),
         ] = None,
         cursor: Cursor = None,
         project: Project = None,
         session: Session = None,
     ) -> str:
         """Find passages of past sessions and of the project files you touched (ids c<n>, with their file
-        path and lines) by concepts and exact terms; returns their full text with scores, so no follow-up
-        call is needed."""
+        path and lines) by concepts and exact terms; returns their text with scores, so no follow-up call
+        is needed. A long passage is cut to fit the page (omitted_chars says by how much)."""
         args = {
             "semantic_concepts": semantic_concepts,
             "exact_terms": exact_terms,
@@ -327,8 +361,15 @@ def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPS
             "project": project,
             "session": session,
         }
-        result = await backend.call("search_content", {k: v for k, v in args.items() if v is not None})
-        return _text(content_page(result))
+        args = {k: v for k, v in args.items() if v is not None}
+        budget = CONTENT_PASSAGE_CHARS
+        page = content_page(await backend.call("search_content", {**args, "max_chars": budget}))
+        # Statistics and hints are short, but a page of long paths could still pass the bound: ask
+        # again with less room for passages (rare; the search is read-only apart from usage counts).
+        while size(page) > REPLY_CHARS and budget > 1_000:
+            budget = max(1_000, budget - (size(page) - REPLY_CHARS) - 200)
+            page = content_page(await backend.call("search_content", {**args, "max_chars": budget}))
+        return _text(page)
 
     if learner_stats:
         _learner_stats_tool(tool, backend)

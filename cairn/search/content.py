@@ -34,7 +34,9 @@ chunks containing a term are lifted. The results say which association lifted th
 and a caller that receives them counts a hit for it (`record_usage`).
 
 Paging is stateless: the token carries the request, a snapshot (each source's highest row id at the
-first page, so rows written meanwhile neither appear nor shift pages) and the offset.
+first page, so rows written meanwhile neither appear nor shift pages) and the offset. A caller with a
+context to keep (the MCP tool) passes `max_chars`: the page then ends where its passages fill that many
+characters (`content_budget`), and the next page starts there.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 from cairn.config import Settings
 from cairn.learning.boost import AssociationBoost, associations_for, boosted_documents, reinforce
 from cairn.search import query as fts
+from cairn.search.content_budget import fit_passages
 from cairn.search.content_models import (
     NO_SIGNAL,
     ChunkResult,
@@ -187,8 +190,6 @@ async def search_content(
 
     total = plan.total if plan.total is not None else len(ranked)
     page = ranked[plan.offset : plan.offset + request.limit]
-    end = plan.offset + len(page)
-    has_more = end < len(ranked)
     keywords = await _keywords(db, page)
     results = [
         ChunkResult(
@@ -204,6 +205,11 @@ async def search_content(
         )
         for row in page
     ]
+    if request.max_chars is not None:
+        results = fit_passages(results, request.max_chars)
+        page = page[: len(results)]
+    end = plan.offset + len(page)
+    has_more = end < len(ranked)
     if record_usage:
         await reinforce(db, [row.lift.association_id for row in page if row.lift is not None])
     avg = round(sum(r.relevance_score for r in results) / len(results), 4) if results else 0.0

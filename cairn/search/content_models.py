@@ -21,7 +21,8 @@ NO_SIGNAL = (
 
 
 class ContentRequest(BaseModel):
-    """One content search. With `continuation_token` set, everything but `limit` comes from the token."""
+    """One content search. With `continuation_token` set, everything but `limit` and `max_chars` comes
+    from the token."""
 
     semantic_concepts: list[str] = Field(
         default_factory=list, description="Ideas to match by meaning, e.g. ['authentication', 'retries']."
@@ -36,6 +37,13 @@ class ContentRequest(BaseModel):
     continuation_token: str | None = None
     project: str | None = Field(default=None, description="Project path or name.")
     session: str | None = Field(default=None, description="Only this session's content.")
+    max_chars: int | None = Field(
+        default=None,
+        ge=1_000,
+        le=1_000_000,
+        description="Bound the page's size: passages are cut to a share of this and the page ends before "
+        "their JSON passes it (at least one passage). Default: no bound, whole passages.",
+    )
 
     @field_validator("semantic_concepts")
     @classmethod
@@ -96,6 +104,11 @@ class ChunkResult(BaseModel):
         default=None,
         description="When a learned search association lifted this result: the earlier search's query "
         "after which the agent found this file.",
+    )
+    omitted_chars: int | None = Field(
+        default=None,
+        description="Set when the page's size bound cut this passage: the characters left out; `show` "
+        "returns the whole text.",
     )
 
 

@@ -529,3 +529,55 @@ async def test_a_failing_chroma_degrades_instead_of_failing(
     response = await search_content(store.db, unreachable, settings, request)
     assert "vector search failed" in response.statistics.search_interpretation
     assert corpus.chunk(STORE, 3) in scores(response)
+
+
+# A page bounded in characters (what the MCP tool asks for)
+
+
+def _long(n: int) -> str:
+    """A message of ~3K characters about the outbox, distinct per `n`."""
+    return f"Message {n} on the outbox: " + " ".join(f"word{n}x{i} outbox drains" for i in range(200))
+
+
+async def test_a_bounded_page_cuts_long_passages_and_the_cursor_goes_on_where_it_ended(
+    store: Store, settings: Settings, corpus: Corpus
+) -> None:
+    for n in range(8):
+        await add_message(store, STORE, 100 + n, _long(n))
+    whole = await run(store, settings, exact_terms=["outbox"], limit=50)
+    expected = [r.chunk_id for r in whole.results]
+    texts = {r.chunk_id: r.content for r in whole.results}
+    assert len(expected) == 14 and whole.continuation.has_more is False
+
+    page = await run(store, settings, exact_terms=["outbox"], max_chars=3_000)
+    seen: list[str] = []
+    cut = 0
+    while True:
+        assert page.results, "a bounded page is never empty while results remain"
+        assert len(page.results) == 1 or sum(
+            len(r.model_dump_json(exclude_none=True)) for r in page.results
+        ) <= 3_000
+        for result in page.results:
+            original = texts[result.chunk_id]
+            if result.omitted_chars is None:
+                assert result.content == original
+            else:
+                cut += 1
+                kept = result.content.removesuffix(" …")
+                assert original.startswith(kept) and len(kept) + result.omitted_chars == len(original)
+                assert len(kept) <= 3_000 // 4
+        seen += [r.chunk_id for r in page.results]
+        assert page.statistics.total_results == 14
+        if not page.continuation.has_more:
+            break
+        assert page.continuation.next_token is not None
+        page = await run(
+            store, settings, continuation_token=page.continuation.next_token, max_chars=3_000
+        )
+    assert seen == expected, "every result once, in the unbounded order"
+    assert cut == 8, "each long message was cut, no short one was"
+
+
+def test_max_chars_is_bounded() -> None:
+    with pytest.raises(ValidationError):
+        ContentRequest(exact_terms=["x"], max_chars=10)
