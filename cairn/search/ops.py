@@ -190,7 +190,7 @@ async def show(store: Store, *, id: str | int, record_hit: bool = False) -> Any:
 
 async def _record_hit(store: Store, idea: int) -> None:
     """A store that cannot be written (a read-only fallback) still shows the item."""
-    from cairn.recall.injections import record_hit
+    from cairn.store.injections import record_hit
 
     try:
         await record_hit(store.db, idea)
