@@ -36,11 +36,6 @@ class Check:
         return asdict(self)
 
 
-def default_model(env: dict[str, str] | os._Environ[str] = os.environ) -> str:
-    """The language model cairn uses when none is configured: Claude with a key, else offline."""
-    return "anthropic:claude-haiku-4-5" if env.get("ANTHROPIC_API_KEY") else "offline"
-
-
 # Provider prefix → the environment variable its key lives in (None: no key needed).
 _KEY_ENV = {
     "anthropic": "ANTHROPIC_API_KEY",
@@ -237,7 +232,7 @@ def check_tokenizer(settings: Settings) -> Check:
 
 
 def check_model(settings: Settings) -> Check:
-    from cairn.agent.model_names import unknown_model_message
+    from cairn.agent.model_names import default_model, unknown_model_message
 
     model = settings.model or default_model()
     if (unknown := unknown_model_message(model)) is not None:  # before asking for a key it cannot have

@@ -1,6 +1,9 @@
-"""Whether a model string names a model cairn can run, before anything asks for its API key.
+"""Which model indexes when none is configured, and whether a model string names one cairn can run.
 
-Without this check a typo (`CAIRN_MODEL=gpt-nonsense`) is read as a provider called `gpt-nonsense`
+`default_model` lives here, with the agent, rather than in `cairn doctor`: the model choice is the
+agent's own, and every caller (the agent, the daemon's jobs, the CLI, `cairn doctor`) reads it here.
+
+Without the name check a typo (`CAIRN_MODEL=gpt-nonsense`) is read as a provider called `gpt-nonsense`
 and reported as `$GPT_NONSENSE_API_KEY is not set`, which sends the user after a key that cannot
 exist. A name is known when it is `offline`, one of pydantic-ai's `KnownModelName`s, or `PROVIDER:NAME`
 for a provider pydantic-ai knows or cairn wires itself (`ollama:`, `openai-chat:` at
@@ -11,6 +14,7 @@ the provider's to accept.
 from __future__ import annotations
 
 import difflib
+import os
 import typing
 from functools import cache
 
@@ -18,6 +22,11 @@ OFFLINE = "offline"
 
 # Prefixes cairn wires to a server itself (`cairn.agent.models`), whatever pydantic-ai lists.
 _SERVED = ("anthropic", "openai", "openai-chat", "ollama")
+
+
+def default_model(env: dict[str, str] | os._Environ[str] = os.environ) -> str:
+    """The language model cairn uses when none is configured: Claude with a key, else offline."""
+    return "anthropic:claude-haiku-4-5" if env.get("ANTHROPIC_API_KEY") else OFFLINE
 
 
 @cache

@@ -1,7 +1,7 @@
 """Which language model the indexer runs on, wired the way a user's run needs it.
 
-`resolve_model` turns a model string (`CAIRN_MODEL`, a `--model` override, or the default from
-`cairn.doctor.default_model`) into a pydantic-ai `Model` plus the request settings every run uses:
+`resolve_model` turns a model string (`CAIRN_MODEL`, a `--model` override, or `default_model` from
+`cairn.agent.model_names`) into a pydantic-ai `Model` plus the request settings every run uses:
 
 - `offline` is the deterministic, network-free indexer (`cairn.agent.offline`).
 - `anthropic:NAME` talks to the Messages API (or `ANTHROPIC_BASE_URL` / `model_base_url`, e.g. a proxy).
@@ -29,9 +29,8 @@ from pydantic_ai.retries import AsyncHTTPX2TenacityTransport, RetryConfig, wait_
 from pydantic_ai.settings import ModelSettings
 from tenacity import retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from cairn.agent.model_names import unknown_model_message
+from cairn.agent.model_names import default_model, unknown_model_message
 from cairn.config import Settings
-from cairn.doctor import default_model
 
 OFFLINE = "offline"
 

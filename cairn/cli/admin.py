@@ -158,8 +158,8 @@ def reindex_vectors() -> None:
 def show_config(as_json: JsonOpt = False) -> None:
     """Show each setting's effective value and where it came from (default, file or environment), the
     model indexing runs on, and the paths derived from CAIRN_HOME."""
+    from cairn.agent.model_names import default_model
     from cairn.config import setting_sources
-    from cairn.doctor import default_model
 
     settings = load_settings()
     sources = setting_sources(settings.home)

@@ -301,12 +301,12 @@ def backfill(
     indexed twice. Use --dry-run first to see what it would cost.
     """
 
+    from cairn.agent.model_names import default_model
     from cairn.backfill import (
         discover_sessions,
         parse_since,
         select_sessions,
     )
-    from cairn.doctor import default_model
     from cairn.pricing import load_prices
 
     settings = load_settings()

@@ -249,8 +249,7 @@ def invalid_settings_line(exc: Any) -> str:
 def require_known_model(settings: Settings, override: str | None = None) -> str:
     """The model a command will run (`--model`, else `CAIRN_MODEL`, else the default), or one line and
     exit 2 when it names no model cairn can run — before any work and before asking for its key."""
-    from cairn.agent.model_names import unknown_model_message
-    from cairn.doctor import default_model
+    from cairn.agent.model_names import default_model, unknown_model_message
 
     name = (override or settings.model or default_model()).strip()
     if (unknown := unknown_model_message(name)) is not None:

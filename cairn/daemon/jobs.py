@@ -244,6 +244,7 @@ async def backfill_job(
     should_stop: ShouldStop = _never,
 ) -> dict[str, Any]:
     """`cairn backfill`: the JSON it prints with `--json`, dry run or not."""
+    from cairn.agent.model_names import default_model
     from cairn.agent.models import resolve_model
     from cairn.backfill import (
         OUTPUT_RATIO,
@@ -254,7 +255,6 @@ async def backfill_job(
         run_overhead_tokens,
         select_sessions,
     )
-    from cairn.doctor import default_model
     from cairn.pricing import PRICES_AS_OF, load_prices
 
     started = time.perf_counter()
@@ -354,9 +354,9 @@ async def reindex_job(
     should_stop: ShouldStop = _never,
 ) -> dict[str, Any]:
     """`cairn reindex`: the JSON it prints with `--json`; the dry run prices it as backfill's does."""
+    from cairn.agent.model_names import default_model
     from cairn.agent.models import resolve_model
     from cairn.backfill import OUTPUT_RATIO, Estimate, parse_since, run_overhead_tokens
-    from cairn.doctor import default_model
     from cairn.pricing import PRICES_AS_OF, load_prices
     from cairn.reindex.run import Selection, estimates, reindex, select_sessions, waiting_messages
 

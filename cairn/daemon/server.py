@@ -41,8 +41,6 @@ from pathlib import Path
 from typing import Any
 
 from cairn.config import Settings
-from cairn.files import ops as file_ops
-from cairn.learning import ops as learning_ops
 from cairn.lifecycle import ops as lifecycle_ops
 from cairn.lifecycle.supersede import supersede_op
 from cairn.recall import ops as recall_ops
@@ -88,7 +86,7 @@ async def _ideas(
     include_superseded: bool = False,
     limit: int = 50,
 ) -> Any:
-    from cairn.learning.ops import project_ids
+    from cairn.search.projects import project_ids
     from cairn.store.memory import list_ideas
 
     return await list_ideas(
@@ -134,8 +132,9 @@ Op = Callable[..., Awaitable[Any]]
 
 # `questions` and `todos` are `ideas` with fixed intents: the CLI sends them as `ideas`. The search
 # ops (`cairn.search.ops`) and `recall` (`cairn.recall.ops`) load the search machinery at their first
-# call, so listing them here is cheap. `learn_associations`/`learn_forget` (`cairn.learning.ops`) and
-# `files` (`cairn.files.ops`) are plain SQL over the learning and file-index tables.
+# call, so listing them here is cheap. `learn_associations`/`learn_forget` and `files` (also in
+# `cairn.search.ops`) are plain SQL over the learning and file-index tables (`cairn.learning.listing`,
+# `cairn.files.listing`).
 OPS: dict[str, Op] = {
     "stats": _stats,
     "ideas": _ideas,
@@ -149,11 +148,11 @@ OPS: dict[str, Op] = {
     "timeline": search_ops.timeline,
     "open_questions": search_ops.open_questions,
     "learner_stats": search_ops.learner_stats,
-    "learn_associations": learning_ops.learn_associations,
-    "learn_forget": learning_ops.learn_forget,
+    "learn_associations": search_ops.learn_associations,
+    "learn_forget": search_ops.learn_forget,
     "forget": lifecycle_ops.forget_op,
     "import": lifecycle_ops.import_op,
-    "files": file_ops.files,
+    "files": search_ops.files,
     "recall": recall_ops.recall_op,
     "feed": browse_ops.feed,
     "project_timeline": browse_ops.project_timeline,

@@ -16,7 +16,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from cairn.recall.context import Recall, find_project, prompt_context, session_context
-from cairn.recall.injections import EVENTS, Event, record_injections, shown_since_reset
+from cairn.store.injections import EVENTS, Event, record_injections, shown_since_reset
 
 if TYPE_CHECKING:
     from cairn.store.store import Store

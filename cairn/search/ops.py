@@ -1,4 +1,5 @@
-"""Search as socket ops — `search`, `search_content`, `show`, `timeline`, `open_questions`, `learner_stats`.
+"""Search as socket ops — `search`, `search_content`, `show`, `timeline`, `open_questions` — and the ops
+on what search learns from and draws on: `learner_stats`, `learn_associations`, `learn_forget`, `files`.
 
 They are registered in `cairn.daemon.server.OPS`, so `run_op` answers them the same in the daemon and
 in a process that opened the store itself, and every face (CLI, MCP server) gets identical JSON
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
@@ -35,6 +36,11 @@ log = logging.getLogger(__name__)
 MAX_PROBLEMS = 5
 # Bad values are echoed back when their repr is this short; longer ones are the caller's data, not news.
 MAX_ECHO_CHARS = 40
+# The most rows `learn_associations` and `files` list, and the most associations one `learn_forget` deletes.
+MAX_LISTED = 10_000
+MAX_FORGET = 1_000
+
+RequestStatus = Literal["pending", "indexed", "unchanged", "skipped", "failed"]
 
 
 def _id_text(value: Any) -> Any:
@@ -67,6 +73,28 @@ class _OpenArgs(BaseModel):
     session: str | None = None
     include_todos: bool = True
     limit: int = Field(default=50, ge=1, le=MAX_OPEN)
+
+
+class _AssociationArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    project: str | None = None
+    source: Literal["learned", "agent"] | None = None
+    limit: int = Field(default=50, ge=1, le=MAX_LISTED)
+
+
+class _ForgetArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ids: list[int] = Field(min_length=1, max_length=MAX_FORGET)
+
+
+class _FilesArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    project: str | None = None
+    status: RequestStatus | None = None
+    limit: int = Field(default=50, ge=1, le=MAX_LISTED)
 
 
 def validation_message(what: str, exc: ValidationError) -> str:
@@ -190,7 +218,7 @@ async def show(store: Store, *, id: str | int, record_hit: bool = False) -> Any:
 
 async def _record_hit(store: Store, idea: int) -> None:
     """A store that cannot be written (a read-only fallback) still shows the item."""
-    from cairn.recall.injections import record_hit
+    from cairn.store.injections import record_hit
 
     try:
         await record_hit(store.db, idea)
@@ -244,3 +272,37 @@ async def learner_stats(store: Store) -> Any:
     from cairn.learning.stats import learner_stats as count
 
     return (await count(store.db, store.settings)).model_dump(mode="json")
+
+
+async def learn_associations(
+    store: Store, *, project: str | None = None, source: str | None = None, limit: int | None = None
+) -> Any:
+    """What the loop and the indexing agent learned: one row per (query, file) association."""
+    from cairn.learning.listing import list_associations
+    from cairn.search.projects import project_ids
+
+    args = parse_args(
+        _AssociationArgs, _given(project=project, source=source, limit=limit), "learn_associations request"
+    )
+    ids = await project_ids(store.db, args.project)
+    return await list_associations(store.db, project_ids=ids, source=args.source, limit=args.limit)
+
+
+async def learn_forget(store: Store, *, ids: list[int]) -> Any:
+    """Delete associations by id; their vectors go at the next vector sync (through the outbox)."""
+    from cairn.learning.listing import forget_associations
+
+    args = parse_args(_ForgetArgs, {"ids": ids}, "learn_forget request")
+    return await forget_associations(store.db, args.ids)
+
+
+async def files(
+    store: Store, *, project: str | None = None, status: str | None = None, limit: int | None = None
+) -> Any:
+    """The file index: documents with chunk counts and keywords, and the file requests by status."""
+    from cairn.files.listing import file_index
+    from cairn.search.projects import project_ids
+
+    args = parse_args(_FilesArgs, _given(project=project, status=status, limit=limit), "files request")
+    ids = await project_ids(store.db, args.project)
+    return await file_index(store.db, project_ids=ids, status=args.status, limit=args.limit)

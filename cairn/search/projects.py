@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import PurePosixPath
 
+from cairn.search.errors import SearchError
 from cairn.store.db import Database
 from cairn.store.identity import git_identity
 
@@ -41,6 +42,16 @@ async def resolve_projects(db: Database, value: str) -> list[tuple[int, str]]:
             if found:
                 return found
     return await _nearest_above(db, [c for c in dict.fromkeys(candidates) if c.startswith("/")])
+
+
+async def project_ids(db: Database, project: str | None) -> list[int] | None:
+    """The ids of the projects `project` names (None: every project); a name nobody stored is refused."""
+    if project is None:
+        return None
+    found = await resolve_projects(db, project)
+    if not found:
+        raise SearchError(f"no project {project!r} is stored (`cairn projects` lists them)")
+    return [pid for pid, _ in found]
 
 
 async def _exact(db: Database, candidates: list[str], name: str | None) -> list[tuple[int, str]]:

@@ -30,10 +30,10 @@ import aiosqlite
 from pydantic import BaseModel, Field
 
 from cairn.config import Settings
-from cairn.recall.injections import stats as recall_stats
 from cairn.store import outbox
 from cairn.store.db import Database, DatabaseError
 from cairn.store.failures import StoreReadOnlyError, disk_full, unwritable_reason
+from cairn.store.injections import stats as recall_stats
 from cairn.store.lock import StoreLock, StoreLockedError
 from cairn.store.projects import project_for_claude_dir, project_for_cwd
 from cairn.store.vector_worker import MEMORY_VECTOR_KINDS, VectorWorker, WorkerProgress

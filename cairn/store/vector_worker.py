@@ -17,11 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from cairn.store.store import Store
+from collections.abc import Callable, Collection
+from typing import Protocol
 
 #: What the worker embeds while the job runs: captured text, the bulk of the queue.
 BULK_VECTOR_KINDS = ("messages", "passages")
@@ -39,6 +36,15 @@ IDLE_SECONDS = 0.5
 WorkerProgress = Callable[[int, int], None]
 
 
+class Drainable(Protocol):
+    """What the worker drains: `Store.drain_vectors`. A protocol, so this module needs nothing of the
+    `Store` that owns the worker (`cairn.store.store` imports this module, not the other way round)."""
+
+    async def drain_vectors(
+        self, progress: WorkerProgress | None = None, kinds: Collection[str] | None = None
+    ) -> int: ...
+
+
 class _Stop(Exception):
     """Raised from the outbox's progress callback to leave a drain between two committed batches."""
 
@@ -48,7 +54,7 @@ class VectorWorker:
 
     def __init__(
         self,
-        store: Store,
+        store: Drainable,
         progress: WorkerProgress | None = None,
         should_stop: Callable[[], bool] = lambda: False,
     ) -> None:

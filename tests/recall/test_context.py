@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from cairn.daemon.server import OPS, BadArgumentsError, run_op
-from cairn.recall import injections
 from cairn.recall.context import (
     CLOSE_TAG,
     INTRO,
@@ -23,6 +22,7 @@ from cairn.recall.context import (
     idea_line,
     session_context,
 )
+from cairn.store import injections
 from cairn.store.store import Store
 from tests.tools.memory import add_idea, add_span, insert
 

@@ -11,8 +11,8 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from cairn.ui.app import Viewer, viewer_of
 from cairn.ui.security import TOKEN_HEADER, token_matches
+from cairn.ui.viewer import Viewer, viewer_of
 
 #: An idea number as the viewer takes one: ASCII digits, at most 18 (a SQLite integer). `str.isdigit`
 #: also passes "²" and other Unicode digits that `int()` refuses, and 5,000 digits are past Python's limit

@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from cairn.ui.app import viewer_of
+from cairn.ui.viewer import viewer_of
 
 SIZE = 760
 RINGS = {0: 0.0, 1: 170.0, 2: 330.0}

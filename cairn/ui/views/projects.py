@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from cairn.ui.app import viewer_of
+from cairn.ui.viewer import viewer_of
 
 LANE_WIDTH = 900
 LABEL_WIDTH = 170

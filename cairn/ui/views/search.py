@@ -8,8 +8,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from cairn.ui.app import INTENTS, viewer_of
 from cairn.ui.backend import Refusal
+from cairn.ui.viewer import INTENTS, viewer_of
 
 MODES = ("hybrid", "semantic", "keyword")
 KINDS = ("all", "ideas", "spans", "messages")

@@ -7,6 +7,10 @@ ordered by their id, not `injected_at`, because two rows of one hook call share 
 
 A hit is the agent expanding an injected id with `show`: the MCP server does not know which session
 calls it, so the hit goes to the idea's latest injection, whichever session that was.
+
+It lives in the store, beside the other tables' SQL, because three layers use it: recall writes the
+injections (`cairn.recall.ops`), search's `show` marks the hits (`cairn.search.ops`) and
+`Store.stats` counts them — storage must not import recall to do that.
 """
 
 from __future__ import annotations

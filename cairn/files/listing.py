@@ -1,36 +1,17 @@
-"""The on-demand file index as a socket op: `files` lists indexed documents and the requests behind them.
+"""What the file index holds and why other files are not in it, as `cairn files` shows it.
 
-Registered in `cairn.daemon.server.OPS`, so `cairn files` answers the same through the daemon and
-without it. It only reads: what was indexed (documents with their chunk counts and keywords) and why
-other files were not (requests by status, skipped ones by reason code), which is what a person needs
-to see to trust the corpus `search_content` draws on.
+It only reads: what was indexed (documents with their chunk counts and keywords) and why other files
+were not (requests by status, skipped ones by reason code), which is what a person needs to see to
+trust the corpus `search_content` draws on. The socket op that checks its arguments and calls it
+(`files`) is in `cairn.search.ops`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from cairn.learning.ops import project_ids
-from cairn.search.ops import parse_args
 from cairn.store.db import Database
 from cairn.store.json_columns import json_strings
-
-if TYPE_CHECKING:
-    from cairn.store.store import Store
-
-MAX_LISTED = 10_000
-
-RequestStatus = Literal["pending", "indexed", "unchanged", "skipped", "failed"]
-
-
-class _FilesArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    project: str | None = None
-    status: RequestStatus | None = None
-    limit: int = Field(default=50, ge=1, le=MAX_LISTED)
 
 
 def _in(column: str, ids: list[int] | None) -> tuple[str, list[int]]:
@@ -97,13 +78,3 @@ async def file_index(
         "documents": [{**dict(row), "keywords": json_strings(row["keywords"])} for row in documents],
         "requests": [dict(row) for row in requests],
     }
-
-
-async def files(
-    store: Store, *, project: str | None = None, status: str | None = None, limit: int | None = None
-) -> Any:
-    """The file index: documents with chunk counts and keywords, and the file requests by status."""
-    given = {k: v for k, v in {"project": project, "status": status, "limit": limit}.items() if v is not None}
-    args = parse_args(_FilesArgs, given, "files request")
-    ids = await project_ids(store.db, args.project)
-    return await file_index(store.db, project_ids=ids, status=args.status, limit=args.limit)
