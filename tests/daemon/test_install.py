@@ -487,3 +487,32 @@ def test_cli_installs_recall_by_default_and_no_recall_leaves_it_out(tmp_path: Pa
     again = runner.invoke(app, args, env=env)
     assert again.exit_code == 0 and "injected on SessionStart, UserPromptSubmit" in _flat(again.output)
     assert [len(_handlers(path, e, is_recall_command)) for e in RECALL_EVENTS] == [1, 1]
+
+
+def test_a_backup_an_older_cairn_made_of_an_installed_file_is_never_restored(
+    tmp_path: Path, settings: Settings
+) -> None:
+    """Before, each change replaced `<file>.cairn-backup`, so it may hold cairn's own hooks: putting that
+    back would reinstall them. Uninstall cuts cairn's entries out in place instead, and drops it."""
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"model": "opus"}, indent=2))
+    install(path, hook_command(settings))
+    installed = path.read_bytes()
+    installer.backup_path(path).write_bytes(installed)  # what an older cairn's second install left
+    path.write_bytes(installed.replace(b'"opus"', b'"haiku"'))
+    assert install(path, hook_command(settings)).action == "unchanged"
+    removed = uninstall(path)
+    assert removed.undo == "edited" and path.read_text() == json.dumps({"model": "haiku"}, indent=2)
+    assert _backups(path) == []
+
+
+def test_a_file_deleted_after_install_stays_deleted_and_its_backup_stays(
+    tmp_path: Path, settings: Settings
+) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text('{"model": "opus"}')
+    install(path, hook_command(settings))
+    path.unlink()
+    report = uninstall(path)
+    assert report.action == "unchanged" and report.backup == str(installer.backup_path(path))
+    assert not path.exists() and installer.backup_path(path).read_text() == '{"model": "opus"}'
