@@ -272,15 +272,16 @@ def install(
     run `cairn install` again from the new place (`cairn doctor` says when).
 
     What it does to your files: only cairn's own hook handlers and the `cairn` entry under
-    `mcpServers` change, written in the file's own formatting (indentation, key order, final newline);
-    everything else keeps its bytes, and a file already right is not rewritten. Before the first
-    change the original is copied to `<file>.cairn-backup` (a file that did not exist is noted in
-    `<file>.cairn-created`); later installs keep that original.
+    `mcpServers` change, written in the file's own formatting (indentation, key order, final
+    newline); everything else keeps its bytes, and a file already right is not rewritten. Before
+    the first change the original is copied to `<file>.cairn-backup` (a file that did not exist is
+    noted in `<file>.cairn-created`); later installs keep that original.
 
-    `--uninstall` undoes it: the original's exact bytes come back (if you edited the file since, only
-    cairn's entries are taken out, so your edits stay), a file cairn created is deleted, the backups
-    and launchers go, and the daemon is stopped. Your memory in CAIRN_HOME stays; `--uninstall --purge`
-    deletes it too, after asking (`--yes` skips the question; without a terminal it is required).
+    `--uninstall` undoes it: the original's exact bytes come back (if you edited the file since,
+    only cairn's entries are taken out, so your edits stay), a file cairn created is deleted, the
+    backups and launchers go, and the daemon is stopped. Your memory in CAIRN_HOME stays;
+    `--uninstall --purge` deletes it too, after asking (`--yes` skips the question; without a
+    terminal it is required).
     """
     from cairn.daemon import install as installer
     from cairn.daemon import launcher, process
