@@ -28,7 +28,7 @@ from cairn.cli.safe import plain_text
 
 if TYPE_CHECKING:
     from cairn.config import Settings
-    from cairn.daemon.install import McpReport
+    from cairn.daemon.install import InstallReport, McpReport
 
 
 @app.command()
@@ -248,7 +248,9 @@ def install(
     uninstall: Annotated[
         bool,
         typer.Option(
-            "--uninstall", help="Remove cairn's hooks, MCP server and launchers instead (the memory stays)."
+            "--uninstall",
+            help="Remove cairn's hooks, MCP server and launchers instead, putting your files back as they "
+            "were, and stop the daemon (the memory stays).",
         ),
     ] = False,
     purge: Annotated[
@@ -267,14 +269,22 @@ def install(
     session start and with each prompt (turn it off with `--no-recall`, or keep it installed and set
     `recall_enabled = false` in the config). Both run through launchers in CAIRN_HOME/bin that this
     command (re)writes for the cairn that runs it: after moving the checkout or rebuilding its venv,
-    run `cairn install` again from the new place (`cairn doctor` says when). Idempotent: what is
-    already right is not rewritten; a changed file is first saved as `<file>.cairn-backup` (one per
-    file, replaced each time). Only cairn's own hook handlers and its `cairn` entry under
-    `mcpServers` are touched. `--uninstall` keeps the memory in CAIRN_HOME; `--uninstall --purge`
-    deletes it too, after asking (`--yes` skips the question; without a terminal it is required).
+    run `cairn install` again from the new place (`cairn doctor` says when).
+
+    What it does to your files: only cairn's own hook handlers and the `cairn` entry under
+    `mcpServers` change, written in the file's own formatting (indentation, key order, final
+    newline); everything else keeps its bytes, and a file already right is not rewritten. Before
+    the first change the original is copied to `<file>.cairn-backup` (a file that did not exist is
+    noted in `<file>.cairn-created`); later installs keep that original.
+
+    `--uninstall` undoes it: the original's exact bytes come back (if you edited the file since,
+    only cairn's entries are taken out, so your edits stay), a file cairn created is deleted, the
+    backups and launchers go, and the daemon is stopped. Your memory in CAIRN_HOME stays;
+    `--uninstall --purge` deletes it too, after asking (`--yes` skips the question; without a
+    terminal it is required).
     """
     from cairn.daemon import install as installer
-    from cairn.daemon import launcher
+    from cairn.daemon import launcher, process
     from cairn.daemon.process import DaemonError
     from cairn.store.lock import StoreLockedError
     from cairn.store.store import Store
@@ -309,10 +319,16 @@ def install(
             done = "removed" if uninstall else "installed"
             raise fail(f"{exc} (the hooks were {done}; rerun once that is fixed)") from exc
     purged = None
+    stopped = None
     if not uninstall:
         launcher.write_where(settings.home, path, config if mcp else None)
     if uninstall:
         launcher.remove(settings.home)
+        # Only now: with the hooks and launchers gone, nothing starts the daemon again.
+        try:
+            stopped = process.stop(settings)
+        except DaemonError as exc:
+            raise fail(f"{exc} (the hooks were removed; stop it with `cairn daemon stop`)") from exc
         if purge:
             try:
                 purged = installer.purge(settings)
@@ -338,18 +354,11 @@ def install(
             "launcher": asdict(targets) if targets is not None else None,
             "home": str(settings.home),
             "purged": purged,
+            "daemon_stopped": stopped,
         }
         print_json({**asdict(report), **extra})
         return
-    verb = {"installed": "installed cairn's hooks in", "uninstalled": "removed cairn's hooks from"}
-    if report.action == "unchanged":
-        console.print(
-            f"{report.settings_path}: already {'clean' if uninstall else 'up to date'}, not changed"
-        )
-    else:
-        console.print(f"{verb[report.action]} {report.settings_path} ({', '.join(report.events)})")
-        if report.backup:
-            console.print(f"previous settings saved as {report.backup}")
+    _print_hooks_report(report, uninstall)
     if not uninstall:
         if report.recall_events:
             console.print(f"recall: memory is injected on {', '.join(report.recall_events)}")
@@ -366,6 +375,8 @@ def install(
             f"launchers in {launcher.bin_dir(settings.home)} run the cairn in {Path(targets.python).parent}"
         )
     if uninstall:
+        if stopped is not None:
+            console.print(f"stopped the cairn daemon (pid {stopped})")
         if purge:
             console.print(
                 f"deleted {settings.home}: everything cairn remembered"
@@ -403,6 +414,38 @@ def _confirm_purge(settings: Settings, yes: bool) -> None:
         raise fail("nothing changed", code=1)
 
 
+def _print_undo(path: str, undo: str | None, what: str) -> None:
+    """What uninstall did to one file, in a line."""
+    if undo == "restored":
+        console.print(f"removed {what} from {path}: the file is back to its original bytes")
+    elif undo == "deleted":
+        console.print(f"removed {what}: deleted {path}, which cairn had created")
+    elif undo == "edited":
+        console.print(f"removed {what} from {path} (changed since the install, so only cairn's entries went)")
+
+
+def _print_original(path: str, backup: str | None, created: bool) -> None:
+    """Where install keeps the original of a file it changed."""
+    if created:
+        console.print(f"{path} did not exist: cairn created it, and `cairn install --uninstall` deletes it")
+    elif backup:
+        console.print(f"the original is kept as {backup}; `cairn install --uninstall` puts it back")
+
+
+def _print_hooks_report(report: InstallReport, uninstall: bool) -> None:
+    if report.action == "unchanged":
+        console.print(
+            f"{report.settings_path}: already {'clean' if uninstall else 'up to date'}, not changed"
+        )
+        if report.backup:
+            console.print(f"the file is gone; its original from before cairn is still in {report.backup}")
+    elif uninstall:
+        _print_undo(report.settings_path, report.undo, f"cairn's hooks ({', '.join(report.events)})")
+    else:
+        console.print(f"installed cairn's hooks in {report.settings_path} ({', '.join(report.events)})")
+        _print_original(report.settings_path, report.backup, report.created)
+
+
 def _print_mcp_report(report: McpReport) -> None:
     if report.action == "registered":
         entry = report.entry
@@ -412,13 +455,12 @@ def _print_mcp_report(report: McpReport) -> None:
             f"registered the MCP server 'cairn' ({command}{f', CAIRN_HOME={home}' if home else ''}) "
             f"in {report.config_path}; Claude Code sessions started from now on can use it"
         )
+        _print_original(report.config_path, report.backup, report.created)
     elif report.action == "removed":
-        console.print(f"removed the MCP server 'cairn' from {report.config_path}")
+        _print_undo(report.config_path, report.undo, "the MCP server 'cairn'")
     else:
         state = "absent" if report.entry is None else "registered"
         console.print(f"{report.config_path}: MCP server 'cairn' already {state}, not changed")
-    if report.backup:
-        console.print(f"previous config saved as {report.backup}")
 
 
 @app.command("mcp")

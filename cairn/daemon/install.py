@@ -5,15 +5,24 @@ There are two hooks. The capture hook (`hook.sh`, or `hook.py`) queues transcrip
 `HOOK_EVENTS`; the recall hook (`recall.py`) brings memory back into the session on `RECALL_EVENTS`
 and is optional (`cairn install --no-recall`), so capture never depends on it.
 
-The settings file is the user's, full of things cairn knows nothing about, so the edit is surgical:
-only handlers whose command runs one of cairn's hook scripts are added or removed, everything else keeps its
-value and order, an unchanged file is not rewritten, and a changed one is first copied to
-`<file>.cairn-backup` (one per file: each change replaces cairn's previous backup) and then replaced
-atomically (through a symlink, to its target, so dotfile setups keep working).
-
-The same care applies to `~/.claude.json`, which Claude Code itself rewrites all the time: only the
-`cairn` entry of its top-level `mcpServers` is touched, and the file is re-read just before it is
-replaced, so a change Claude Code made meanwhile is merged rather than overwritten.
+Both files are the user's (and Claude Code's), full of things cairn knows nothing about, so cairn
+leaves them as it found them:
+- Only cairn's own entries change: handlers whose command runs one of cairn's hook scripts, and the
+  `cairn` entry of the top-level `mcpServers`. Only the text of the one member holding them (`hooks`,
+  `mcpServers`) is rewritten, in the file's own indentation and separators; every other byte, the
+  final newline included, stays (see `jsonedit`). An unchanged file is not rewritten.
+- The original is kept, never overwritten by an installed version: before the first change, a file
+  without cairn's entries is copied byte for byte to `<file>.cairn-backup`, and a file that did not
+  exist is noted in `<file>.cairn-created`. Later installs, which find cairn's entries in the file,
+  keep that backup.
+- Uninstalling puts the original's exact bytes back when the file minus cairn's entries is the
+  original; deletes a file cairn created (and the directories it made for it, if empty) when only
+  cairn's entries are in it; and otherwise, when the user or Claude Code changed the file since, cuts
+  out cairn's entries alone, so their later edits survive (see `_uninstall_member`). Then the backup
+  and the note go.
+- Files are replaced atomically (through a symlink, to its target, so dotfile setups keep working),
+  and re-read just before the replace: a change Claude Code made meanwhile (it rewrites
+  `~/.claude.json` all the time) is merged rather than overwritten.
 
 Hooks and the MCP server run through the launchers in `CAIRN_HOME/bin` (see `launcher.py`), which
 `cairn install` rewrites for the install that runs it, so a moved checkout or rebuilt virtualenv is
@@ -36,7 +45,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cairn.config import DEFAULT_HOME, Settings
-from cairn.daemon import launcher
+from cairn.daemon import jsonedit, launcher
 from cairn.daemon.launcher import HookKind
 
 HOOK_EVENTS = ("UserPromptSubmit", "Stop", "SubagentStop", "PreCompact", "SessionEnd")
@@ -52,14 +61,21 @@ DEFAULT_SETTINGS = Path("~/.claude/settings.json")
 # Claude Code's user-scope MCP servers live in `mcpServers` of this file, not in settings.json.
 DEFAULT_CLAUDE_CONFIG = Path("~/.claude.json")
 MCP_SERVER_NAME = "cairn"
-# Attempts at replacing `~/.claude.json` when Claude Code keeps rewriting it under us.
-MCP_WRITE_ATTEMPTS = 5
+# Attempts at replacing a file (`~/.claude.json`, mostly) when Claude Code keeps rewriting it under us.
+WRITE_ATTEMPTS = 5
 
 # The launchers' names, and the scripts an install before the launchers (or a hand-made hook) ran directly.
 _CAPTURE_HOOK = re.compile(rf"cairn/daemon/hook\.(?:sh|py)\b|/{launcher.BIN_DIR}/{launcher.HOOK_LAUNCHER}\b")
 _RECALL_HOOK = re.compile(rf"cairn/daemon/recall\.py\b|/{launcher.BIN_DIR}/{launcher.RECALL_LAUNCHER}\b")
-# The one backup kept per edited file, beside it: the file as it was before cairn's latest change to it.
+# Beside each file cairn has written into, one of: the original's bytes (the file before cairn's entries
+# went in), or a note that there was no file before cairn created it. Uninstall removes either.
 BACKUP_SUFFIX = ".cairn-backup"
+CREATED_SUFFIX = ".cairn-created"
+
+
+# What uninstall did to a file: put the original's bytes back, deleted the file cairn had created, or
+# cut cairn's entries out of a file edited since the install.
+Undo = Literal["restored", "deleted", "edited"]
 
 
 class SettingsFileError(RuntimeError):
@@ -71,7 +87,11 @@ class InstallReport:
     settings_path: str
     action: Literal["installed", "uninstalled", "unchanged"]
     events: list[str] = field(default_factory=list)
+    # Install: the backup holding the original (None: no file before, or no change); uninstall: a
+    # backup left because the file itself was gone.
     backup: str | None = None
+    created: bool = False  # install made the file (uninstall deletes it again)
+    undo: Undo | None = None  # what uninstall did to the file
     command: str | None = None
     hook: HookKind | None = None
     # Where the recall hook is registered once this run is done (empty: not at all), and its command.
@@ -85,6 +105,8 @@ class McpReport:
     action: Literal["registered", "removed", "unchanged"]
     entry: dict[str, Any] | None = None
     backup: str | None = None
+    created: bool = False
+    undo: Undo | None = None
 
 
 def is_cairn_command(command: object) -> bool:
@@ -166,23 +188,39 @@ def _group(event: str, handlers: list[dict[str, Any]]) -> dict[str, Any]:
     return group
 
 
-def _load(path: Path) -> tuple[dict[str, Any], bytes | None]:
-    """The settings object and the file's original bytes (None when there is no file yet)."""
+@dataclass
+class _File:
+    """A JSON settings file as read: its bytes and text (None when there is no file) and its object."""
+
+    path: Path
+    raw: bytes | None
+    text: str | None
+    data: dict[str, Any]
+
+
+def _load(path: Path) -> _File:
+    """The file as it is now; `SettingsFileError` (one line, file untouched) when it is not a JSON object."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        return {}, None
-    if not raw.strip():
-        return {}, raw
+        return _File(path, None, None, {})
     try:
-        data = json.loads(raw)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SettingsFileError(
+            f"{path} is not UTF-8 text ({exc}); fix it first, cairn left it as is"
+        ) from exc
+    if not text.strip():
+        return _File(path, raw, text, {})
+    try:
+        data = json.loads(text)
     except ValueError as exc:
         raise SettingsFileError(
             f"{path} is not valid JSON ({exc}); fix it first, cairn left it as is"
         ) from exc
     if not isinstance(data, dict):
         raise SettingsFileError(f"{path} does not hold a JSON object; cairn left it as is")
-    return data, raw
+    return _File(path, raw, text, data)
 
 
 def _hooks_table(data: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -219,6 +257,21 @@ def _without_cairn(groups: list[Any]) -> list[Any]:
     return kept
 
 
+def _hooks_without_cairn(hooks: dict[str, Any]) -> dict[str, Any]:
+    """`hooks` minus cairn's handlers, in order; an event is dropped only when that removal emptied it."""
+    kept: dict[str, Any] = {}
+    for event, groups in hooks.items():
+        if not isinstance(groups, list) or not _cairn_handlers(groups):
+            kept[event] = groups
+        elif remaining := _without_cairn(groups):
+            kept[event] = remaining
+    return kept
+
+
+def _servers_without_cairn(servers: dict[str, Any]) -> dict[str, Any]:
+    return {name: server for name, server in servers.items() if name != MCP_SERVER_NAME}
+
+
 def _event_groups(hooks: dict[str, Any], event: str, path: Path) -> list[Any]:
     groups = hooks.get(event, [])
     if not isinstance(groups, list):
@@ -226,19 +279,211 @@ def _event_groups(hooks: dict[str, Any], event: str, path: Path) -> list[Any]:
     return groups
 
 
-def _write(path: Path, data: dict[str, Any], original: bytes | None) -> str | None:
-    """Back up the old file (if any) as `<name>.cairn-backup`, replacing cairn's previous backup, then
-    atomically replace the file; the backup's path. One backup per file, not one per install."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    backup = None
-    mode = 0o600
-    if original is not None:
-        mode = path.stat().st_mode & 0o7777
-        backup_path = path.with_name(f"{path.name}{BACKUP_SUFFIX}")
-        _replace_atomically(backup_path, original, mode)
-        backup = str(backup_path)
-    _replace_atomically(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode(), mode)
-    return backup
+@dataclass(frozen=True)
+class _Owned:
+    """The one top-level member of a file that cairn writes into, and how to take cairn's entries out."""
+
+    key: str
+    without: Callable[[dict[str, Any]], dict[str, Any]]
+
+    def has_cairn(self, data: dict[str, Any]) -> bool:
+        value = data.get(self.key)
+        return isinstance(value, dict) and self.without(value) != value
+
+    def stripped(self, data: dict[str, Any]) -> dict[str, Any]:
+        """`data` minus cairn's entries, in order; the member goes when cairn's removal emptied it."""
+        if not self.has_cairn(data):
+            return data
+        value = self.without(data[self.key])
+        return {k: (value if k == self.key else v) for k, v in data.items() if k != self.key or value}
+
+    def bare(self, data: dict[str, Any]) -> dict[str, Any]:
+        """`data` minus cairn's entries and every empty list or object in the member (and the member, if
+        that leaves it empty): an empty container means the same as none, so comparisons ignore them."""
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            if key == self.key and isinstance(value, dict):
+                value = {k: v for k, v in self.without(value).items() if v not in ([], {})}
+                if not value:
+                    continue
+            out[key] = value
+        return out
+
+
+_HOOKS = _Owned("hooks", _hooks_without_cairn)
+_MCP = _Owned("mcpServers", _servers_without_cairn)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values with keys in the same order (a reordering is an edit too)."""
+    return json.dumps(a) == json.dumps(b)
+
+
+def backup_path(path: Path) -> Path:
+    """Where the original of `path` (the file as it was before cairn's entries went in) is kept."""
+    return path.with_name(f"{path.name}{BACKUP_SUFFIX}")
+
+
+def created_marker(path: Path) -> Path:
+    """The note cairn leaves beside a file it created (there was no original), naming the directories
+    it created for it."""
+    return path.with_name(f"{path.name}{CREATED_SUFFIX}")
+
+
+def _file_mode(path: Path) -> int:
+    try:
+        return path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        return 0o600
+
+
+def _keep_original(file: _File, owned: _Owned) -> str | None:
+    """Before cairn writes into `file`, make sure the version without cairn's entries is kept.
+
+    A file with none of cairn's entries is the original: its bytes become `<file>.cairn-backup`
+    (replacing an older one, which the user's own later version supersedes). A missing file is
+    recorded as `<file>.cairn-created`, with the directories about to be made for it. A file that
+    already holds cairn's entries is an installed version and never becomes the backup: the one an
+    earlier install kept stays. Returns the backup's path, if there is one.
+    """
+    path = file.path
+    backup, marker = backup_path(path), created_marker(path)
+    if file.raw is None:
+        directories = _directories_to_make(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not marker.exists():
+            note = {"created_by": "cairn install", "directories": [str(d) for d in directories]}
+            _replace_atomically(marker, (json.dumps(note, indent=2) + "\n").encode(), 0o600)
+        backup.unlink(missing_ok=True)
+        return None
+    if not owned.has_cairn(file.data):
+        if _current_bytes(backup) != file.raw:
+            _replace_atomically(backup, file.raw, _file_mode(path))
+        marker.unlink(missing_ok=True)
+    return str(backup) if backup.exists() else None
+
+
+def _clean_original(path: Path, owned: _Owned) -> dict[str, Any] | None:
+    """The kept original's object, when there is a backup that parses and holds none of cairn's entries
+    (a backup an older cairn made of an installed version does not count), else None."""
+    raw = _current_bytes(backup_path(path))
+    if raw is None:
+        return None
+    try:
+        text = raw.decode("utf-8")
+        data = json.loads(text) if text.strip() else {}
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) and not owned.has_cairn(data) else None
+
+
+def _noted_directories(marker: Path) -> list[Path]:
+    """The directories a created-file note says cairn made, outermost first."""
+    try:
+        note = json.loads(marker.read_text(encoding="utf-8"))
+        return [Path(d) for d in note.get("directories", []) if isinstance(d, str)]
+    except (OSError, ValueError, AttributeError):
+        return []
+
+
+def _directories_to_make(path: Path) -> list[Path]:
+    """The directories cairn makes for `path`, outermost first: those missing now, and those it made
+    for another file it created beside it (so whichever of the two goes last takes them along)."""
+    missing = [d for d in [*reversed(path.parent.parents), path.parent] if not d.exists()]
+    for sibling in path.parent.glob(f"*{CREATED_SUFFIX}") if path.parent.exists() else []:
+        missing += [d for d in _noted_directories(sibling) if d not in missing]
+    return sorted(missing, key=lambda d: len(d.parts))
+
+
+def _forget_created(path: Path) -> None:
+    """Remove the created-file note and, innermost first, each directory it names that is now empty."""
+    marker = created_marker(path)
+    directories = _noted_directories(marker)
+    marker.unlink(missing_ok=True)
+    for directory in reversed(directories):
+        try:
+            directory.rmdir()  # only an empty one: whatever else landed there since keeps it
+        except OSError:
+            break
+
+
+def _install_member(
+    config_path: Path, owned: _Owned, edit: Callable[[_File], dict[str, Any] | None]
+) -> tuple[Path, str | None, bool]:
+    """Set `owned.key` to what `edit` returns (None: no change): `(path, backup, changed)`.
+
+    Only that member's text changes (see `jsonedit`). The file is read again right before the
+    atomic replace; if it changed since the first read (Claude Code saved its state meanwhile), the
+    edit is redone on the new content.
+    """
+    path = _target(config_path)
+    for _ in range(WRITE_ATTEMPTS):
+        file = _load(path)
+        value = edit(file)
+        if value is None:
+            return path, None, False
+        text = jsonedit.set_member(file.text, owned.key, value)
+        if _current_bytes(path) != file.raw:
+            continue
+        mode = _file_mode(path)
+        backup = _keep_original(file, owned)
+        _replace_atomically(path, text.encode(), mode)
+        return path, backup, True
+    raise SettingsFileError(f"{path} kept changing while cairn tried to edit it; try again")
+
+
+def _uninstall_member(
+    config_path: Path, owned: _Owned, check: Callable[[_File], None]
+) -> tuple[Path, Undo | None, str | None]:
+    """Take cairn's entries out of the file: `(path, what was done to it, a backup left in place)`.
+
+    Restoring the original is the goal, but never at the cost of an edit the user made after the
+    install: old bytes put back over their change would silently lose it. So the rule is:
+    - the file minus cairn's entries equals the kept original (ignoring empty containers) → the
+      original's exact bytes are put back ("restored");
+    - cairn created the file and nothing but cairn's entries is in it → it is deleted, with the
+      directories cairn made for it if they are empty ("deleted");
+    - otherwise (edited since, by the user or by Claude Code) only cairn's entries are cut out, in the
+      file's own formatting ("edited").
+    The backup and the created-file note are removed afterwards: the file is the user's again. A file
+    the user deleted since the install stays deleted, and its backup stays beside it for them.
+    """
+    path = _target(config_path)
+    for _ in range(WRITE_ATTEMPTS):
+        file = _load(path)
+        if file.raw is None:
+            _forget_created(path)
+            backup = backup_path(path)
+            return path, None, str(backup) if backup.exists() else None
+        check(file)
+        cleaned = owned.stripped(file.data)
+        original = _clean_original(path, owned)
+        content: bytes | None
+        if original is not None and _same(owned.bare(original), owned.bare(cleaned)):
+            undo: Undo | None = "restored"
+            content = _current_bytes(backup_path(path))
+        elif original is None and created_marker(path).exists() and not owned.bare(cleaned):
+            undo, content = "deleted", None
+        elif owned.has_cairn(file.data) and file.text is not None:
+            if owned.key in cleaned:
+                edited = jsonedit.set_member(file.text, owned.key, cleaned[owned.key])
+            else:
+                edited = jsonedit.delete_member(file.text, owned.key)
+            undo, content = "edited", edited.encode()
+        else:
+            undo, content = None, file.raw
+        if _current_bytes(path) != file.raw:
+            continue
+        if content is None:
+            path.unlink()
+        elif content != file.raw:
+            _replace_atomically(path, content, _file_mode(path))
+        else:
+            undo = None
+        backup_path(path).unlink(missing_ok=True)
+        _forget_created(path)
+        return path, undo, None
+    raise SettingsFileError(f"{path} kept changing while cairn tried to edit it; try again")
 
 
 def _replace_atomically(path: Path, content: bytes, mode: int) -> None:
@@ -253,6 +498,13 @@ def _replace_atomically(path: Path, content: bytes, mode: int) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _current_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
 
 
 def _target(settings_path: Path) -> Path:
@@ -270,66 +522,53 @@ def install(
     registered is taken out, so `--no-recall` also turns recall off where it was on; an event that
     then has no cairn handler left loses its cairn group (and the event, if cairn alone filled it).
     """
-    path = _target(settings_path)
-    data, original = _load(path)
-    hooks = _hooks_table(data, path)
     changed: list[str] = []
-    new_hooks = dict(hooks)
-    for event in dict.fromkeys([*HOOK_EVENTS, *RECALL_EVENTS]):
-        groups = _event_groups(hooks, event, path)
-        wanted = _wanted(event, command, recall)
-        if _cairn_handlers(groups) == wanted:
-            continue
-        kept = _without_cairn(groups)
-        if wanted:
-            new_hooks[event] = [*kept, _group(event, wanted)]
-        elif kept:
-            new_hooks[event] = kept
-        else:
-            del new_hooks[event]
-        changed.append(event)
-    recall_events = list(RECALL_EVENTS) if recall is not None else []
-    report = InstallReport(
+
+    def edit(file: _File) -> dict[str, Any] | None:
+        hooks = _hooks_table(file.data, file.path)
+        changed.clear()
+        new_hooks = dict(hooks)
+        for event in dict.fromkeys([*HOOK_EVENTS, *RECALL_EVENTS]):
+            groups = _event_groups(hooks, event, file.path)
+            wanted = _wanted(event, command, recall)
+            if _cairn_handlers(groups) == wanted:
+                continue
+            kept = _without_cairn(groups)
+            if wanted:
+                new_hooks[event] = [*kept, _group(event, wanted)]
+            elif kept:
+                new_hooks[event] = kept
+            else:
+                del new_hooks[event]
+            changed.append(event)
+        return new_hooks if changed else None
+
+    path, backup, wrote = _install_member(settings_path, _HOOKS, edit)
+    return InstallReport(
         str(path),
-        "unchanged",
-        changed,
+        "installed" if wrote else "unchanged",
+        list(changed) if wrote else [],
+        backup=backup,
+        created=wrote and created_marker(path).exists(),
         command=command,
         hook=hook,
-        recall_events=recall_events,
+        recall_events=list(RECALL_EVENTS) if recall is not None else [],
         recall_command=recall,
     )
-    if changed:
-        report.action = "installed"
-        report.backup = _write(path, {**data, "hooks": new_hooks}, original)
-    return report
 
 
 def uninstall(settings_path: Path) -> InstallReport:
-    """Remove every cairn handler (from any event); containers only cairn filled are removed too."""
-    path = _target(settings_path)
-    data, original = _load(path)
-    if original is None:
-        return InstallReport(str(path), "unchanged")
-    hooks = _hooks_table(data, path)
-    changed: list[str] = []
-    new_hooks = dict(hooks)
-    for event, groups in hooks.items():
-        if not isinstance(groups, list) or not _cairn_handlers(groups):
-            continue
-        remaining = _without_cairn(groups)
-        if remaining:
-            new_hooks[event] = remaining
-        else:
-            del new_hooks[event]
-        changed.append(event)
-    report = InstallReport(str(path), "unchanged", changed)
-    if changed:
-        new_data = {**data, "hooks": new_hooks}
-        if not new_hooks:
-            del new_data["hooks"]
-        report.action = "uninstalled"
-        report.backup = _write(path, new_data, original)
-    return report
+    """Take every cairn handler out (from any event), as `_uninstall_member` describes."""
+    events: list[str] = []
+
+    def check(file: _File) -> None:
+        hooks = _hooks_table(file.data, file.path)
+        events[:] = [e for e, groups in hooks.items() if isinstance(groups, list) and _cairn_handlers(groups)]
+
+    path, undo, backup = _uninstall_member(settings_path, _HOOKS, check)
+    return InstallReport(
+        str(path), "uninstalled" if undo else "unchanged", events if undo else [], backup=backup, undo=undo
+    )
 
 
 def mcp_entry(settings: Settings) -> dict[str, Any]:
@@ -352,61 +591,29 @@ def _mcp_servers(data: dict[str, Any], path: Path) -> dict[str, Any]:
     return servers
 
 
-def _edit_mcp(
-    config_path: Path, edit: Callable[[dict[str, Any]], dict[str, Any] | None]
-) -> tuple[Path, str | None, bool]:
-    """Apply `edit` (the new `mcpServers`, or None for no change) to the file: `(path, backup, changed)`.
-
-    The file is read again right before the atomic replace; if it changed since the first read
-    (Claude Code saved its state meanwhile), the edit is redone on the new content.
-    """
-    path = _target(config_path)
-    for _ in range(MCP_WRITE_ATTEMPTS):
-        data, original = _load(path)
-        servers = edit(_mcp_servers(data, path))
-        if servers is None:
-            return path, None, False
-        new_data = {**data, "mcpServers": servers}
-        if not servers:
-            del new_data["mcpServers"]
-        if _current_bytes(path) != original:
-            continue
-        return path, _write(path, new_data, original), True
-    raise SettingsFileError(f"{path} kept changing while cairn tried to edit it; try again")
-
-
-def _current_bytes(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
-
-
 def install_mcp(config_path: Path, entry: dict[str, Any]) -> McpReport:
     """Make `entry` the `cairn` MCP server of Claude Code's user config; an identical one is left as is."""
 
-    def edit(servers: dict[str, Any]) -> dict[str, Any] | None:
+    def edit(file: _File) -> dict[str, Any] | None:
+        servers = _mcp_servers(file.data, file.path)
         if servers.get(MCP_SERVER_NAME) == entry:
             return None
         return {**servers, MCP_SERVER_NAME: entry}
 
-    path, backup, changed = _edit_mcp(config_path, edit)
-    return McpReport(str(path), "registered" if changed else "unchanged", entry, backup)
+    path, backup, changed = _install_member(config_path, _MCP, edit)
+    return McpReport(
+        str(path),
+        "registered" if changed else "unchanged",
+        entry,
+        backup,
+        created=changed and created_marker(path).exists(),
+    )
 
 
 def uninstall_mcp(config_path: Path) -> McpReport:
-    """Remove the `cairn` MCP server (only it); an `mcpServers` left empty is removed too."""
-
-    def edit(servers: dict[str, Any]) -> dict[str, Any] | None:
-        if MCP_SERVER_NAME not in servers:
-            return None
-        return {name: server for name, server in servers.items() if name != MCP_SERVER_NAME}
-
-    path = _target(config_path)
-    if not path.exists():
-        return McpReport(str(path), "unchanged")
-    path, backup, changed = _edit_mcp(path, edit)
-    return McpReport(str(path), "removed" if changed else "unchanged", backup=backup)
+    """Remove the `cairn` MCP server (only it), as `_uninstall_member` describes."""
+    path, undo, backup = _uninstall_member(config_path, _MCP, lambda file: _mcp_servers(file.data, file.path))
+    return McpReport(str(path), "removed" if undo else "unchanged", backup=backup, undo=undo)
 
 
 class PurgeRefused(RuntimeError):

@@ -1,4 +1,5 @@
-"""`cairn install`: surgical, idempotent, backed-up edits of Claude Code's settings and ~/.claude.json."""
+"""`cairn install`: surgical, idempotent edits of Claude Code's settings and ~/.claude.json that keep the
+original and give it back byte for byte on uninstall."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import sqlite3
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -47,15 +47,8 @@ USER_SETTINGS = {
 
 
 def _backups(path: Path) -> list[Path]:
-    """Every cairn backup of `path`: the one it keeps, and any timestamped one older installs left."""
-    return sorted(path.parent.glob(f"{path.name}.cairn-backup*"))
-
-
-def _without_empty_session_start(settings: dict[str, Any]) -> dict[str, Any]:
-    """`settings` as uninstalling the recall hook leaves them: the user's empty `SessionStart` list
-    held only cairn's handler in between, so it goes with it (no list and an empty one mean the same)."""
-    hooks = {k: v for k, v in settings["hooks"].items() if k != "SessionStart"}
-    return {**settings, "hooks": hooks}
+    """What cairn keeps beside `path`: the original's backup, or the note that it created the file."""
+    return sorted(path.parent.glob(f"{path.name}.cairn-*"))
 
 
 def _cairn_events(path: Path) -> dict[str, int]:
@@ -93,20 +86,24 @@ def test_round_trip_keeps_everything_else_and_is_idempotent(tmp_path: Path, sett
 
     removed = uninstall(path)
     assert removed.action == "uninstalled" and sorted(removed.events) == sorted(HOOK_EVENTS)
-    assert json.loads(path.read_text()) == USER_SETTINGS
-    assert _backups(path) == [backup] and backup.read_bytes() == installed, "one backup, replaced"
-    assert uninstall(path).action == "unchanged"
+    assert removed.undo == "restored" and path.read_bytes() == original
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert _backups(path) == [], "the backup goes once the original is back"
+    again = uninstall(path)
+    assert again.action == "unchanged" and path.read_bytes() == original
 
 
-def test_missing_settings_file_is_created_and_uninstall_leaves_an_empty_object(
+def test_a_missing_settings_file_is_created_and_uninstall_deletes_it_again(
     tmp_path: Path, settings: Settings
 ) -> None:
-    path = tmp_path / "new" / "settings.json"
+    path = tmp_path / "new" / "deeper" / "settings.json"
     report = install(path, hook_command(settings))
-    assert report.action == "installed" and report.backup is None
+    assert report.action == "installed" and report.backup is None and report.created
     assert _cairn_events(path) == dict.fromkeys(HOOK_EVENTS, 1)
-    uninstall(path)
-    assert json.loads(path.read_text()) == {}
+    assert [p.name for p in _backups(path)] == ["settings.json.cairn-created"]
+    removed = uninstall(path)
+    assert removed.undo == "deleted"
+    assert not (tmp_path / "new").exists(), "the file, its note and the directories made for it are gone"
 
 
 def test_a_moved_install_replaces_the_old_hook_instead_of_adding_one(
@@ -187,7 +184,7 @@ def test_cli_uninstall_round_trip(tmp_path: Path, cairn_home: Path) -> None:
     second = runner.invoke(app, ["install", "--settings", str(path)])
     assert second.exit_code == 0 and "not changed" in second.output
     assert runner.invoke(app, ["install", "--settings", str(path), "--uninstall"]).exit_code == 0
-    assert json.loads(path.read_text()) == _without_empty_session_start(USER_SETTINGS)
+    assert path.read_text() == json.dumps(USER_SETTINGS)
     bad = tmp_path / "bad.json"
     bad.write_text("{oops")
     failed = runner.invoke(app, ["install", "--settings", str(bad)])
@@ -248,10 +245,9 @@ def test_mcp_entry_round_trip_keeps_everything_else_and_is_idempotent(
     assert path.read_bytes() == registered and len(_backups(path)) == 1
 
     removed = uninstall_mcp(path)
-    assert removed.action == "removed"
-    assert json.loads(path.read_text()) == CLAUDE_CONFIG
+    assert removed.action == "removed" and removed.undo == "restored"
+    assert path.read_bytes() == original and _backups(path) == []
     assert uninstall_mcp(path).action == "unchanged"
-    assert _backups(path) == [backup] and backup.read_bytes() == registered
 
 
 def test_a_changed_entry_is_replaced_in_place(tmp_path: Path, settings: Settings) -> None:
@@ -270,10 +266,10 @@ def test_a_missing_config_is_created_and_uninstall_removes_what_cairn_added(
     path = tmp_path / "new" / ".claude.json"
     assert uninstall_mcp(path).action == "unchanged" and not path.exists()
     report = install_mcp(path, mcp_entry(settings))
-    assert report.action == "registered" and report.backup is None
+    assert report.action == "registered" and report.backup is None and report.created
     assert path.stat().st_mode & 0o777 == 0o600
-    uninstall_mcp(path)
-    assert json.loads(path.read_text()) == {}
+    assert uninstall_mcp(path).undo == "deleted"
+    assert not (tmp_path / "new").exists()
 
 
 def test_a_config_claude_code_saves_meanwhile_is_merged_not_overwritten(
@@ -425,7 +421,7 @@ def test_recall_is_registered_beside_capture_and_taken_out_alone(tmp_path: Path,
     install(path, command, "sh", recall)
     removed = uninstall(path)
     assert sorted(removed.events) == sorted({*HOOK_EVENTS, *RECALL_EVENTS})
-    assert json.loads(path.read_text()) == _without_empty_session_start(USER_SETTINGS)
+    assert path.read_text() == json.dumps(USER_SETTINGS, indent=2), "with its empty SessionStart"
 
 
 def test_a_users_own_session_start_hooks_are_kept_in_place(tmp_path: Path, settings: Settings) -> None:
@@ -491,3 +487,32 @@ def test_cli_installs_recall_by_default_and_no_recall_leaves_it_out(tmp_path: Pa
     again = runner.invoke(app, args, env=env)
     assert again.exit_code == 0 and "injected on SessionStart, UserPromptSubmit" in _flat(again.output)
     assert [len(_handlers(path, e, is_recall_command)) for e in RECALL_EVENTS] == [1, 1]
+
+
+def test_a_backup_an_older_cairn_made_of_an_installed_file_is_never_restored(
+    tmp_path: Path, settings: Settings
+) -> None:
+    """Before, each change replaced `<file>.cairn-backup`, so it may hold cairn's own hooks: putting that
+    back would reinstall them. Uninstall cuts cairn's entries out in place instead, and drops it."""
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"model": "opus"}, indent=2))
+    install(path, hook_command(settings))
+    installed = path.read_bytes()
+    installer.backup_path(path).write_bytes(installed)  # what an older cairn's second install left
+    path.write_bytes(installed.replace(b'"opus"', b'"haiku"'))
+    assert install(path, hook_command(settings)).action == "unchanged"
+    removed = uninstall(path)
+    assert removed.undo == "edited" and path.read_text() == json.dumps({"model": "haiku"}, indent=2)
+    assert _backups(path) == []
+
+
+def test_a_file_deleted_after_install_stays_deleted_and_its_backup_stays(
+    tmp_path: Path, settings: Settings
+) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text('{"model": "opus"}')
+    install(path, hook_command(settings))
+    path.unlink()
+    report = uninstall(path)
+    assert report.action == "unchanged" and report.backup == str(installer.backup_path(path))
+    assert not path.exists() and installer.backup_path(path).read_text() == '{"model": "opus"}'

@@ -20,7 +20,6 @@ import pytest
 from typer.testing import CliRunner
 
 from cairn.cli import app
-from cairn.daemon.install import is_cairn_command, is_owned_command
 from cairn.store.lock import StoreLock
 from tests.daemon.helpers import Daemons
 from tests.test_cli import cairn
@@ -163,10 +162,7 @@ def test_doctor_and_uninstall_find_hooks_installed_at_other_paths(
     assert str(settings) in checks["claude-hooks"]["detail"]
 
     cairn("install", "--uninstall")
-    assert "cairn" not in json.loads(config.read_text()).get("mcpServers", {})
-    hooks = json.loads(settings.read_text()).get("hooks", {})
-    commands = [h.get("command") for groups in hooks.values() for g in groups for h in g["hooks"]]
-    assert not any(is_owned_command(command) for command in commands)
+    assert not (tmp_path / "team").exists(), "cairn created both files (and their directory): all gone"
     code, checks = doctor()
     assert code == 1 and not checks["claude-hooks"]["ok"], "nothing recorded now: the defaults, empty"
 
@@ -190,18 +186,22 @@ def backups(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.glob("*.cairn-backup*"))
 
 
-def test_repeated_installs_keep_one_backup_per_settings_file(cairn_home: Path, user_home: Path) -> None:
+def test_repeated_installs_keep_the_original_as_the_one_backup(cairn_home: Path, user_home: Path) -> None:
     runner = CliRunner()
-    settings = user_home / ".claude" / "settings.json"
+    settings, config = user_home / ".claude" / "settings.json", user_home / ".claude.json"
     settings.parent.mkdir()
-    settings.write_text(json.dumps({"model": "opus"}))
-    (user_home / ".claude.json").write_text(json.dumps({"numStartups": 3}))
+    originals = {settings: b'{"model": "opus"}', config: b'{"numStartups": 3}\n'}
+    for path, original in originals.items():
+        path.write_bytes(original)
     for args in ([], ["--no-recall"], [], ["--uninstall"], []):
-        before = settings.read_bytes()
         result = runner.invoke(app, ["install", *args])
         assert result.exit_code == 0, result.output
+        for path, original in originals.items():
+            if args == ["--uninstall"]:
+                assert path.read_bytes() == original and not backups(path.parent)
+            else:
+                assert path.with_name(f"{path.name}.cairn-backup").read_bytes() == original, args
     assert backups(settings.parent) == ["settings.json.cairn-backup"]
-    assert (settings.parent / "settings.json.cairn-backup").read_bytes() == before, "the latest replaced"
     assert backups(user_home) == [".claude.json.cairn-backup"]
 
 
@@ -213,10 +213,7 @@ def test_uninstall_keeps_the_memory_and_says_where(cairn_home: Path, user_home: 
     assert result.exit_code == 0
     assert f"your memory is kept in {cairn_home}" in " ".join(result.output.split())
     assert (cairn_home / "cairn.db").exists() and not (cairn_home / "bin").exists()
-    hooks = json.loads((user_home / ".claude" / "settings.json").read_text()).get("hooks", {})
-    assert not any(
-        is_owned_command(h.get("command")) for gs in hooks.values() for g in gs for h in g["hooks"]
-    )
+    assert list(user_home.iterdir()) == [], "the files cairn created in an empty HOME are gone"
 
 
 def test_purge_with_yes_deletes_the_home(cairn_home: Path, user_home: Path) -> None:
@@ -226,15 +223,7 @@ def test_purge_with_yes_deletes_the_home(cairn_home: Path, user_home: Path) -> N
     result = runner.invoke(app, ["install", "--uninstall", "--purge", "--yes", "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["purged"] is True
-    assert not cairn_home.exists()
-    assert "cairn" not in json.loads((user_home / ".claude.json").read_text()).get("mcpServers", {})
-    settings = json.loads((user_home / ".claude" / "settings.json").read_text())
-    assert not any(
-        is_cairn_command(h["command"])
-        for gs in settings.get("hooks", {}).values()
-        for g in gs
-        for h in g["hooks"]
-    )
+    assert not cairn_home.exists() and list(user_home.iterdir()) == []
 
 
 def test_purge_without_a_terminal_or_yes_refuses_and_changes_nothing(
