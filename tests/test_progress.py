@@ -287,11 +287,38 @@ def test_only_models_paid_per_token_are_billed() -> None:
     assert billed("anthropic:claude-haiku-4-5") and billed("openai-chat:gpt-5", "https://api.example.com/v1")
 
 
-def test_the_indexed_table_keys_are_index_json_keys() -> None:
+def test_the_summary_shows_what_the_memory_gained_and_no_bookkeeping() -> None:
+    """It printed a second, 26-row table of the indexer's bookkeeping (`stopped │ None`, tool calls,
+    requests) and an offline model's token counts, which read like spend."""
     from cairn.agent.indexer import IndexReport
-    from cairn.daemon.jobs import INDEX_KEYS, index_json
+    from cairn.cli.summaries import backfill_summary
+    from cairn.daemon.jobs import index_json
 
-    assert tuple(index_json(IndexReport())) == INDEX_KEYS
+    data = {
+        **index_json(IndexReport()),
+        "sessions_total": 2,
+        "sessions_done": 2,
+        "messages_added": 48,
+        "messages_indexed": 40,
+        "vectors_written": 30,
+        "input_tokens": 249_166,
+        "output_tokens": 1_000,
+        "wall_seconds": 12.0,
+    }
+    data["applied"].update(
+        ideas_by_intent={"decision": 2, "problem": 1}, spans_opened=3, questions_answered=1
+    )
+
+    def shown(billed: bool) -> str:
+        out = io.StringIO()
+        Console(file=out, width=80).print(backfill_summary(data, billed))
+        return out.getvalue()
+
+    offline = shown(billed=False)
+    assert re.search(r"ideas\s*│ 3 \(decision 2, problem 1\)", offline) and "3 new, 0 updated" in offline
+    assert "1 question answered" in offline and re.search(r"runs\s*│ 0 ok, 0 failed", offline)
+    assert not re.search(r"None|stopped|tool calls|requests|tokens|249,166", offline), offline
+    assert re.search(r"tokens\s*│ 249,166 in, 1,000 out", shown(billed=True))
 
 
 @pytest.fixture

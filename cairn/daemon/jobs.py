@@ -113,24 +113,6 @@ async def embedding_alongside(
         phases.end("embed")
 
 
-#: The keys of `index_json`, in its order: what an "indexed" table shows of a job's larger JSON.
-INDEX_KEYS = (
-    "batches",
-    "runs_ok",
-    "runs_failed",
-    "skipped_batches",
-    "stopped",
-    "applied",
-    "rejected",
-    "input_tokens",
-    "output_tokens",
-    "tool_calls",
-    "requests",
-    "seconds",
-    "failures",
-)
-
-
 def index_json(report: Any) -> dict[str, Any]:
     """An `IndexReport` as the JSON `cairn index --json` prints (without `messages_added`)."""
     return {
