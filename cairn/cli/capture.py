@@ -253,7 +253,7 @@ def index(
     else:
         console.print(
             f"Read {data['messages_added']} new message(s) from {len(files)} file(s); "
-            f"{data.get('vectors_written', 0)} vectors written."
+            f"{data.get('vectors_written', 0)} message vectors written."
         )
         render_index(data, is_billed(data.get("model"), settings))
         console.print(key_value_table("time", elapsed_rows(data, int(data["messages_added"]))))

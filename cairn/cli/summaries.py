@@ -111,7 +111,9 @@ def backfill_summary(data: dict[str, Any], billed: bool) -> Table:
     rows = {
         "sessions": status,
         "messages": f"{captured:,} captured, {int(data.get('messages_indexed', 0)):,} indexed",
-        "vectors": f"{int(data.get('vectors_written', 0)):,} written",
+        # The job's embedder writes the messages' vectors; those of ideas, topics and entities are
+        # written as each run makes them, and `cairn stats` counts them all.
+        "message vectors": f"{int(data.get('vectors_written', 0)):,} written",
         **memory_rows(data),
         **run_rows(data, billed),
         **elapsed_rows(data, captured),
