@@ -80,3 +80,39 @@ def parse_stored(value: str | None) -> datetime | None:
     except ValueError:
         return None
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def empty_range(
+    since: str | None,
+    until: str | None = None,
+    *,
+    names: tuple[str, str] = ("--since", "--until"),
+    now: datetime | None = None,
+) -> str | None:
+    """Why nothing can have been said between `since` and `until` (values as given, `parse_when`'s
+    forms), or None when something could: `since` at or after `until`, or `since` in the future.
+
+    A search over such a range finds nothing whatever the memory holds; saying so beats a bare "No
+    matches", which sends the user to try other words. `names` are the options as the face calls them.
+    """
+    current = (now or datetime.now()).astimezone()
+    start = parse_when(since, names[0], now=current) if since else None
+    end = parse_when(until, names[1], now=current) if until else None
+    if start is None:
+        return None
+    said = f"{names[0]} {_as_given(since or '', start)}"
+    if end is not None and start > end:
+        return f"the date range is empty: {said} is after {names[1]} {_as_given(until or '', end)}"
+    if end is not None and start == end:
+        return f"the date range is empty: {said} is the same moment as {names[1]} (which is exclusive)"
+    if start > current:
+        return f"the date range is empty: {said} is in the future"
+    return None
+
+
+def _as_given(value: str, moment: datetime) -> str:
+    """`value` as the user typed it, with the local date-time it stands for when it was relative."""
+    text = value.strip()
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        return text
+    return f"{text} ({moment.strftime('%Y-%m-%d %H:%M')})"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import tomllib
 from typing import NamedTuple
+from urllib.parse import urlsplit
 
 from cairn.config import Settings
 
@@ -79,3 +80,22 @@ def cost(
     if price is None:
         return None
     return (input_tokens * price.input + output_tokens * price.output) / 1_000_000
+
+
+#: Hosts that mean "a server on this machine": a model served there costs nothing per token.
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
+
+
+def billed(model: str, base_url: str | None = None) -> bool:
+    """Whether runs on `model` are paid for per token: not the offline indexer, not an Ollama model, and
+    not a model served on this machine (`base_url`, the `model_base_url` setting, on localhost).
+
+    The offline indexer counts tokens as an estimate of what a model would have been sent; shown next
+    to a run they read like spend, so the human summaries show token counts only for billed models.
+    """
+    name = model.strip()
+    if name == "offline" or name.startswith("ollama:"):
+        return False
+    if base_url and name.partition(":")[0] in ("openai", "openai-chat"):
+        return urlsplit(base_url).hostname not in LOCAL_HOSTS
+    return True

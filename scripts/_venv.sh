@@ -9,6 +9,6 @@ if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; th
 fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 # pip is quiet, and a first install downloads chromadb, onnxruntime and more: say what the wait is.
-echo "Installing cairn into .venv (a first install downloads its dependencies and takes minutes)…" >&2
+echo "Installing cairn into .venv; a first install downloads its dependencies (minutes)…" >&2
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".${1:-}"

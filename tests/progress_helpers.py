@@ -3,9 +3,17 @@ banner, and the summary's elapsed time read back from what a person sees."""
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pty
 import re
+import select
 import shutil
+import struct
+import subprocess
+import sys
+import termios
+import time
 from pathlib import Path
 
 from tests.conftest import REAL_TRANSCRIPTS
@@ -75,3 +83,46 @@ def assert_honest_elapsed(reported: float, wall: float) -> None:
     process (plus rounding), and short of it only by the process's exit and start-up (a small margin)."""
     margin = 2.0 + 0.05 * wall
     assert wall - margin <= reported <= wall + 0.1, f"reported {reported}s for a {wall:.2f}s run"
+
+
+def run_on_a_terminal(
+    args: list[str], env: dict[str, str], *, columns: int, timeout: float = 600
+) -> tuple[str, float]:
+    """`python -m cairn ARGS` with stdout and stderr on a pseudo-terminal `columns` wide (its window size
+    and COLUMNS both say so): (what it drew, wall time)."""
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cairn", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=follower,
+        stderr=follower,
+        env={**env, "COLUMNS": str(columns), "TERM": "xterm-256color"},
+    )
+    os.close(follower)
+    out = bytearray()
+    deadline = started + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 1.0)
+        if ready:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed: every writer exited
+                break
+            if not chunk:
+                break
+            out += chunk
+        elif proc.poll() is not None:
+            break
+    code = proc.wait(timeout=60)
+    wall = time.monotonic() - started
+    os.close(leader)
+    text = out.decode("utf-8", "replace")
+    assert code == 0, text
+    return text, wall
+
+
+def strip_escapes(drawn: str) -> str:
+    """What a terminal shows of `drawn`, less colours and cursor moves (CSI sequences)."""
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", drawn)

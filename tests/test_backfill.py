@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from cairn.backfill import Session, discover_sessions, parse_since, select_sessions
+from cairn.cli.progress import short_session
 from cairn.pricing import PRICES, Price, cost, price_for
 from cairn.store.identity import claude_dir_name
 from tests.conftest import REAL_TRANSCRIPTS
@@ -117,8 +118,8 @@ def test_dry_run_spends_nothing_then_backfill_indexes_oldest_first_once(cairn_ho
     again = cairn("backfill", "--model", "offline")
     assert "\x1b[" not in again.stdout + again.stderr
     lines = [line for line in again.stderr.splitlines() if line.startswith("[")]
-    assert [line.split()[1] for line in lines] == expected
-    assert all(" 0 batch(es)" in line for line in lines)
+    assert [line.split()[1] for line in lines] == [f"{short_session(s)}:" for s in expected]
+    assert all(": 0 messages, 0 ideas, at " in line for line in lines)
     assert idea_keys(cairn_home, projects) == ideas_before
     assert rows(cairn_home, "SELECT count(*) FROM index_runs") == [(done["batches"],)]
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from cairn.dates import DateError, parse_stored, parse_when
+from cairn.dates import DateError, empty_range, parse_stored, parse_when
 
 NOW = datetime(2026, 3, 10, 15, 30, tzinfo=UTC)
 
@@ -63,3 +63,25 @@ def test_a_date_at_the_edge_of_the_calendar_is_one_line_not_a_traceback(value: s
     with pytest.raises(DateError, match="too far in the past or future"):
         parse_when(value, "--since")
     assert parse_when("0002-01-05", "--since").year == 2
+
+
+@pytest.mark.parametrize(
+    ("since", "until", "said"),
+    [
+        ("2026-03-01", "2026-02-01", "--since 2026-03-01 is after --until 2026-02-01"),
+        ("3d", "1w", "--since 3d ("),
+        ("2026-03-01", "2026-03-01", "is the same moment as --until (which is exclusive)"),
+        ("2026-03-12", None, "--since 2026-03-12 is in the future"),
+        ("2027-01-01", "2028-01-01", "--since 2027-01-01 is in the future"),
+    ],
+)
+def test_an_empty_range_says_why(since: str, until: str | None, said: str) -> None:
+    reason = empty_range(since, until, now=NOW)
+    assert reason is not None and reason.startswith("the date range is empty: ") and said in reason
+
+
+@pytest.mark.parametrize(
+    ("since", "until"), [(None, "2026-01-01"), ("2026-01-01", None), ("1w", "3d"), ("today", "now")]
+)
+def test_a_range_that_can_hold_something_is_not_empty(since: str | None, until: str | None) -> None:
+    assert empty_range(since, until, now=NOW) is None

@@ -11,9 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
-import pty
 import re
-import select
 import shutil
 import subprocess
 import sys
@@ -41,6 +39,8 @@ from tests.progress_helpers import (
     banner_env,
     lay_out_small,
     parse_duration,
+    run_on_a_terminal,
+    strip_escapes,
     summary_elapsed,
 )
 
@@ -117,43 +117,9 @@ def test_backfill_json_keeps_stdout_parseable_and_the_session_list(cairn_home: P
     assert_no_banner(proc.stdout + proc.stderr)
 
 
-def run_on_a_terminal(args: list[str], env: dict[str, str], timeout: float = 600) -> tuple[str, float]:
-    """`python -m cairn ARGS` with stdout and stderr on a pseudo-terminal: (what it drew, wall time)."""
-    leader, follower = pty.openpty()
-    started = time.monotonic()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cairn", *args],
-        stdin=subprocess.DEVNULL,
-        stdout=follower,
-        stderr=follower,
-        env={**env, "COLUMNS": "200", "TERM": "xterm-256color"},
-    )
-    os.close(follower)
-    out = bytearray()
-    deadline = started + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([leader], [], [], 1.0)
-        if ready:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # the terminal closed: every writer exited
-                break
-            if not chunk:
-                break
-            out += chunk
-        elif proc.poll() is not None:
-            break
-    code = proc.wait(timeout=60)
-    wall = time.monotonic() - started
-    os.close(leader)
-    text = out.decode("utf-8", "replace")
-    assert code == 0, text
-    return text, wall
-
-
 def test_backfill_on_a_terminal_shows_counts_rate_and_eta_per_phase(cairn_home: Path, projects: Path) -> None:
-    drawn, wall = run_on_a_terminal(["backfill", "--model", "offline"], banner_env())
-    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", drawn)
+    drawn, wall = run_on_a_terminal(["backfill", "--model", "offline"], banner_env(), columns=200)
+    plain = strip_escapes(drawn)
     assert "\x1b[" in drawn, "a terminal gets the live display"
 
     def last(label: str) -> str:
@@ -161,9 +127,11 @@ def test_backfill_on_a_terminal_shows_counts_rate_and_eta_per_phase(cairn_home: 
         assert frames, f"no {label} line drawn:\n{plain}"
         return frames[-1]
 
-    assert re.search(r"2/2 files, \d+ messages .*files/s, .*messages/s .*eta", last("capture"))
-    assert re.search(r"(\d+)/\1 vectors .*vectors/s .*eta", last("embedding"))
-    assert re.search(r"\d+/\d+ messages, 2/2 sessions, .*messages/s .*eta", last("indexing"))
+    # The last frame of each phase is its ended one: its ETA column says so.
+    assert re.search(r"2/2 files, \d+ messages .*files/s, .*messages/s .* done", last("capture"))
+    assert re.search(r"(\d+)/\1 vectors .*vectors/s .* done", last("embedding"))
+    assert re.search(r"\d+/\d+ messages, 2/2 sessions, .*messages/s .* done", last("indexing"))
+    assert any(re.search(r" eta (\?|\S+s)\s*$", line) for line in re.split(r"[\r\n]", plain)), "an ETA drawn"
     assert_honest_elapsed(summary_elapsed(plain), wall)
     assert abs(summary_elapsed(plain) - wall) <= 0.1 * wall + 1.0, "within 10 % of the wall time"
     assert_no_banner(plain)
@@ -247,11 +215,110 @@ def test_plain_lines_give_counts_rate_and_eta() -> None:
     assert [duration(s) for s in (4.24, 185, 3725)] == ["4.2s", "3m05s", "1h02m"]
 
 
-def test_the_indexed_table_keys_are_index_json_keys() -> None:
-    from cairn.agent.indexer import IndexReport
-    from cairn.daemon.jobs import INDEX_KEYS, index_json
+def _a_long_job(progress: JobProgress, now: list[float]) -> None:
+    """Events of a big backfill, 4m07s in: capture done after 3m05s, embedding a third of the way,
+    indexing 3,000 of 12,345 messages after 62 s (so 3m13s left at that rate)."""
+    progress({"step": "phase", "phase": "capture", "total": 1234, "unit": "files"})
+    progress({"step": "phase", "phase": "embed", "total": None, "unit": "vectors"})
+    now[0] += 185
+    progress({"step": "advance", "phase": "capture", "advance": 1234, "counts": {"messages": 123_456}})
+    progress({"step": "end", "phase": "capture"})
+    progress({"step": "update", "phase": "embed", "completed": 30_000, "total": 90_000})
+    progress({"step": "phase", "phase": "index", "total": 12_345, "unit": "messages"})
+    now[0] += 62
+    progress({"step": "advance", "phase": "index", "advance": 3000, "counts": {"ideas": 456, "tokens": 9}})
 
-    assert tuple(index_json(IndexReport())) == INDEX_KEYS
+
+@pytest.mark.parametrize("width", [80, 120, 200])
+def test_the_live_display_shows_phase_elapsed_and_eta_whole_at_any_width(width: int) -> None:
+    """Below ~200 columns rich cut the time columns to `0:0…` and the phases to `captu…`: the display
+    now leaves out what matters least (rates, side counts, bar length) and never cuts those three."""
+    out, now = io.StringIO(), [1000.0]
+    console = Console(file=out, width=width, force_terminal=True, color_system=None)
+    progress = JobProgress(console, live=True, clock=lambda: now[0])
+    _a_long_job(progress, now)
+    now[0] += 1.0  # a second later, no event: elapsed and ETA still move, drawn at render time
+    console.print(progress.renderable())
+
+    lines = [line.rstrip() for line in out.getvalue().splitlines() if line.strip()]
+    assert len(lines) == 3, lines
+    assert all(len(line) <= width for line in lines), lines
+    assert "…" not in out.getvalue()
+    capture, embedding, indexing = lines
+    assert capture.startswith("capture ") and re.search(r" 3m05s done$", capture), capture
+    assert embedding.startswith("embedding ") and re.search(r" 4m08s eta 8m16s$", embedding), embedding
+    assert indexing.startswith("indexing ") and re.search(r" 1m03s eta 3m16s$", indexing), indexing
+    assert "1,234/1,234 files, 123,456 messages" in capture and "3,000/12,345 messages" in indexing
+    # What gives way when narrow: the rates first, then the counts other than the telling one.
+    assert ("messages/s" in indexing) == (width >= 112)
+    assert ("456 ideas" in indexing) == (width >= 150)
+
+
+def test_a_session_line_fits_the_console_and_shows_tokens_only_when_billed() -> None:
+    out = io.StringIO()
+    progress = JobProgress(Console(file=out, width=80), live=False, clock=lambda: 5.0)
+    event = {
+        "step": "session",
+        "session": "1af7fc5e-8455-4414-9ccd-011d40f70b2a",
+        "project": "-home-someone-src-github-com-an-organisation-a-repository-with-a-long-name",
+        "of": 340,
+        "messages": 1234,
+        "ideas": 1,
+        "input_tokens": 249_166,
+        "output_tokens": 1000,
+        "elapsed": 185.0,
+    }
+    with progress:
+        progress({"step": "phase", "phase": "index", "total": 99_000, "unit": "messages"})
+        progress({**event, "billed": False})
+        progress(event)  # an older daemon's event: its tokens are shown, as they were
+    _started, offline, paid = out.getvalue().splitlines()
+    assert offline.startswith("[1/340] 1af7fc5e: 1,234 messages, 1 idea, at 3m05s (-home-someone")
+    assert "token" not in offline and offline.endswith("…)") and len(offline) <= 80
+    assert paid.startswith("[2/340] 1af7fc5e: 1,234 messages, 1 idea, 250,166 tokens, at 3m05s")
+    assert len(paid) <= 80
+
+
+def test_only_models_paid_per_token_are_billed() -> None:
+    from cairn.pricing import billed
+
+    assert not billed("offline") and not billed("ollama:llama3.2")
+    assert not billed("openai-chat:qwen", "http://127.0.0.1:8080/v1")
+    assert billed("anthropic:claude-haiku-4-5") and billed("openai-chat:gpt-5", "https://api.example.com/v1")
+
+
+def test_the_summary_shows_what_the_memory_gained_and_no_bookkeeping() -> None:
+    """It printed a second, 26-row table of the indexer's bookkeeping (`stopped │ None`, tool calls,
+    requests) and an offline model's token counts, which read like spend."""
+    from cairn.agent.indexer import IndexReport
+    from cairn.cli.summaries import backfill_summary
+    from cairn.daemon.jobs import index_json
+
+    data = {
+        **index_json(IndexReport()),
+        "sessions_total": 2,
+        "sessions_done": 2,
+        "messages_added": 48,
+        "messages_indexed": 40,
+        "vectors_written": 30,
+        "input_tokens": 249_166,
+        "output_tokens": 1_000,
+        "wall_seconds": 12.0,
+    }
+    data["applied"].update(
+        ideas_by_intent={"decision": 2, "problem": 1}, spans_opened=3, questions_answered=1
+    )
+
+    def shown(billed: bool) -> str:
+        out = io.StringIO()
+        Console(file=out, width=80).print(backfill_summary(data, billed))
+        return out.getvalue()
+
+    offline = shown(billed=False)
+    assert re.search(r"ideas\s*│ 3 \(decision 2, problem 1\)", offline) and "3 new, 0 updated" in offline
+    assert "1 question answered" in offline and re.search(r"runs\s*│ 0 ok, 0 failed", offline)
+    assert not re.search(r"None|stopped|tool calls|requests|tokens|249,166", offline), offline
+    assert re.search(r"tokens\s*│ 249,166 in, 1,000 out", shown(billed=True))
 
 
 @pytest.fixture

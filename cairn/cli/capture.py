@@ -27,7 +27,6 @@ from cairn.cli.common import (
     open_store,
     plural,
     print_json,
-    render_index,
     render_stats,
     require_known_model,
     run_async,
@@ -35,7 +34,7 @@ from cairn.cli.common import (
 from cairn.cli.progress import JobProgress, duration
 from cairn.cli.safe import plain_text
 from cairn.cli.stoppable import printed_dry_run, run_stoppable
-from cairn.cli.summaries import backfill_summary, elapsed_rows
+from cairn.cli.summaries import backfill_summary, elapsed_rows, is_billed, print_failures, render_index
 from cairn.clock import process_seconds
 from cairn.config import Settings
 from cairn.progress import Phases
@@ -150,7 +149,9 @@ def sync(
     for failed in report.errors:
         err.print(Text("skipped ", style="yellow") + plain_text(f"{failed.path}: {failed.error}"))
     if indexed is not None:
-        render_index(indexed)
+        from cairn.agent.model_names import default_model
+
+        render_index(index_json(indexed), is_billed(model or settings.model or default_model(), settings))
     render_stats(stats)
 
 
@@ -252,9 +253,9 @@ def index(
     else:
         console.print(
             f"Read {data['messages_added']} new message(s) from {len(files)} file(s); "
-            f"{data.get('vectors_written', 0)} vectors written."
+            f"{data.get('vectors_written', 0)} message vectors written."
         )
-        render_index(data)
+        render_index(data, is_billed(data.get("model"), settings))
         console.print(key_value_table("time", elapsed_rows(data, int(data["messages_added"]))))
     if data["runs_failed"] and not data["runs_ok"]:
         raise typer.Exit(1)
@@ -307,6 +308,7 @@ def backfill(
         parse_since,
         select_sessions,
     )
+    from cairn.dates import empty_range
     from cairn.pricing import load_prices
 
     settings = load_settings()
@@ -318,6 +320,9 @@ def backfill(
         since_at = parse_since(since) if since else None
     except ValueError as exc:  # a bad date is a usage error: exit 2
         raise fail(str(exc), 2) from exc
+    if not as_json and (empty := empty_range(since)):
+        console.print(plain_text(f"Nothing to backfill: {empty}."))
+        return
     try:
         load_prices(settings)  # a bad price file is reported before any work
     except ValueError as exc:
@@ -351,8 +356,8 @@ def backfill(
     if as_json:
         print_json(data)
     else:
-        console.print(backfill_summary(data))
-        render_index(data)
+        console.print(backfill_summary(data, is_billed(data.get("model"), settings)))
+        print_failures(data)
     if data["interrupted"]:
         err.print(
             f"Interrupted after {data['sessions_done']} of {data['sessions_total']} session(s). Run "

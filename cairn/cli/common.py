@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import os
 import re
@@ -33,11 +34,53 @@ if TYPE_CHECKING:
 UMASK = 0o077
 
 
+def reflowed(text: str | None) -> str | None:
+    """A docstring with each paragraph on one line, so `--help` wraps it at the terminal's width.
+
+    typer's rich help keeps a docstring's single line breaks, so text wrapped at the source's 110
+    columns came out ragged on an 80-column terminal; one line a paragraph, rich wraps it cleanly.
+    """
+    if not text:
+        return text
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+
+
+def _reflow_commands(typer_app: typer.Typer) -> None:
+    for info in typer_app.registered_commands:
+        info.help = reflowed(info.help or inspect.getdoc(info.callback))
+
+
 class _Cairn(typer.Typer):
     """The `cairn` entry point (console script, `python -m cairn`, so also the daemon, hook and MCP
     server it runs): sets cairn's umask, silences third-party banners (`cairn.quiet`), and turns a
     full disk or a read-only store — however deep it surfaced — into one line instead of a traceback
-    (`cairn.store.failures`)."""
+    (`cairn.store.failures`). Every command's help, a sub-app's too, is `reflowed` as it is added."""
+
+    def command(self, *args: Any, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        register = super().command(*args, **kwargs)
+
+        def reflowing(f: Callable[..., Any]) -> Callable[..., Any]:
+            registered = register(f)
+            _reflow_commands(self)
+            return registered
+
+        return reflowing
+
+    def callback(self, *args: Any, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        register = super().callback(*args, **kwargs)
+
+        def reflowing(f: Callable[..., Any]) -> Callable[..., Any]:
+            registered = register(f)
+            if self.registered_callback is not None:
+                self.registered_callback.help = reflowed(inspect.getdoc(f))
+            return registered
+
+        return reflowing
+
+    def add_typer(self, typer_instance: typer.Typer, **kwargs: Any) -> None:
+        _reflow_commands(typer_instance)
+        super().add_typer(typer_instance, **kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         global _warned
@@ -111,7 +154,6 @@ def _vector_failure(exc: BaseException) -> str | None:
 
 app = _Cairn(
     name="cairn",
-    help="A searchable memory built from your coding agents' transcripts.",
     no_args_is_help=True,
     rich_markup_mode="rich",
     pretty_exceptions_enable=False,
@@ -274,10 +316,11 @@ def main(
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
     ] = False,
 ) -> None:
-    """cairn reads Claude Code session transcripts and keeps a searchable memory of them.
+    """A searchable memory built from your coding agents' transcripts.
 
-    State lives in $CAIRN_HOME (default ~/.cairn); settings come from CAIRN_* variables and
-    $CAIRN_HOME/config.toml.
+    Start with `cairn backfill`, which indexes your Claude Code history (or a demo session), then
+    `cairn search "what you want to find"`; `cairn install` wires cairn into Claude Code. State lives
+    in $CAIRN_HOME (default ~/.cairn); settings come from CAIRN_* variables and $CAIRN_HOME/config.toml.
     """
 
 
@@ -482,6 +525,8 @@ def render_stats(stats: Any) -> None:
     data = dump(stats)
     if not data.get("vectors_error"):
         data.pop("vectors_error", None)
+    if isinstance(data.get("vectors"), dict):  # the kinds that hold any (`--json` lists every kind)
+        data["vectors"] = {kind: n for kind, n in data["vectors"].items() if n} or "none yet"
     data["db_size"] = f"{data.pop('db_size_bytes', 0) / 1_048_576:.1f} MiB"
     data["recall"] = recall_summary(
         data.pop("recall_injections", 0),
@@ -542,21 +587,3 @@ def index_json(report: Any) -> dict[str, Any]:
     from cairn.daemon.jobs import index_json
 
     return index_json(report)
-
-
-def render_index(report: Any) -> None:
-    """Render an `IndexReport`, or the JSON of one (as `index_json` builds it; extra keys are ignored,
-    so a job's larger JSON — a backfill's per-session list — never lands in the table as a repr)."""
-    from cairn.daemon.jobs import INDEX_KEYS
-
-    source = dict(report) if isinstance(report, dict) else index_json(report)
-    data = {key: source[key] for key in INDEX_KEYS if key in source}
-    applied = data.pop("applied")
-    failures = data.pop("failures")
-    applied.pop("run_id", None)
-    console.print(key_value_table("indexed", {**applied, **data}))
-    for failure in failures:
-        err.print(
-            Text(f"run {failure['run_id']} {failure['outcome']}", style="yellow")
-            + plain_text(f": {failure['error']}")
-        )

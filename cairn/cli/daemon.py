@@ -1,4 +1,4 @@
-"""The `cairn daemon` sub-app: run, start, stop and query the background indexer."""
+"""The `cairn daemon` sub-app: run, start, stop and query cairn's background process."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ import typer
 from cairn.cli.common import JsonOpt, app, console, fail, load_settings, print_json, run_async, uptime
 
 daemon_app = typer.Typer(
-    help="The background indexer: one per CAIRN_HOME, fed by Claude Code's hooks.",
+    help="cairn's background process: it captures and indexes your sessions as you work and makes "
+    "search fast. One per CAIRN_HOME; Claude Code's hooks start it.",
     no_args_is_help=True,
 )
 

@@ -186,9 +186,10 @@ def import_command(
         return
     console.print(_counts_table(result["added"], "cairn import added"))
     present = sum(result["already_present"].values())
+    queued = int(result.get("vectors_queued") or 0)
     console.print(
-        f"{result['total_added']:,} rows added, {present:,} already present, "
-        f"{result['vectors_written']:,} vectors computed."
+        f"{result['total_added']:,} rows added, {present:,} already present; the search index gained "
+        f"{result['vectors_written']:,} vectors" + (f" ({queued:,} more queued)." if queued else ".")
     )
     if result.get("secrets_redacted"):
         console.print(f"{result['secrets_redacted']:,} secrets redacted before they were stored.")

@@ -21,15 +21,16 @@ from cairn.cli.common import (
     key_value_table,
     load_settings,
     print_json,
-    render_index,
     require_known_model,
 )
+from cairn.cli.safe import plain_text
 from cairn.cli.stoppable import printed_dry_run, run_stoppable
-from cairn.cli.summaries import elapsed_rows
+from cairn.cli.summaries import elapsed_rows, is_billed, memory_rows, print_failures, run_rows
 
 
-def reindex_summary(data: dict[str, Any]) -> Any:
-    """The `reindex` table: sessions swapped, ideas before and after, runs, tokens, times."""
+def reindex_summary(data: dict[str, Any], billed: bool) -> Any:
+    """The `reindex` table: sessions swapped, ideas before and after, what else the new memory holds,
+    runs (and tokens, for a paid model), times."""
     sessions = data.get("sessions") or []
     done = data["sessions_swapped"] + data["sessions_already_done"]
     status = f"{done} of {data['sessions_total']} swapped to the new generation"
@@ -42,8 +43,8 @@ def reindex_summary(data: dict[str, Any]) -> Any:
         "model": str(data["model"]),
         "sessions": status,
         "ideas": f"{old:,} replaced by {new:,}",
-        "runs": f"{data.get('runs_ok', 0)} ok, {data.get('runs_failed', 0)} failed",
-        "tokens": f"{int(data.get('input_tokens', 0)):,} in, {int(data.get('output_tokens', 0)):,} out",
+        **memory_rows(data, ideas=False),
+        **run_rows(data, billed),
         **elapsed_rows(data, messages),
     }
     return key_value_table("reindex", rows)
@@ -85,6 +86,7 @@ def reindex(
     command goes on with the sessions not yet swapped.
     """
     from cairn.backfill import parse_since
+    from cairn.dates import empty_range
     from cairn.pricing import load_prices
 
     settings = load_settings()
@@ -93,6 +95,9 @@ def reindex(
         since_at = parse_since(since) if since else None
     except ValueError as exc:  # a bad date is a usage error: exit 2
         raise fail(str(exc), 2) from exc
+    if not as_json and (empty := empty_range(since)):
+        console.print(plain_text(f"Nothing to reindex: {empty}."))
+        return
     try:
         load_prices(settings)
     except ValueError as exc:
@@ -111,8 +116,8 @@ def reindex(
     if as_json:
         print_json(data)
     else:
-        console.print(reindex_summary(data))
-        render_index(data)
+        console.print(reindex_summary(data, is_billed(data.get("model"), settings)))
+        print_failures(data)
     if data["interrupted"]:
         err.print(
             "Interrupted. Run the same `cairn reindex` again to go on with the sessions not swapped yet."

@@ -48,9 +48,14 @@ class KindChoice(StrEnum):
     all = "all"
 
 
+#: The largest `--limit` of `search` and of `content`.
+MAX_SEARCH_LIMIT = 100
+MAX_CONTENT_LIMIT = 50
+
+
 PageTokenOpt = Annotated[
     str | None,
-    typer.Option("--page-token", help="Continue a previous listing: the token its footer printed."),
+    typer.Option("--page-token", help="Continue a listing at its next page: the next_token of its --json."),
 ]
 
 
@@ -60,7 +65,7 @@ MinScoreOpt = Annotated[
 ]
 
 
-PageLimitOpt = Annotated[int, typer.Option("--limit", min=1, max=100, help="Results per page.")]
+PageLimitOpt = Annotated[int, typer.Option("--limit", min=1, max=MAX_SEARCH_LIMIT, help="Results per page.")]
 
 
 _BOLD = re.compile(r"\*\*(.+?)\*\*", re.S)
@@ -84,6 +89,13 @@ def parse_when(value: str | None, option: str) -> str | None:
         return parse_when_iso(value, option)
     except DateError as exc:
         raise fail(str(exc), 2) from None
+
+
+def empty_date_range(since: str | None, until: str | None = None) -> str | None:
+    """`cairn.dates.empty_range` of the options as typed (already checked by `parse_when`)."""
+    from cairn.dates import empty_range
+
+    return empty_range(since, until)
 
 
 def bold_marked(text: str, style: str = "") -> Text:
@@ -211,12 +223,20 @@ def render_search(page: dict[str, Any], query: str) -> None:
         notices.append("semantic search skipped: keyword matches were decisive (--mode semantic forces it)")
     for notice in notices:
         console.print(Text(f"note: {notice}", style="yellow"))
-    token = page.get("next_token")
-    if token:
-        # Soft wrap: a token broken over lines by the console would not survive being copied back.
-        console.print(
-            Text("next page: ", style="dim") + Text(f"cairn search --page-token {token}"), soft_wrap=True
-        )
+    if page.get("next_token"):
+        console.print(more_hint(len(results), int(page.get("total") or 0), MAX_SEARCH_LIMIT))
+
+
+def more_hint(shown: int, total: int, max_limit: int) -> Text:
+    """How a person sees more results: a larger --limit. The page token, hundreds of characters that
+    wrap over several lines, stays in `--json` (`next_token`) for scripts."""
+    if shown < total <= max_limit:
+        line = f"{shown:,} of {total:,} shown: --limit {total} shows them all"
+    elif shown < total:
+        line = f"{shown:,} of {total:,} shown: --limit {max_limit} shows more"
+    else:
+        line = "more: a larger --limit shows them"
+    return Text(f"{line} (--json has next_token)", style="dim")
 
 
 @app.command()
@@ -224,11 +244,17 @@ def search(
     query: Annotated[str, typer.Argument(help="What to look for, in your own words or exact terms.")] = "",
     mode: Annotated[
         SearchMode,
-        typer.Option("--mode", help="hybrid (words and meaning), semantic (meaning) or keyword (words)."),
+        typer.Option(
+            "--mode",
+            metavar="<mode>",
+            help="hybrid (words and meaning), semantic (meaning) or keyword (words).",
+        ),
     ] = SearchMode.hybrid,
     kind: Annotated[
         KindChoice,
-        typer.Option("--kind", help="ideas, spans (topic spans), messages, or all of them."),
+        typer.Option(
+            "--kind", metavar="<kind>", help="ideas, spans (topic spans), messages, or all of them."
+        ),
     ] = KindChoice.all,
     session: SessionOpt = None,
     project: ProjectOpt = None,
@@ -278,6 +304,9 @@ def search(
         "continuation": page_token,
         "record_usage": True,
     }
+    if not as_json and (empty := empty_date_range(since, until)):
+        console.print(plain_text(f"No matches: {empty}."))
+        return
     page = _ask("search", args)
     if as_json:
         print_json(page)
@@ -342,17 +371,48 @@ def render_content(data: dict[str, Any], terms: list[str]) -> None:
     console.print(line)
     if stats.get("search_interpretation"):
         console.print(Text(str(stats["search_interpretation"]), style="dim"))
-    hints = data.get("navigation_hints") or {}
-    for title, key in (("next", "next_actions"), ("related queries", "related_queries")):
-        values = hints.get(key) or []
-        if values:
-            console.print(Text(f"{title}:", style="bold"))
-            for value in values:
-                console.print(Text(f"  - {value}"))
+    hints = content_hints(data, terms)
+    if hints:
+        console.print(Text("next:", style="bold"))
+        for hint in hints:
+            console.print(Text(f"  - {hint}"))
+    related = (data.get("navigation_hints") or {}).get("related_queries") or []
+    if related:
+        console.print(Text("related: ", style="bold") + Text(", ".join(map(str, related))))
     continuation = data.get("continuation") or {}
-    if continuation.get("has_more") and continuation.get("next_token"):
-        command = f"cairn content --page-token {continuation['next_token']}"
-        console.print(Text("next page: ", style="dim") + Text(command), soft_wrap=True)
+    if continuation.get("has_more"):
+        console.print(more_hint(len(results), int(stats.get("total_results") or 0), MAX_CONTENT_LIMIT))
+
+
+#: A top score at least this high is worth reading in full (`cairn.search.content.STRONG_SCORE`).
+STRONG_CONTENT_SCORE = 0.75
+
+
+def content_hints(data: dict[str, Any], terms: list[str]) -> list[str]:
+    """What to try next, in this command's words: the op's own `navigation_hints.next_actions` speak the
+    MCP tool's parameters (`show(id=...)`, `continuation_token`, `min_score`), which a shell does not."""
+    results = data.get("results") or []
+    if not results:
+        hints = ["lower --min-score (0.3 suits --term alone), or try broader --concept words"]
+        if terms:
+            hints.append(
+                "a code-shaped --term (camelCase, snake_case, with digits) matches case-sensitively, "
+                "as a whole identifier"
+            )
+        return [*hints, 'cairn search "..." looks through the decisions, ideas and topics remembered']
+    top = results[0]
+    hints = []
+    if float(top.get("relevance_score") or 0) >= STRONG_CONTENT_SCORE or len(results) <= 3:
+        hints.append(f"cairn show {top.get('chunk_id')} shows the best match in full")
+    total = int((data.get("statistics") or {}).get("total_results") or 0)
+    if total > len(results):
+        hints.append(
+            "add a --term (an identifier, file name or version) to narrow the results"
+            if not terms
+            else "raise --min-score, or add a --concept, to keep only the closest matches"
+        )
+    hints.append('cairn search "..." finds the decisions and ideas recorded about it')
+    return hints
 
 
 @app.command()
@@ -366,7 +426,9 @@ def content(
         typer.Option("--term", help="An exact word or identifier that must appear; repeatable."),
     ] = None,
     min_score: MinScoreOpt = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, max=50, help="Results per page.")] = 10,
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, max=MAX_CONTENT_LIMIT, help="Results per page.")
+    ] = 10,
     page_token: PageTokenOpt = None,
     project: ProjectOpt = None,
     session: SessionOpt = None,

@@ -113,24 +113,6 @@ async def embedding_alongside(
         phases.end("embed")
 
 
-#: The keys of `index_json`, in its order: what an "indexed" table shows of a job's larger JSON.
-INDEX_KEYS = (
-    "batches",
-    "runs_ok",
-    "runs_failed",
-    "skipped_batches",
-    "stopped",
-    "applied",
-    "rejected",
-    "input_tokens",
-    "output_tokens",
-    "tool_calls",
-    "requests",
-    "seconds",
-    "failures",
-)
-
-
 def index_json(report: Any) -> dict[str, Any]:
     """An `IndexReport` as the JSON `cairn index --json` prints (without `messages_added`)."""
     return {
@@ -175,6 +157,7 @@ async def index_job(
     finally:
         await choice.aclose()
     return {
+        "model": choice.name,
         "messages_added": captured.messages_added,
         "vectors_written": vectors,
         **index_json(indexed),
@@ -200,9 +183,10 @@ async def index_phase(
 
     waiting = await pending_messages(store.db, paths)
     phases.start("index", waiting, "messages")
+    billed = _billed(settings, choice)
 
     def on_batch(planned: Any, run: Any) -> None:
-        phases.advance("index", planned.message_count, **_batch_counts(run))
+        phases.advance("index", planned.message_count, **_batch_counts(run, billed))
 
     try:
         return await index_pending(
@@ -212,12 +196,22 @@ async def index_phase(
         phases.end("index")
 
 
-def _batch_counts(run: Any) -> dict[str, int]:
-    """What a finished indexing run adds to the display's side counts."""
-    return {
-        "ideas": sum(run.stats.ideas_by_intent.values()) if run.ok and run.stats else 0,
-        "tokens": run.input_tokens + run.output_tokens,
-    }
+def _batch_counts(run: Any, billed: bool) -> dict[str, int]:
+    """What a finished indexing run adds to the display's side counts: its ideas, and its tokens when
+    they are paid for (an offline or local model's count would read like spend)."""
+    counts = {"ideas": sum(run.stats.ideas_by_intent.values()) if run.ok and run.stats else 0}
+    if billed:
+        counts["tokens"] = run.input_tokens + run.output_tokens
+    return counts
+
+
+def _billed(settings: Settings, choice: Any) -> bool:
+    """Whether the runs of `choice` (a `ModelChoice`, a model string or None for the default) are paid."""
+    from cairn.doctor import default_model
+    from cairn.pricing import billed
+
+    name = getattr(choice, "name", None) or choice or settings.model or default_model()
+    return billed(str(name), settings.model_base_url)
 
 
 async def reindex_vectors_job(
@@ -323,6 +317,7 @@ async def _index_sessions(
     waiting = await pending_messages(store.db, [p for s in sessions for p in session_paths(s)])
     phases.start("index", waiting, "messages")
     started = time.perf_counter()
+    billed = _billed(settings, choice)
     try:
         return await run_backfill(
             store,
@@ -331,10 +326,15 @@ async def _index_sessions(
             choice,
             should_stop=should_stop,
             on_batch=lambda _s, planned, run: phases.advance(
-                "index", planned.message_count, **_batch_counts(run)
+                "index", planned.message_count, **_batch_counts(run, billed)
             ),
             on_session=lambda result: phases.session(
-                {**result.as_dict(), "of": len(sessions), "elapsed": time.perf_counter() - started}
+                {
+                    **result.as_dict(),
+                    "of": len(sessions),
+                    "elapsed": time.perf_counter() - started,
+                    "billed": billed,
+                }
             ),
         )
     finally:
@@ -380,6 +380,7 @@ async def reindex_job(
         }
     choice = resolve_model(settings, model)
     phases = Phases(emit)
+    billed = _billed(settings, choice)
     try:
         phases.start("index", await waiting_messages(store, sessions), "messages")
         try:
@@ -392,10 +393,15 @@ async def reindex_job(
                 embed=_embed_or_none(store),
                 should_stop=should_stop,
                 on_batch=lambda planned, run: phases.advance(
-                    "index", planned.message_count, **_batch_counts(run)
+                    "index", planned.message_count, **_batch_counts(run, billed)
                 ),
                 on_session=lambda result: phases.session(
-                    {**result.as_dict(), "of": len(sessions), "elapsed": time.perf_counter() - started}
+                    {
+                        **result.as_dict(),
+                        "of": len(sessions),
+                        "elapsed": time.perf_counter() - started,
+                        "billed": billed,
+                    }
                 ),
             )
         finally:

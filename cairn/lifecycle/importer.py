@@ -49,7 +49,8 @@ class ImportReport:
     present: dict[str, int] = field(default_factory=dict)
     bad_lines: int = 0
     bad_examples: list[str] = field(default_factory=list)
-    vectors: int = 0
+    vectors: int = 0  #: vectors the index gained (not the rows queued: many rows get none)
+    vectors_queued: int = 0  #: vector changes still waiting in the outbox after the import
     redacted: int = 0
 
     def bad(self, number: int, why: str) -> None:
@@ -65,6 +66,7 @@ class ImportReport:
             "bad_lines": self.bad_lines,
             "bad_examples": self.bad_examples,
             "vectors_written": self.vectors,
+            "vectors_queued": self.vectors_queued,
             "secrets_redacted": self.redacted,
         }
 

@@ -6,11 +6,13 @@ go through it (it owns the store and its Chroma client), else the command takes 
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from cairn.lifecycle.forget import Selection, forget
 from cairn.lifecycle.importer import bounded_lines, import_lines, open_export
+from cairn.store import outbox
 
 if TYPE_CHECKING:
     from cairn.store.store import Store
@@ -35,9 +37,25 @@ async def forget_op(
 
 
 async def import_op(store: Store, *, path: str) -> Any:
-    """Import the export at `path` (a regular file this user can read) and compute the new rows' vectors."""
+    """Import the export at `path` (a regular file this user can read) and compute the new rows' vectors.
+
+    The vectors reported are those the index holds now and did not before: every imported row is queued,
+    but tool output, noise and a message's first passage get no vector, so the queue's length overstated
+    what was embedded. What a running job's embedder has yet to reach is `vectors_queued`.
+    """
     with open_export(path) as handle:
         report = await import_lines(store.db, bounded_lines(handle))
     if store.read_only is None:
-        report.vectors = await store.sync_vectors()
+        before = await _vectors_held(store)
+        await store.sync_vectors()
+        report.vectors = await _vectors_held(store) - before
+        report.vectors_queued = await outbox.pending(store.db)
     return report.as_json()
+
+
+async def _vectors_held(store: Store) -> int:
+    """Every vector the store's index holds, over all kinds."""
+    from cairn.store.vectors import VECTOR_KINDS
+
+    index = store.vectors
+    return await asyncio.to_thread(lambda: sum(index.count(kind) for kind in VECTOR_KINDS))

@@ -77,6 +77,7 @@ def test_round_trip_into_a_fresh_home_gives_the_same_stats_and_search(home: Path
     assert report["bad_lines"] == 0 and report["total_added"] == len(export.read_text().splitlines()) - 1
     assert report["vectors_written"] > 0
     assert comparable_stats(fresh) == expected_stats
+    assert report["vectors_written"] == sum(expected_stats["vectors"].values()), "what the store holds"
     assert_same_pages(results(fresh), expected_results)
     assert any(page for page in expected_results)
 
