@@ -207,7 +207,7 @@ def _batch_counts(run: Any, billed: bool) -> dict[str, int]:
 
 def _billed(settings: Settings, choice: Any) -> bool:
     """Whether the runs of `choice` (a `ModelChoice`, a model string or None for the default) are paid."""
-    from cairn.doctor import default_model
+    from cairn.agent.model_names import default_model
     from cairn.pricing import billed
 
     name = getattr(choice, "name", None) or choice or settings.model or default_model()
