@@ -184,7 +184,8 @@ class Settings(BaseSettings):
     idle_exit_seconds: float = Field(
         default=300,
         ge=0,
-        description="The daemon exits after this long with an empty queue; the next hook starts it again.",
+        description="The daemon exits after this long with an empty queue and no request; the next hook "
+        "starts it again.",
     )
     queue_max_attempts: int = Field(
         default=5, ge=1, description="Failed runs of a queue item before it is parked for `cairn status`."
