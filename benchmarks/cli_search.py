@@ -105,6 +105,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="cairn-cli-search-bench-") as tmp:
         home = Path(tmp) / "home"
         env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
+        # An installed cairn has its bytecode cached; without it every run would compile cairn's
+        # modules from source (the warm-up runs write the cache).
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         env.update(
             CAIRN_HOME=str(home),
             CAIRN_CLAUDE_PROJECTS_DIR=str(Path(tmp) / "claude-projects"),

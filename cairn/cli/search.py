@@ -76,7 +76,7 @@ def _ask(op: str, args: dict[str, Any], on_direct: Callable[[], Any] | None = No
 #: A search answered without the daemon that kept the user waiting longer than this (the whole command,
 #: start-up included) ends with `DAEMON_HINT` on stderr; a quicker one has nothing worth saying.
 SLOW_SEARCH_S = 1.0
-DAEMON_HINT = "Searched without the daemon ({seconds:.1f} s); `cairn daemon start` keeps search under 0.3 s."
+DAEMON_HINT = "Searched without the daemon ({seconds:.1f} s); `cairn daemon start` makes it sub-second."
 
 
 def _hint_daemon() -> None:
@@ -276,8 +276,8 @@ def search(
 
     The daemon answers when it runs (`cairn daemon start`): it keeps the index and the embedding model
     loaded, so a search takes a fraction of a second. Without it the search loads them itself, which
-    takes a second or more, and then says so in one line on stderr. It does not start the daemon for
-    you: the daemon also indexes new transcripts, which may call your indexing model.
+    takes seconds, and then says so in one line on stderr. It does not start the daemon for you: the
+    daemon also indexes what the hooks queue, with your indexing model.
     """
     from cairn.store.vocab import INTENTS
 
