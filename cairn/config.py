@@ -21,7 +21,9 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-DEFAULT_HOME = Path("~/.cairn")
+# Re-exported: the home is found without the settings (`cairn.home`), and imported from here as well.
+from cairn.home import DEFAULT_HOME as DEFAULT_HOME
+from cairn.home import PIDFILE_NAME, SOCKET_NAME, resolve_home
 
 ENV_PREFIX = "CAIRN_"
 
@@ -75,15 +77,6 @@ def read_config_file(path: Path) -> dict[str, Any]:
 
 
 EmbeddingName = Literal["minilm-int8", "chroma-onnx", "openai"]
-
-
-def resolve_home(value: str | os.PathLike[str] | None = None) -> Path:
-    """The state directory: an explicit value, else `$CAIRN_HOME`, else `~/.cairn`.
-
-    Resolved before the other settings because the optional config file lives inside it.
-    """
-    raw = value if value is not None else os.environ.get("CAIRN_HOME") or DEFAULT_HOME
-    return Path(raw).expanduser().resolve()
 
 
 class Settings(BaseSettings):
@@ -191,7 +184,8 @@ class Settings(BaseSettings):
     idle_exit_seconds: float = Field(
         default=300,
         ge=0,
-        description="The daemon exits after this long with an empty queue; the next hook starts it again.",
+        description="The daemon exits after this long with an empty queue and no request; the next hook "
+        "starts it again.",
     )
     queue_max_attempts: int = Field(
         default=5, ge=1, description="Failed runs of a queue item before it is parked for `cairn status`."
@@ -463,11 +457,11 @@ class Settings(BaseSettings):
 
     @property
     def pid_path(self) -> Path:
-        return self.home / "daemon.pid"
+        return self.home / PIDFILE_NAME
 
     @property
     def socket_path(self) -> Path:
-        return self.home / "cairn.sock"
+        return self.home / SOCKET_NAME
 
     @property
     def config_path(self) -> Path:

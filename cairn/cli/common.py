@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import os
@@ -11,22 +10,25 @@ import sys
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import asdict
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
 from cairn import __version__
+from cairn.cli.commands import LazyCommands
 from cairn.cli.safe import SafeConsole, plain_text
-from cairn.config import Settings
 from cairn.malloc import limit_malloc_arenas
 from cairn.quiet import quiet_third_party
 
+# Not imported here: the settings (pydantic-settings, a tenth of a second), asyncio and rich's progress
+# bars. A command that only asks the daemon needs none of them (`ask`, `benchmarks/cli_search.py`).
 if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from cairn.config import Settings
     from cairn.store.lock import StoreLockedError
 
 #: cairn's own files are the user's alone (invariant 8): whatever the shell's umask, everything cairn
@@ -88,13 +90,14 @@ class _Cairn(typer.Typer):
         os.umask(UMASK)
         quiet_third_party()  # before any command can run an agent (pydantic-ai's banner)
         limit_malloc_arenas()  # before threads allocate (peak RSS of a backfill)
-        from cairn.config import ConfigError
-
         try:
             return super().__call__(*args, **kwargs)
-        except ConfigError as exc:  # a broken config.toml met outside `load_settings`
-            raise SystemExit(fail(str(exc), 2).exit_code) from None
         except Exception as exc:
+            # Imported only now: a command that asks the daemon never loads the settings (`request`).
+            from cairn.config import ConfigError
+
+            if isinstance(exc, ConfigError):  # a broken config.toml met outside `load_settings`
+                raise SystemExit(fail(str(exc), 2).exit_code) from None
             message = _one_line_failure(exc)
             if message is None:
                 raise
@@ -103,6 +106,7 @@ class _Cairn(typer.Typer):
 
 def _one_line_failure(exc: BaseException) -> str | None:
     """The line for a write failure (full, read-only) or an unusable store, else None (a bug: traceback)."""
+    from cairn.config import Settings
     from cairn.store.db import DatabaseError
     from cairn.store.failures import describe_write_failure
     from cairn.store.migrations import SchemaTooNewError
@@ -154,6 +158,7 @@ def _vector_failure(exc: BaseException) -> str | None:
 
 app = _Cairn(
     name="cairn",
+    cls=LazyCommands,
     no_args_is_help=True,
     rich_markup_mode="rich",
     pretty_exceptions_enable=False,
@@ -197,6 +202,8 @@ OpenOpt = Annotated[bool, typer.Option("--open", help="Only those not yet resolv
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    import asyncio
+
     return asyncio.run(coro)
 
 
@@ -225,7 +232,7 @@ def load_settings(*, log_as: str | None = None) -> Settings:
     from pydantic import ValidationError
     from pydantic_settings import SettingsError
 
-    from cairn.config import ConfigError, resolve_home
+    from cairn.config import ConfigError, Settings, resolve_home
 
     try:
         settings = Settings.load()
@@ -291,7 +298,8 @@ def invalid_settings_line(exc: Any) -> str:
 def require_known_model(settings: Settings, override: str | None = None) -> str:
     """The model a command will run (`--model`, else `CAIRN_MODEL`, else the default), or one line and
     exit 2 when it names no model cairn can run — before any work and before asking for its key."""
-    from cairn.agent.model_names import default_model, unknown_model_message
+    from cairn.agent.model_names import unknown_model_message
+    from cairn.doctor import default_model
 
     name = (override or settings.model or default_model()).strip()
     if (unknown := unknown_model_message(name)) is not None:
@@ -301,6 +309,8 @@ def require_known_model(settings: Settings, override: str | None = None) -> str:
 
 def demo_transcript() -> Path:
     """The small demo session cairn ships, used when no Claude Code transcripts exist yet."""
+    from importlib import resources
+
     return Path(str(resources.files("cairn.demo").joinpath("demo-session.jsonl")))
 
 
@@ -372,6 +382,8 @@ def _daemon_starting(settings: Settings, exc: StoreLockedError) -> bool:
 async def daemon_started(settings: Settings, exc: StoreLockedError) -> bool:
     """Whether the lock's holder, a daemon starting up, now listens; False at once when the holder
     is no daemon starting, and when it exits or does not listen within `DAEMON_STARTING_WAIT_S`."""
+    import asyncio
+
     from cairn.daemon.client import daemon_listening
     from cairn.daemon.process import pid_alive
 
@@ -386,6 +398,8 @@ async def daemon_started(settings: Settings, exc: StoreLockedError) -> bool:
 
 
 def progress_bar(disable: bool = False) -> Progress:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -397,13 +411,40 @@ def progress_bar(disable: bool = False) -> Progress:
     )
 
 
+def ask(op: str, args: dict[str, Any] | None = None, *, on_direct: Callable[[], Any] | None = None) -> Any:
+    """`request` for a command that reads and prints (`cairn search`, `show`): the daemon is asked first
+    with nothing loaded but its address — no settings, no event loop, no store — so its answer takes a
+    fraction of a second (`benchmarks/cli_search.py`). It answers with its own settings; this process's
+    are loaded (`load_settings`, with its one-line errors and warnings) only when the op runs here.
+    `on_direct` is called then (a command that says how it would have been faster).
+    """
+    from cairn.daemon.client import DaemonRefusal, DaemonRequestError, NoDaemon, ask_daemon
+    from cairn.home import DaemonAddress
+
+    try:
+        return ask_daemon(DaemonAddress.here(), op, args)
+    except NoDaemon:
+        pass
+    except DaemonRefusal as exc:  # the same one line the direct path prints
+        raise fail(exc.reason) from exc
+    except DaemonRequestError as exc:
+        raise fail(str(exc)) from exc
+    return run_async(request(load_settings(), op, args, on_direct=on_direct))
+
+
 async def request(
-    settings: Settings, op: str, args: dict[str, Any] | None = None, *, wait: bool = False
+    settings: Settings,
+    op: str,
+    args: dict[str, Any] | None = None,
+    *,
+    wait: bool = False,
+    on_direct: Callable[[], Any] | None = None,
 ) -> Any:
     """One store operation as JSON-able data: asked of the daemon when it runs, else run here directly.
 
     Both paths run the same `run_op`, so what a command prints does not depend on which one answered.
     `wait` gives the daemon all the time it needs (a big import); else it has the client's default.
+    `on_direct` is called when the op runs here.
     """
     from cairn.daemon.client import (
         DEFAULT_TIMEOUT,
@@ -412,7 +453,6 @@ async def request(
         NoDaemon,
         daemon_request,
     )
-    from cairn.daemon.server import WRITING_OPS, run_op
 
     try:
         return await daemon_request(settings, op, args, timeout=None if wait else DEFAULT_TIMEOUT)
@@ -422,12 +462,18 @@ async def request(
         raise fail(exc.reason) from exc
     except DaemonRequestError as exc:
         raise fail(str(exc)) from exc
+    # Only now the store and every op's module (seconds of imports: chromadb, onnxruntime, numpy): the
+    # daemon's answer above must not pay for them (`benchmarks/cli_search.py`).
+    from cairn.daemon.server import WRITING_OPS, run_op
+
     # An op that writes says it cannot, in one line (a read-only home, a store in use); one that reads
     # also reads a read-only home and a store being written.
     reading = op not in WRITING_OPS
     store = await _direct_store(settings, read_only_ok=reading, busy_ok=reading)
     if store is None:
-        return await request(settings, op, args, wait=wait)
+        return await request(settings, op, args, wait=wait, on_direct=on_direct)
+    if on_direct is not None:
+        on_direct()
     try:
         return await run_op(store, op, args)
     except ValueError as exc:  # a refusal (bad id, damaged token, invalid argument): the daemon's answer too

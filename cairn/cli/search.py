@@ -10,6 +10,7 @@ control character a transcript holds (`ESC[2J`, an OSC title, a bidi override) r
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
@@ -25,12 +26,11 @@ from cairn.cli.common import (
     ProjectOpt,
     SessionOpt,
     app,
+    ask,
     console,
+    err,
     fail,
-    load_settings,
     print_json,
-    request,
-    run_async,
 )
 from cairn.cli.safe import plain_text, terminal_data
 
@@ -71,10 +71,26 @@ PageLimitOpt = Annotated[int, typer.Option("--limit", min=1, max=MAX_SEARCH_LIMI
 _BOLD = re.compile(r"\*\*(.+?)\*\*", re.S)
 
 
-def _ask(op: str, args: dict[str, Any]) -> Any:
+def _ask(op: str, args: dict[str, Any], on_direct: Callable[[], Any] | None = None) -> Any:
     """Run `op` through the daemon or directly; a refusal (bad id, damaged token, invalid filter) is
-    one error line either way (`request` turns it into `fail`)."""
-    return run_async(request(load_settings(), op, args))
+    one error line either way (`ask` turns it into `fail`). The daemon is asked before anything else is
+    loaded, so its answer takes a fraction of a second (`benchmarks/cli_search.py`)."""
+    return ask(op, args, on_direct=on_direct)
+
+
+#: A search answered without the daemon that kept the user waiting longer than this (the whole command,
+#: start-up included) ends with `DAEMON_HINT` on stderr; a quicker one has nothing worth saying.
+SLOW_SEARCH_S = 1.0
+DAEMON_HINT = "Searched without the daemon ({seconds:.1f} s); `cairn daemon start` makes it sub-second."
+
+
+def _hint_daemon() -> None:
+    """Say, in one line on stderr (never on a `--json` stdout), how a slow search gets fast."""
+    from cairn.clock import process_seconds
+
+    seconds = process_seconds()
+    if seconds > SLOW_SEARCH_S:
+        err.print(Text(DAEMON_HINT.format(seconds=seconds), style="dim"), soft_wrap=True)
 
 
 def parse_when(value: str | None, option: str) -> str | None:
@@ -200,7 +216,7 @@ def _no_results(query: str) -> None:
             "--mode semantic finds passages by meaning when the words differ",
         ]
     try:
-        stats = run_async(request(load_settings(), "stats"))
+        stats = _ask("stats", {})
     except (typer.Exit, ValueError, OSError):
         stats = None
     if isinstance(stats, dict) and not stats.get("messages"):
@@ -283,6 +299,11 @@ def search(
     """Search the memory: ideas, topic spans and messages, ranked by words, meaning, recency and use.
 
     With --page-token the query and filters come from the token, so QUERY can be left out.
+
+    The daemon answers when it runs (`cairn daemon start`): it keeps the index and the embedding model
+    loaded, so a search takes a fraction of a second. Without it the search loads them itself, which
+    takes seconds, and then says so in one line on stderr. It does not start the daemon for you: the
+    daemon also indexes what the hooks queue, with your indexing model.
     """
     from cairn.store.vocab import INTENTS
 
@@ -307,11 +328,14 @@ def search(
     if not as_json and (empty := empty_date_range(since, until)):
         console.print(plain_text(f"No matches: {empty}."))
         return
-    page = _ask("search", args)
+    direct: list[bool] = []
+    page = _ask("search", args, on_direct=lambda: direct.append(True))
     if as_json:
         print_json(page)
     else:
         render_search(terminal_data(page), query)
+    if direct:
+        _hint_daemon()
 
 
 def _excerpt(text: str, terms: list[str], width: int = 400) -> str:

@@ -2,18 +2,25 @@
 
 The CLI calls `daemon_request` first and opens the store itself only on `NoDaemon`: a daemon that
 runs owns the store, and nobody else may open it (invariant 2).
+
+`ask_daemon` is the same request without an event loop, for a command that asks one question and
+prints the answer (`cairn search`): importing asyncio alone costs such a command a noticeable part of
+its time, so this module imports it only in the functions that need it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
+import socket
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cairn.config import Settings
-from cairn.daemon.process import running_pid
+from cairn.daemon.process import PidInfo, running_pid
+
+if TYPE_CHECKING:  # a client finds the daemon from `CAIRN_HOME` alone (`cairn.home`): no pydantic here
+    from cairn.config import Settings
+    from cairn.home import DaemonAddress
 
 DEFAULT_TIMEOUT = 60.0
 MAX_RESPONSE_BYTES = 256 * 1024 * 1024
@@ -36,9 +43,11 @@ class DaemonRefusal(DaemonRequestError):
         self.reason = reason
 
 
-async def daemon_listening(settings: Settings) -> bool:
+async def daemon_listening(settings: Settings | DaemonAddress) -> bool:
     """Whether something accepts connections on this home's daemon socket (it is connected to and
     left at once: no request is sent)."""
+    import asyncio
+
     try:
         _reader, writer = await asyncio.open_unix_connection(str(settings.socket_path))
     except OSError:
@@ -50,7 +59,7 @@ async def daemon_listening(settings: Settings) -> bool:
 
 
 async def daemon_request(
-    settings: Settings,
+    settings: Settings | DaemonAddress,
     op: str,
     args: dict[str, Any] | None = None,
     *,
@@ -66,18 +75,17 @@ async def daemon_request(
     (it is starting up or shutting down), and `DaemonRequestError` for everything that goes wrong
     after the request is sent.
     """
-    info = running_pid(settings)
-    if info is None or not settings.socket_path.exists():
-        raise NoDaemon(f"no cairn daemon is running for {settings.home}")
+    import asyncio
+
+    info = _running(settings)
     try:
         reader, writer = await asyncio.open_unix_connection(
             str(settings.socket_path), limit=MAX_RESPONSE_BYTES
         )
     except OSError as exc:  # refused, gone, or a path the kernel cannot take
-        raise NoDaemon(f"the cairn daemon (pid {info.pid}) is not accepting requests: {exc}") from exc
+        raise _not_accepting(info.pid, exc) from exc
     try:
-        request = json.dumps({"op": op, "args": args or {}}).encode() + b"\n"
-        writer.write(request)
+        writer.write(_request(op, args))
         try:
             await asyncio.wait_for(writer.drain(), timeout)
             while True:
@@ -88,18 +96,70 @@ async def daemon_request(
                 if on_progress is not None:
                     on_progress(progress)
         except TimeoutError as exc:
-            raise DaemonRequestError(
-                f"the cairn daemon (pid {info.pid}) did not answer {op!r} within {timeout or 0:.0f}s"
-            ) from exc
+            raise _late(info.pid, op, timeout) from exc
         except (ConnectionError, ValueError) as exc:
-            raise DaemonRequestError(
-                f"lost the connection to the cairn daemon (pid {info.pid}): {exc}"
-            ) from exc
+            raise _lost(info.pid, exc) from exc
     finally:
         writer.close()
         with contextlib.suppress(ConnectionError):
             await writer.wait_closed()
     return _result(op, line)
+
+
+def ask_daemon(
+    settings: Settings | DaemonAddress,
+    op: str,
+    args: dict[str, Any] | None = None,
+    *,
+    timeout: float | None = DEFAULT_TIMEOUT,
+) -> Any:
+    """`daemon_request` for an op that sends no progress, with a blocking socket: no event loop, so
+    no asyncio to import. Raises as `daemon_request` does; `timeout` bounds each wait on the socket."""
+    info = _running(settings)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with sock:
+        sock.settimeout(timeout)
+        try:
+            sock.connect(str(settings.socket_path))
+        except OSError as exc:
+            raise _not_accepting(info.pid, exc) from exc
+        try:
+            sock.sendall(_request(op, args))
+            with sock.makefile("rb") as replies:
+                line = replies.readline(MAX_RESPONSE_BYTES)
+                while _progress(line) is not None:
+                    line = replies.readline(MAX_RESPONSE_BYTES)
+        except TimeoutError as exc:
+            raise _late(info.pid, op, timeout) from exc
+        except (ConnectionError, ValueError) as exc:
+            raise _lost(info.pid, exc) from exc
+    return _result(op, line)
+
+
+def _running(settings: Settings | DaemonAddress) -> PidInfo:
+    """The live daemon of this home, or `NoDaemon`."""
+    info = running_pid(settings)
+    if info is None or not settings.socket_path.exists():
+        raise NoDaemon(f"no cairn daemon is running for {settings.home}")
+    return info
+
+
+def _request(op: str, args: dict[str, Any] | None) -> bytes:
+    return json.dumps({"op": op, "args": args or {}}).encode() + b"\n"
+
+
+def _not_accepting(pid: int, exc: OSError) -> NoDaemon:
+    return NoDaemon(f"the cairn daemon (pid {pid}) is not accepting requests: {exc}")
+
+
+def _late(pid: int, op: str, timeout: float | None) -> DaemonRequestError:
+    return DaemonRequestError(
+        f"the cairn daemon (pid {pid}) did not answer {op!r} within {timeout or 0:.0f}s"
+    )
+
+
+def _lost(pid: int, exc: Exception) -> DaemonRequestError:
+    return DaemonRequestError(f"lost the connection to the cairn daemon (pid {pid}): {exc}")
 
 
 def _progress(line: bytes) -> dict[str, Any] | None:

@@ -6,11 +6,13 @@ library printing to stdout, a traceback on stderr) is sent to the same file by `
 
 from __future__ import annotations
 
-import logging
-import logging.handlers
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cairn.config import Settings
+if TYPE_CHECKING:  # `log_path` is read by every client that finds the daemon: logging is not needed there
+    import logging
+
+    from cairn.config import Settings
 
 LOG_NAME = "daemon.log"
 MAX_BYTES = 5 * 1024 * 1024
@@ -28,6 +30,9 @@ def setup_logging(settings: Settings, *, console: bool = False) -> logging.Handl
     Returns the file handler so the caller can remove it again; a foreground `run` keeps its
     stderr, where a person watching sees the same lines.
     """
+    import logging
+    import logging.handlers
+
     settings.logs_dir.mkdir(parents=True, exist_ok=True)
     handler = logging.handlers.RotatingFileHandler(
         log_path(settings), maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8"

@@ -88,6 +88,14 @@ class Daemon:
         # Held by every cycle and by the socket's index/backfill/reindex_vectors ops, so the loop and
         # a CLI command never capture or index the same pending messages at once.
         self.index_lock = asyncio.Lock()
+        # When a socket client last asked something (`used`): the daemon is idle only when neither
+        # the queue nor a client has needed it for `idle_exit_seconds`, so one started for fast
+        # searches (`cairn daemon start`) stays while they keep coming.
+        self.last_request = time.monotonic()
+
+    def used(self) -> None:
+        """A socket client sent a request: count it as activity for the idle exit."""
+        self.last_request = time.monotonic()
 
     def stop(self) -> None:
         self._stopping.set()
@@ -118,6 +126,7 @@ class Daemon:
         while not self.stopping:
             if self.index_lock.locked():  # a socket client's index or backfill: not idle
                 idle_since = time.monotonic()
+            idle_since = max(idle_since, self.last_request)
             if await queue.depth(self.store.db) == 0:
                 if time.monotonic() - idle_since >= self.settings.idle_exit_seconds:
                     log.info("queue empty for %.0fs: exiting", self.settings.idle_exit_seconds)
@@ -297,7 +306,7 @@ async def run_daemon(settings: Settings) -> int:
         return 1
     daemon = Daemon(settings, store, choice)
     # Listening before the pidfile names this process, so whoever sees the pidfile can connect.
-    server = SocketServer(settings, store, daemon.index_lock)
+    server = SocketServer(settings, store, daemon.index_lock, on_request=daemon.used)
     try:
         await server.start()
     except OSError as exc:

@@ -16,15 +16,18 @@ import contextlib
 import errno
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cairn.config import Settings
 from cairn.daemon.logs import log_path
+
+if TYPE_CHECKING:  # finding the daemon (`running_pid`) needs no setting but the home (`cairn.home`)
+    from cairn.config import Settings
+    from cairn.home import DaemonAddress
 
 # A cold start imports chromadb and onnxruntime and opens the store: seconds when the machine is quiet,
 # much longer on two busy cores. `start` returns as soon as the pidfile names the child, so a generous
@@ -86,7 +89,7 @@ def _is_daemon(pid: int) -> bool:
     return b"daemon" in args and any(b"cairn" in a for a in args)
 
 
-def read_pidfile(settings: Settings) -> PidInfo | None:
+def read_pidfile(settings: Settings | DaemonAddress) -> PidInfo | None:
     """The pidfile's content, or None when it is missing or unreadable."""
     try:
         first, _, rest = settings.pid_path.read_text().partition("\n")
@@ -95,7 +98,7 @@ def read_pidfile(settings: Settings) -> PidInfo | None:
         return None
 
 
-def running_pid(settings: Settings) -> PidInfo | None:
+def running_pid(settings: Settings | DaemonAddress) -> PidInfo | None:
     """The live daemon of this `CAIRN_HOME`, or None; a stale pidfile counts as none."""
     info = read_pidfile(settings)
     if info is None or not pid_alive(info.pid) or not _is_daemon(info.pid):
@@ -211,6 +214,8 @@ def stop(settings: Settings, *, timeout: float = STOP_TIMEOUT) -> int | None:
 
 def queue_counts(settings: Settings) -> dict[str, int]:
     """Queue items by status, read without the store lock; empty when there is no store yet."""
+    import sqlite3  # here: finding the daemon (`running_pid`, every quick command) needs no SQLite
+
     from cairn.store.db import read_only_uri  # a read-only home needs `immutable`, see there
 
     if not settings.db_path.exists():

@@ -220,10 +220,18 @@ class SocketServer:
     Connections are tracked so `close()` can end them before the store they use is closed.
     """
 
-    def __init__(self, settings: Settings, store: Store, index_lock: asyncio.Lock | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        index_lock: asyncio.Lock | None = None,
+        on_request: Callable[[], None] | None = None,
+    ) -> None:
         self.settings = settings
         self.store = store
         self.index_lock = index_lock or asyncio.Lock()
+        # Called when a request is read and when it is answered (the daemon's loop: not idle meanwhile).
+        self.on_request = on_request
         self.path = settings.socket_path
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[Any]] = set()
@@ -271,7 +279,11 @@ class SocketServer:
                 except asyncio.LimitOverrunError:
                     await _send(writer, {"ok": False, "error": "bad request: line too long"})
                     return
+                if self.on_request is not None:
+                    self.on_request()
                 await _send(writer, await self._respond(line, reader, writer))
+                if self.on_request is not None:  # idle from the answer on, however long it took
+                    self.on_request()
         except ConnectionError:
             return
         finally:

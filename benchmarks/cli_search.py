@@ -1,0 +1,184 @@
+"""Wall time of `cairn search` from a terminal, through the running daemon and without one, next to
+`cairn --version` as the floor.
+
+Usage: ``.venv/bin/python benchmarks/cli_search.py [RUNS]`` (default 20). What a user waits for is the
+whole process — interpreter start, imports, the answer, the table printed, exit — so each candidate
+is timed as a process, the way a shell runs it, ``RUNS`` times after a few warm-up runs (page cache):
+
+- ``cairn --version``: the floor — the interpreter, typer and cairn's entry point, nothing else;
+- ``search op, socket only``: the daemon's own share, one request over its socket from this process;
+- ``cairn search``, daemon running: the client path (`cairn.cli.common.request` asks the daemon
+  before loading any setting or store module);
+- ``cairn search``, no daemon: the cold path — settings, store, Chroma and the embedding model loaded
+  by the command itself — which ends with the one-line hint on stderr when it took over a second.
+
+Setup: a temporary ``CAIRN_HOME`` with every transcript of ``tests/fixtures/transcripts`` indexed by
+the offline model; the daemon is warmed by one search first (its first one loads the embedding model),
+as a daemon that has been up for a while is. Queries rotate through a few of different kinds. The bar:
+the daemon path's p50 at most 0.3 s on a quiet machine; the load average is printed with the figures,
+since on a busy machine every row grows with it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests" / "fixtures" / "transcripts"
+QUERIES = ("database is locked", "hook latency", "sqlite", "how are sessions parsed", "token usage")
+BAR_S = 0.3
+HINT = "Searched without the daemon"
+
+
+def _percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
+
+
+def _cairn(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "cairn", *args], env=env, check=True, capture_output=True)
+
+
+Measured = tuple[list[float], list[float], int, int]
+
+
+def _time_process(argv_for: list[list[str]], runs: int, env: dict[str, str]) -> Measured:
+    """Wall and CPU seconds of each run (argv rotating through `argv_for`), the largest peak RSS of a
+    run in MB, and how many runs printed the daemon hint on stderr. CPU time (user + system) grows
+    less with the machine's load than wall time does, so it is the steadier figure on a busy machine."""
+    times, cpu, peak, hinted = [], [], 0, 0
+    for i in range(runs):
+        with tempfile.TemporaryFile() as errors:
+            started = time.perf_counter()
+            proc = subprocess.Popen(
+                argv_for[i % len(argv_for)], stdout=subprocess.DEVNULL, stderr=errors, env=env
+            )
+            _, status, usage = os.wait4(proc.pid, 0)
+            times.append(time.perf_counter() - started)
+            errors.seek(0)
+            stderr = errors.read().decode()
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"{' '.join(proc.args)} failed:\n{stderr}")  # type: ignore[arg-type]
+        cpu.append(usage.ru_utime + usage.ru_stime)
+        peak = max(peak, usage.ru_maxrss // 1024)
+        hinted += HINT in stderr
+    return times, cpu, peak, hinted
+
+
+def _time_socket(socket_path: Path, runs: int) -> Measured:
+    """The `search` op alone: one request over the daemon's socket from this process, no client process."""
+    times = []
+    for i in range(runs):
+        request = {"op": "search", "args": {"query": QUERIES[i % len(QUERIES)], "limit": 10}}
+        started = time.perf_counter()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(str(socket_path))
+            sock.sendall(json.dumps(request).encode() + b"\n")
+            reply = b""
+            while not reply.endswith(b"\n"):
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                reply += chunk
+        times.append(time.perf_counter() - started)
+        if not json.loads(reply)["ok"]:
+            raise SystemExit(f"the daemon refused a search: {reply.decode()}")
+    return times, [], 0, 0
+
+
+def _store_size(env: dict[str, str]) -> str:
+    stats = json.loads(_cairn(env, "stats", "--json").stdout)
+    return f"{stats.get('messages', 0)} messages, {stats.get('ideas', 0)} ideas"
+
+
+def main() -> int:
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+    load_before = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="cairn-cli-search-bench-") as tmp:
+        home = Path(tmp) / "home"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
+        # An installed cairn has its bytecode cached; without it every run would compile cairn's
+        # modules from source (the warm-up runs write the cache).
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env.update(
+            CAIRN_HOME=str(home),
+            CAIRN_CLAUDE_PROJECTS_DIR=str(Path(tmp) / "claude-projects"),
+            CAIRN_MODEL="offline",
+            CAIRN_IDLE_EXIT_SECONDS="3600",
+            CAIRN_HOOK_NO_SPAWN="1",
+        )
+        transcripts = sorted(str(p) for p in FIXTURES.rglob("*.jsonl"))
+        started = time.perf_counter()
+        _cairn(env, "index", *transcripts, "--model", "offline")
+        print(f"store: {len(transcripts)} fixture transcripts, {_store_size(env)}", end="")
+        print(f" (indexed offline in {time.perf_counter() - started:.0f} s)")
+
+        cairn = [sys.executable, "-m", "cairn"]
+        searches = [[*cairn, "search", query] for query in QUERIES]
+        results: dict[str, Measured] = {}
+        _time_process([[*cairn, "--version"]], 3, env)
+        results["cairn --version (floor)"] = _time_process([[*cairn, "--version"]], runs, env)
+        _cairn(env, "daemon", "start")
+        try:
+            _time_process(searches, 3, env)  # the daemon's first search loads the embedding model
+            results["search op, socket only"] = _time_socket(home / "cairn.sock", runs)
+            results["cairn search, daemon running"] = _time_process(searches, runs, env)
+        finally:
+            _cairn(env, "daemon", "stop")
+        _time_process(searches[:1], 1, env)
+        results["cairn search, no daemon"] = _time_process(searches, runs, env)
+
+    load_after = os.getloadavg()[0]
+    floor_p50 = statistics.median(results["cairn --version (floor)"][0])
+    floor_p95 = _percentile(results["cairn --version (floor)"][0], 95)
+    print(
+        f"{runs} runs each; load average {load_before:.1f} before, {load_after:.1f} after, on "
+        f"{os.cpu_count()} CPUs (every row grows with the load)"
+    )
+    columns = (
+        ("p50 s", 8),
+        ("p95 s", 8),
+        ("p50/floor", 11),
+        ("p95/floor", 11),
+        ("CPU p50", 9),
+        ("max RSS", 9),
+        ("hint", 7),
+    )
+    print(f"{'candidate':<30}" + "".join(f"{title:>{width}}" for title, width in columns))
+    for name, (times, cpu, peak, hinted) in results.items():
+        p50, p95 = statistics.median(times), _percentile(times, 95)
+        rss = f"{peak} MB" if peak else "-"
+        hint = f"{hinted}/{runs}" if "cairn search" in name else "-"
+        ratios = f"{p50 / floor_p50:>10.1f}x{p95 / floor_p95:>10.1f}x"
+        cpu_p50 = f"{statistics.median(cpu):.3f}" if cpu else "-"
+        print(f"{name:<30}{p50:>8.3f}{p95:>8.3f}{ratios}{cpu_p50:>9}{rss:>9}{hint:>7}")
+
+    daemon_p50 = statistics.median(results["cairn search, daemon running"][0])
+    cold_p50 = statistics.median(results["cairn search, no daemon"][0])
+    print(f"the daemon makes `cairn search` {cold_p50 / daemon_p50:.1f}x faster (p50)")
+    ok = True
+    if results["cairn search, daemon running"][3]:
+        print("the hint was printed although the daemon answered")
+        ok = False
+    # The command times itself from its process's start, a little later than this clock: a margin.
+    if results["cairn search, no daemon"][3] < sum(t > 1.2 for t in results["cairn search, no daemon"][0]):
+        print("a search without the daemon took over a second and printed no hint")
+        ok = False
+    meets = daemon_p50 <= BAR_S
+    print(
+        f"daemon path p50 {daemon_p50:.3f} s {'meets' if meets else 'MISSES'} the {BAR_S:.1f} s bar", end=""
+    )
+    print("" if meets or load_before < 1 else " (on a loaded machine: rerun when it is quiet)")
+    return 0 if ok and meets else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""`cairn search` through a real daemon process: the same answer as without one, and fast because the
+client path imports nothing of the store (the figures: `benchmarks/cli_search.py`).
+
+A search counts its results as used, which ranks them a little higher next time, so the direct and the
+daemon's answers are compared on two copies of one store, each asked the same searches in the same order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cairn.cli import search as cli_search
+from tests.daemon.helpers import Daemons, alive, cairn, pidfile_pid, wait_for
+
+SEARCHES = [
+    ["search", "database is locked"],
+    ["search", "busy_timeout", "--mode", "keyword"],
+    ["search", "which database for the orders service", "--kind", "ideas", "--limit", "5"],
+    ["search", "WAL", "--kind", "messages", "--mode", "semantic"],
+]
+
+#: What the daemon's client path must never import: the store, Chroma, the embedding model's runtime,
+#: the indexing agent, the settings model. Each is a large share of a cold search's seconds.
+HEAVY_MODULES = ("chromadb", "onnxruntime", "pydantic_ai", "numpy", "pydantic_settings", "cairn.store.store")
+
+
+@pytest.fixture
+def homes(demo_home: Path, cairn_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Two copies of the indexed demo store: `cairn_home` for the daemon, the returned one for direct
+    answers."""
+    monkeypatch.setenv("CAIRN_MODEL", "offline")
+    shutil.copytree(demo_home, cairn_home, symlinks=True)
+    direct = tmp_path / "direct-home"
+    shutil.copytree(demo_home, direct, symlinks=True)
+    return direct
+
+
+def _ids(page: dict[str, object]) -> list[object]:
+    return [result["id"] for result in page["results"]]  # type: ignore[index,union-attr]
+
+
+def test_search_through_the_daemon_equals_the_direct_answer(
+    homes: Path, daemons: Daemons, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cli_search, "SLOW_SEARCH_S", 0.0)  # any direct search would print the hint
+    direct = [cairn(*args, "--json", env={"CAIRN_HOME": str(homes)}) for args in SEARCHES]
+    daemons.start()
+    # The daemon holds the store's lock: these can only have been answered over its socket.
+    through_daemon = [cairn(*args, "--json") for args in SEARCHES]
+    for args, alone, served in zip(SEARCHES, direct, through_daemon, strict=True):
+        assert alone.returncode == served.returncode == 0, (args, alone.stderr, served.stderr)
+        alone_page, served_page = json.loads(alone.stdout), json.loads(served.stdout)
+        assert _ids(served_page) == _ids(alone_page), args
+        assert served_page["total"] == alone_page["total"] and served_page["mode"] == alone_page["mode"]
+        assert cli_search.DAEMON_HINT[:20] in alone.stderr
+        assert "daemon" not in served.stderr, "no hint when the daemon answered"
+    assert any(_ids(json.loads(p.stdout)) for p in direct), "the searches should find something"
+    table = cairn("search", "database is locked")
+    assert table.returncode == 0 and "#" in table.stdout and "daemon" not in table.stderr
+
+
+#: `cairn search` as the console script runs it, listing on stderr, as it exits, every module it imported.
+LIST_MODULES = """
+import atexit, json, sys
+atexit.register(lambda: sys.stderr.write("MODULES " + json.dumps(sorted(sys.modules)) + "\\n"))
+from cairn.cli import app
+app(["search", "database is locked"], prog_name="cairn")
+"""
+
+
+def test_the_client_path_imports_nothing_of_the_store(homes: Path, daemons: Daemons) -> None:
+    daemons.start()
+    proc = subprocess.run(
+        [sys.executable, "-c", LIST_MODULES],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"\d+ of \d+", proc.stdout), proc.stdout
+    imported = set(json.loads(proc.stderr.rpartition("MODULES ")[2]))
+    assert {"cairn.cli.search", "cairn.daemon.client"} <= imported
+    assert not {m for m in imported if m in HEAVY_MODULES or m.split(".")[0] in HEAVY_MODULES}
+    # Nor the other commands' modules (`cairn.cli.commands`), nor asyncio (`ask_daemon`).
+    assert not {"cairn.cli.capture", "cairn.cli.eval", "cairn.cli.admin", "asyncio"} & imported
+
+
+def test_requests_keep_the_daemon_from_idling_out(
+    homes: Path, daemons: Daemons, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon started for fast searches stays while they come, and idles out once they stop."""
+    idle = 3.0
+    monkeypatch.setenv("CAIRN_IDLE_EXIT_SECONDS", str(idle))
+    pid = daemons.start()
+    until = time.monotonic() + 2.5 * idle
+    while time.monotonic() < until:
+        assert alive(pid), "the daemon idled out while it was being asked"
+        assert cairn("stats", "--json").returncode == 0
+        time.sleep(0.2)
+    assert alive(pid) and pidfile_pid(Path(os.environ["CAIRN_HOME"])) == pid
+    wait_for(lambda: not alive(pid), 60, "the daemon to idle out once nobody asks")
