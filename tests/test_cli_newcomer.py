@@ -17,6 +17,7 @@ import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,6 +91,13 @@ def cairn(env: dict[str, str], *args: str) -> str:
         f"cairn {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     )
     return proc.stdout + proc.stderr
+
+
+def cairn_json(env: dict[str, str], *args: str) -> Any:
+    """A command's `--json` answer: stdout alone (a search without the daemon says so on stderr)."""
+    proc = inprocess.run(args, env)
+    assert proc.returncode == 0, f"cairn {' '.join(args)} exited {proc.returncode}\n{proc.stderr}"
+    return json.loads(proc.stdout)
 
 
 def screen_lines(text: str) -> list[str]:
@@ -176,7 +184,7 @@ def ragged_breaks(lines: list[str]) -> list[str]:
 
 
 def test_more_results_are_offered_in_cli_words_not_a_raw_token(as_newcomer: dict[str, str]) -> None:
-    page = json.loads(cairn(as_newcomer, "search", "test", "--limit", "1", "--json"))
+    page = cairn_json(as_newcomer, "search", "test", "--limit", "1", "--json")
     assert page["next_token"] and page["total"] > 1, "the token stays in --json, for scripts"
     text = cairn(as_newcomer, "search", "test", "--limit", "1")
     assert_reads_well(text)
@@ -195,7 +203,7 @@ MCP_WORDS = (
 
 
 def test_content_hints_are_cli_words(as_newcomer: dict[str, str]) -> None:
-    data = json.loads(cairn(as_newcomer, "content", "--term", "test", "--limit", "1", "--json"))
+    data = cairn_json(as_newcomer, "content", "--term", "test", "--limit", "1", "--json")
     assert data["continuation"]["has_more"], "a second page, so the hints offer more"
     text = cairn(as_newcomer, "content", "--term", "test", "--limit", "1")
     assert_reads_well(text)
@@ -238,7 +246,7 @@ def test_import_counts_the_vectors_the_store_then_holds(as_newcomer: dict[str, s
     cairn(as_newcomer, "export", "--out", str(export))
     fresh = {**as_newcomer, "CAIRN_HOME": str(tmp_path / "fresh")}
     said = " ".join(cairn(fresh, "import", str(export)).split())
-    stats = json.loads(cairn(fresh, "stats", "--json"))
+    stats = cairn_json(fresh, "stats", "--json")
     held = sum(stats["vectors"].values())
     assert held > 0 and stats["pending_vectors"] == 0
     assert f"the search index gained {held:,} vectors." in said, said

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from typer.core import TyperGroup
 
 if TYPE_CHECKING:
+    import typer
     from typer._click import Command, Context
     from typer.models import CommandInfo
 
@@ -75,7 +76,14 @@ def _registered_name(info: CommandInfo) -> str:
 
 
 class LazyCommands(TyperGroup):
-    """The `cairn` group: knows every command by name, builds a command when it is first asked for."""
+    """The `cairn` group: knows every command by name, builds a command when it is first asked for.
+
+    The app whose registrations it builds from comes from `typer_app`, which the module that creates the
+    app provides in a subclass, so this module never imports the app's."""
+
+    def typer_app(self) -> typer.Typer:
+        """The typer app the commands are registered on."""
+        raise NotImplementedError
 
     def list_commands(self, ctx: Context) -> list[str]:
         return list(COMMANDS)
@@ -96,8 +104,7 @@ class LazyCommands(TyperGroup):
         """Turn the app's registration of `cmd_name` into a click command or group, as typer would."""
         from typer.main import get_command_from_info, get_group_from_info
 
-        from cairn.cli.common import app
-
+        app = self.typer_app()
         for info in app.registered_commands:
             if _registered_name(info) == cmd_name:
                 self.commands[cmd_name] = get_command_from_info(

@@ -156,9 +156,16 @@ def _vector_failure(exc: BaseException) -> str | None:
     )
 
 
+class _Commands(LazyCommands):
+    """`cairn`'s command group, building its commands from `app`."""
+
+    def typer_app(self) -> typer.Typer:
+        return app
+
+
 app = _Cairn(
     name="cairn",
-    cls=LazyCommands,
+    cls=_Commands,
     no_args_is_help=True,
     rich_markup_mode="rich",
     pretty_exceptions_enable=False,
@@ -298,8 +305,7 @@ def invalid_settings_line(exc: Any) -> str:
 def require_known_model(settings: Settings, override: str | None = None) -> str:
     """The model a command will run (`--model`, else `CAIRN_MODEL`, else the default), or one line and
     exit 2 when it names no model cairn can run — before any work and before asking for its key."""
-    from cairn.agent.model_names import unknown_model_message
-    from cairn.doctor import default_model
+    from cairn.agent.model_names import default_model, unknown_model_message
 
     name = (override or settings.model or default_model()).strip()
     if (unknown := unknown_model_message(name)) is not None:
