@@ -35,6 +35,7 @@ def test_a_slow_search_without_the_daemon_says_how_to_make_it_fast(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(cli_search, "SLOW_SEARCH_S", 0.0)
+    monkeypatch.setattr(cli_search, "_at_terminal", lambda: True)
     table = cairn("search", "database is locked")
     hints = [line for line in table.stderr.splitlines() if "cairn daemon start" in line]
     assert len(hints) == 1 and hints[0].startswith("Searched without the daemon ("), table.stderr
@@ -46,6 +47,12 @@ def test_a_slow_search_without_the_daemon_says_how_to_make_it_fast(
     assert "cairn daemon start" in as_json.stderr
 
 
+def test_a_script_reading_stderr_gets_no_advice(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli_search, "SLOW_SEARCH_S", 0.0)
+    proc = cairn("search", "database is locked")
+    assert " of " in proc.stdout and "daemon" not in proc.stderr
+
+
 def test_a_quick_search_without_the_daemon_says_nothing(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cli_search, "SLOW_SEARCH_S", 3600.0)
     proc = cairn("search", "database is locked")
@@ -55,6 +62,7 @@ def test_a_quick_search_without_the_daemon_says_nothing(home: Path, monkeypatch:
 
 def test_a_refused_search_prints_its_error_and_no_hint(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cli_search, "SLOW_SEARCH_S", 0.0)
+    monkeypatch.setattr(cli_search, "_at_terminal", lambda: True)
     proc = cairn("search", "--page-token", "not-a-token", check=False)
     assert proc.returncode == 1 and proc.stderr.startswith("error:")
     assert "daemon" not in proc.stderr

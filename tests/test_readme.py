@@ -103,11 +103,14 @@ def _cairn() -> Any:
 
 def cairn_command(words: list[str]) -> tuple[Any, list[str]]:
     """The command `cairn WORDS` runs (typer's click command, whose `params` are its options) and the words
-    naming it; fails when there is none. A group is told by its `commands` (typer vendors click)."""
+    naming it; fails when there is none. A group is told by its `commands` (typer vendors click), and asked
+    for a subcommand through `get_command`, since `cairn` builds its commands when first asked."""
     command: Any = _cairn()
     path = ["cairn"]
     for word in words[1:]:
-        sub = getattr(command, "commands", {}).get(word)
+        if not hasattr(command, "commands"):
+            break
+        sub = command.get_command(command.context_class(command), word)
         if sub is None:
             break
         command, path = sub, [*path, word]

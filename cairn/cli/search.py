@@ -79,9 +79,15 @@ def _ask(op: str, args: dict[str, Any], on_direct: Callable[[], Any] | None = No
 
 
 #: A search answered without the daemon that kept the user waiting longer than this (the whole command,
-#: start-up included) ends with `DAEMON_HINT` on stderr; a quicker one has nothing worth saying.
+#: start-up included) ends with `DAEMON_HINT` on stderr, when that is a terminal; a quicker one has
+#: nothing worth saying.
 SLOW_SEARCH_S = 1.0
 DAEMON_HINT = "Searched without the daemon ({seconds:.1f} s); `cairn daemon start` makes it sub-second."
+
+
+def _at_terminal() -> bool:
+    """Whether a person reads stderr: scripts and pipes get no advice, no line that depends on timing."""
+    return err.is_terminal
 
 
 def _hint_daemon() -> None:
@@ -89,7 +95,7 @@ def _hint_daemon() -> None:
     from cairn.clock import process_seconds
 
     seconds = process_seconds()
-    if seconds > SLOW_SEARCH_S:
+    if seconds > SLOW_SEARCH_S and _at_terminal():
         err.print(Text(DAEMON_HINT.format(seconds=seconds), style="dim"), soft_wrap=True)
 
 
@@ -302,8 +308,8 @@ def search(
 
     The daemon answers when it runs (`cairn daemon start`): it keeps the index and the embedding model
     loaded, so a search takes a fraction of a second. Without it the search loads them itself, which
-    takes seconds, and then says so in one line on stderr. It does not start the daemon for you: the
-    daemon also indexes what the hooks queue, with your indexing model.
+    takes seconds, and says so in one line on stderr when you are at a terminal. It does not start the
+    daemon for you: the daemon also indexes what the hooks queue, with your indexing model.
     """
     from cairn.store.vocab import INTENTS
 
