@@ -32,6 +32,7 @@ from chromadb.config import Settings as ChromaSettings
 from chromadb.errors import NotFoundError
 
 from cairn.config import Settings
+from cairn.store.cpus import EmbeddingMode
 from cairn.store.embeddings import make_embedding_function
 from cairn.store.failures import describe_write_failure
 
@@ -130,16 +131,21 @@ class VectorIndex:
     """cairn's vector collections in an embedded Chroma under `settings.chroma_dir`, or a server.
 
     The client and collections are opened at first use, under a lock, so constructing one is free
-    and safe from any thread. `embedding_function` defaults to the one `settings.embedding` selects;
+    and safe from any thread. `embedding_function` defaults to the one `settings.embedding` selects,
+    built for `mode` (`cairn.store.cpus`: "bulk" for a command the user waits on, "steady" otherwise);
     a collection created with another function raises `EmbeddingConflictError` when opened.
     """
 
     def __init__(
-        self, settings: Settings, embedding_function: EmbeddingFunction[Documents] | None = None
+        self,
+        settings: Settings,
+        embedding_function: EmbeddingFunction[Documents] | None = None,
+        *,
+        mode: EmbeddingMode = "steady",
     ) -> None:
         self.settings = settings
         self.embedding_function = (
-            embedding_function if embedding_function is not None else make_embedding_function(settings)
+            embedding_function if embedding_function is not None else make_embedding_function(settings, mode)
         )
         self._client: ClientAPI | None = None
         self._collections: dict[str, Collection] = {}
