@@ -22,7 +22,7 @@ from rich.text import Text
 from cairn import __version__
 from cairn.cli.safe import SafeConsole, plain_text
 from cairn.config import Settings
-from cairn.malloc import limit_malloc_arenas
+from cairn.malloc import tune_malloc
 from cairn.quiet import quiet_third_party
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ class _Cairn(typer.Typer):
         _warned = False  # once a command: one process may run several (the test suite does)
         os.umask(UMASK)
         quiet_third_party()  # before any command can run an agent (pydantic-ai's banner)
-        limit_malloc_arenas()  # before threads allocate (peak RSS of a backfill)
+        tune_malloc()  # before threads allocate (peak RSS of a backfill)
         from cairn.config import ConfigError
 
         try:
