@@ -1,17 +1,22 @@
 """Who embeds in which mode: the commands a user waits on open the store for bulk embedding (every CPU),
-the daemon for steady embedding (a few threads, the machine stays the user's). Checked where each
-opens its store, by recording what it asks `Store.open` for and stopping it there."""
+the daemon for steady embedding (a few threads, the machine stays the user's) and switches to bulk for
+the jobs a client waits on. Checked where each opens its store, by recording what it asks `Store.open`
+for and stopping it there, and in the daemon's dispatch of a client's request."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cairn.config import Settings
+from cairn.daemon import server as daemon_server
 from cairn.daemon.loop import run_daemon
+from cairn.daemon.server import SocketServer
 from cairn.lifecycle.tables import FORMAT, FORMAT_VERSION
+from cairn.store import cpus
 from cairn.store.store import Store
 from tests import inprocess
 from tests.conftest import DEMO
@@ -71,3 +76,49 @@ def test_a_search_without_the_daemon_stays_steady(
     proc = inprocess.run(["search", "flaky tests"], env)
     assert "_Opened" in proc.stderr, proc.stderr
     assert asked and asked[-1].get("embedding_mode", "steady") == "steady", asked
+
+
+class _Client:
+    """The socket client's reader and writer, as a job sees them: connected, its progress dropped."""
+
+    def at_eof(self) -> bool:
+        return False
+
+    def is_closing(self) -> bool:
+        return False
+
+    def write(self, data: bytes) -> None:
+        pass
+
+
+async def test_the_daemon_embeds_in_bulk_while_a_client_waits(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cpus, "available_cpus", lambda: 6)
+    threads: list[int] = []
+
+    def record(store: Store) -> None:
+        threads.append(store.vectors.embedding_function.threads)  # type: ignore[attr-defined]
+
+    async def job(store: Store, settings: Settings, *, emit: Any = None, should_stop: Any = None) -> Any:
+        record(store)
+        return {}
+
+    async def importing(store: Store, *, path: str) -> Any:
+        record(store)
+        return {}
+
+    monkeypatch.setattr(daemon_server, "_long_ops", lambda: {"backfill": job})
+    monkeypatch.setitem(daemon_server.OPS, "import", importing)
+    store = await Store.open(settings, embedding_mode="steady")
+    server = SocketServer(settings, store)
+    client = _Client()
+    try:
+        for op, args in (("backfill", {}), ("import", {"path": "x"}), ("stats", {})):
+            line = json.dumps({"op": op, "args": args}).encode()
+            reply = await server._respond(line, client, client)  # type: ignore[arg-type]
+            assert reply["ok"], reply
+        assert threads == [6, 6]
+        assert store.vectors.embedding_function.threads == 3  # type: ignore[attr-defined]
+    finally:
+        await store.close()

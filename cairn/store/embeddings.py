@@ -237,6 +237,26 @@ class MiniLMInt8Embedding(_EmptySafeEmbeddingFunction):
         """Verify and load the tokenizer and the model now rather than at the first call."""
         self._ensure_loaded()
 
+    def with_threads(self, threads: int) -> MiniLMInt8Embedding:
+        """This function running `threads` ONNX threads: the same files and batches, identical vectors."""
+        return MiniLMInt8Embedding(
+            self.batch_size,
+            max_batch_tokens=self.max_batch_tokens,
+            threads=threads,
+            model_path=self.model_path,
+            tokenizer_path=self.tokenizer_path,
+        )
+
+    def release(self) -> None:
+        """Unload the model here and from the process's shared copies (~120 MB resident), so its memory
+        goes back once no call in flight still runs it; the next call loads it again."""
+        with self._lock:
+            loaded, self._loaded = self._loaded, None
+        if loaded is not None:
+            with _shared_lock:
+                for key in [key for key, value in _shared.items() if value is loaded]:
+                    del _shared[key]
+
     def _ensure_loaded(self) -> _Loaded:
         loaded = self._loaded
         if loaded is not None:

@@ -32,8 +32,8 @@ from chromadb.config import Settings as ChromaSettings
 from chromadb.errors import NotFoundError
 
 from cairn.config import Settings
-from cairn.store.cpus import EmbeddingMode
-from cairn.store.embeddings import make_embedding_function
+from cairn.store.cpus import EmbeddingMode, embedding_threads
+from cairn.store.embeddings import MiniLMInt8Embedding, make_embedding_function
 from cairn.store.failures import describe_write_failure
 
 #: Query vectors `VectorIndex.embed` keeps (384 floats each: ~3 MB for 256).
@@ -154,6 +154,33 @@ class VectorIndex:
         #: Texts `upsert` embedded, and those it found a vector for already (`_known_vectors`).
         self.embedded = 0
         self.reused = 0
+
+    @contextlib.contextmanager
+    def embedding_mode(self, mode: EmbeddingMode) -> Iterator[None]:
+        """Embed for `mode` inside the block (`cairn.store.cpus`), then as before.
+
+        The daemon opens its store for steady embedding and runs the jobs a client waits on (backfill,
+        reindex, import, ...) in bulk mode. The offline model's threads are fixed when it loads, so the
+        block swaps in the function loaded with the mode's threads and unloads the one it replaces, and
+        the reverse at its end: one model in memory at a time, not two. Other functions run no model
+        here and stay. Blocks that overlap (an import during a backfill) are not nested: the first to
+        end swaps back, and what still runs embeds at the steady count.
+        """
+        current = self.embedding_function
+        threads = embedding_threads(mode, self.settings.embedding_threads)
+        if not isinstance(current, MiniLMInt8Embedding) or current.threads == threads:
+            yield
+            return
+        replacement = current.with_threads(threads)
+        with self._lock:
+            self.embedding_function = replacement
+        current.release()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.embedding_function = current
+            replacement.release()
 
     # Client and collections
 

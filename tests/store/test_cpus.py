@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from cairn.config import Settings
@@ -12,6 +13,7 @@ from cairn.store import cpus
 from cairn.store.cpus import available_cpus, cgroup_cpu_quota, embedding_threads
 from cairn.store.embeddings import MiniLMInt8Embedding, make_embedding_function
 from cairn.store.store import Store
+from cairn.store.vectors import VectorIndex
 from tests import inprocess
 
 
@@ -142,3 +144,28 @@ def test_a_bad_setting_is_one_line(cairn_home: Path, value: str) -> None:
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "embedding_threads" in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr and "http" not in lines[0]
+
+
+def test_a_block_embeds_in_another_mode_with_one_model_loaded_at_a_time(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon's steady index runs a client's job in bulk mode: the function is swapped for the
+    block and back, the replaced model unloaded each time, and the vectors are the same."""
+    monkeypatch.setattr(cpus, "available_cpus", lambda: 3)
+    index = VectorIndex(settings, mode="steady")
+    steady = index.embedding_function
+    assert isinstance(steady, MiniLMInt8Embedding) and steady.threads == 1
+    before = index.embedding_function(["the flaky test was a race"])
+    with index.embedding_mode("bulk"):
+        bulk = index.embedding_function
+        assert isinstance(bulk, MiniLMInt8Embedding) and bulk.threads == 3
+        assert steady._loaded is None  # unloaded: one model in memory, not two
+        inside = bulk(["the flaky test was a race"])
+        with index.embedding_mode("bulk"):
+            assert index.embedding_function is bulk  # already bulk: nothing to swap
+    assert index.embedding_function is steady and bulk._loaded is None
+    np.testing.assert_allclose(inside, before, atol=1e-6)
+    monkeypatch.setenv("CAIRN_EMBEDDING_THREADS", "2")
+    pinned = VectorIndex(Settings.load(settings.home), mode="steady")
+    with pinned.embedding_mode("bulk"):
+        assert pinned.embedding_function.threads == 2  # type: ignore[attr-defined]
