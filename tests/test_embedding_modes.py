@@ -122,3 +122,11 @@ async def test_the_daemon_embeds_in_bulk_while_a_client_waits(
         assert store.vectors.embedding_function.threads == 3  # type: ignore[attr-defined]
     finally:
         await store.close()
+
+
+async def test_an_eval_backfills_in_bulk(asked: list[dict[str, Any]], tmp_path: Path) -> None:
+    from cairn.evals.benchmark import run_benchmark
+
+    with pytest.raises(_Opened):
+        await run_benchmark(benchmark="b", dataset="d", files={}, questions=[], home=tmp_path / "eval")
+    assert asked == [{"embedding_mode": "bulk"}]
