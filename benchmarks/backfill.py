@@ -1,7 +1,9 @@
 """Backfill throughput with the offline indexer, next to capture alone as the baseline; passages off and on.
 
 Usage: ``.venv/bin/python benchmarks/backfill.py [COPIES] [--repeats N]`` (default 4 copies, 1 repeat),
-or ``... benchmarks/backfill.py --realistic [--copies N] [--eval]`` for issue 16's realistic history (below).
+``... benchmarks/backfill.py --realistic [--copies N] [--eval]`` for issue 16's realistic history (below),
+or ``... benchmarks/backfill.py --machine [--copies N] [--repeats N]`` for issue 31's embedding threads
+and peak RSS (default 8 copies of the realistic history, ~11,200 messages; see `machine`).
 The shared fixtures under ``tests/fixtures/transcripts`` are laid out as a Claude Code projects
 directory COPIES times (each copy its own sessions), then fresh stores are filled from it, each by a
 real process:
@@ -137,12 +139,17 @@ def lay_out_realistic(projects: Path, copies: int) -> int:
     return count
 
 
-def measured(args: list[str], env: dict[str, str]) -> tuple[float, int, Any]:
-    """Wall seconds from process start to exit, the process's peak RSS in bytes, its JSON output."""
+def measured(args: list[str], env: dict[str, str], launch: list[str] | None = None) -> tuple[float, int, Any]:
+    """Wall seconds from process start to exit, the process's peak RSS in bytes, its JSON output.
+
+    `launch` replaces `-m cairn` (how the interpreter is told to run the CLI)."""
     started = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as errors:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "cairn", *args, "--json"], stdout=out, stderr=errors, env=env
+            [sys.executable, *(launch or ["-m", "cairn"]), *args, "--json"],
+            stdout=out,
+            stderr=errors,
+            env=env,
         )
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - started
@@ -197,6 +204,73 @@ def realistic(copies: int) -> None:
         print(f"    phases: {phases}; backfill / capture-only time: {took / capture_s:.2f}x (target <= 6)")
 
 
+#: `cairn` as shipped before issue 31's part 6 left glibc's mmap and trim thresholds alone (arenas capped).
+LAUNCH_UNTUNED = [
+    "-c",
+    "import cairn.malloc as m; m.TUNING = m.TUNING[:1]; from cairn.cli import app; app(prog_name='cairn')",
+]
+
+
+def machine(copies: int, repeats: int) -> None:
+    """Issue 31, part 6: backfill throughput and peak RSS by embedding threads, and the 500 MB bar.
+
+    Each variant is `cairn backfill --model offline` into a fresh store, timed from process start:
+    the bulk thread count (every CPU this process may use: the default now), the old cap (min(4, CPUs),
+    as shipped before), one thread, and the old cap without the malloc thresholds (`cairn.malloc`):
+    everything as shipped before. With `--repeats N` each runs N times in rotated order; medians.
+    """
+    from cairn.store.cpus import available_cpus, embedding_threads
+
+    cpus = available_cpus()
+    old_cap = min(4, cpus)
+    variants: list[tuple[str, dict[str, str], list[str] | None]] = [
+        (f"bulk: every CPU, {embedding_threads('bulk')} thread(s) (default)", {}, None),
+        (f"old cap: min(4, CPUs) = {old_cap} thread(s)", {"CAIRN_EMBEDDING_THREADS": str(old_cap)}, None),
+        ("1 thread", {"CAIRN_EMBEDDING_THREADS": "1"}, None),
+        (
+            f"as shipped before: {old_cap} thread(s), malloc thresholds untuned",
+            {"CAIRN_EMBEDDING_THREADS": str(old_cap)},
+            LAUNCH_UNTUNED,
+        ),
+    ]
+    took: dict[str, list[float]] = {label: [] for label, _, _ in variants}
+    peaks: dict[str, list[int]] = {label: [] for label, _, _ in variants}
+    with tempfile.TemporaryDirectory(prefix="cairn-bench-machine-") as tmp:
+        base = Path(tmp)
+        files = lay_out_realistic(base / "projects", copies)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_") and k != "ANTHROPIC_API_KEY"}
+        env["CAIRN_CLAUDE_PROJECTS_DIR"] = str(base / "projects")
+        messages = None
+        for repeat in range(repeats):
+            for number in range(len(variants)):
+                label, extra, launch = variants[(number + repeat) % len(variants)]
+                home = base / f"home-{repeat}-{number}"
+                seconds, rss, filled = measured(
+                    ["backfill", "--model", "offline"], {**env, **extra, "CAIRN_HOME": str(home)}, launch
+                )
+                assert messages in (None, filled["messages_added"]), (messages, filled["messages_added"])
+                messages = filled["messages_added"]
+                took[label].append(seconds)
+                peaks[label].append(rss)
+                shutil.rmtree(home, ignore_errors=True)
+    assert messages is not None
+    print(
+        f"{files} files, {messages} messages ({copies} copies); {cpus} CPU(s) available to this process "
+        f"(affinity and cgroup quota), os.cpu_count() {os.cpu_count()}; bulk {embedding_threads('bulk')}, "
+        f"steady {embedding_threads('steady')} thread(s); median of {repeats} run(s); "
+        f"load average at the end {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
+    )
+    for label, _, _ in variants:
+        seconds, peak = statistics.median(took[label]), max(peaks[label])
+        print(
+            f"  {label:58s} {seconds:7.1f} s {messages / seconds:7.1f} messages/s  "
+            f"peak RSS {peak / 2**20:5.0f} MB (max of runs)"
+        )
+    bulk_peak = max(peaks[variants[0][0]]) / 2**20
+    verdict = "under" if bulk_peak < 500 else "OVER"
+    print(f"default backfill, {messages} messages: peak RSS {bulk_peak:.0f} MB, {verdict} the 500 MB bar")
+
+
 def dev_set_recall() -> None:
     """`cairn eval qa` on coding-qa-dev with the default settings the backfill above ran with (the
     eval ignores `CAIRN_*` variables), next to BM25 over the raw lines of the same run."""
@@ -239,7 +313,13 @@ def main() -> None:
     parser.add_argument(
         "--eval", action="store_true", help="with --realistic: also coding-qa-dev recall of the same settings"
     )
+    parser.add_argument(
+        "--machine", action="store_true", help="issue 31's run: threads and peak RSS (see `machine`)"
+    )
     options = parser.parse_args()
+    if options.machine:
+        machine(options.realistic_copies or 8, options.repeats)
+        return
     if options.realistic:
         realistic(options.realistic_copies or options.copies)
         if options.eval:

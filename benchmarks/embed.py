@@ -15,7 +15,8 @@ import argparse
 import random
 import time
 
-from cairn.store.embeddings import DEFAULT_MAX_BATCH_TOKENS, MiniLMInt8Embedding, default_threads
+from cairn.store.cpus import embedding_threads
+from cairn.store.embeddings import DEFAULT_MAX_BATCH_TOKENS, MiniLMInt8Embedding
 
 SUBJECTS = [
     "the LoginButton component",
@@ -87,7 +88,7 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=512)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--max-batch-tokens", type=int, default=DEFAULT_MAX_BATCH_TOKENS)
-    parser.add_argument("--threads", type=int, default=default_threads())
+    parser.add_argument("--threads", type=int, default=embedding_threads("bulk"))
     args = parser.parse_args()
 
     texts = sentences(args.count)

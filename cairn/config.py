@@ -108,6 +108,14 @@ class Settings(BaseSettings):
         default="OPENAI_API_KEY", description="Environment variable holding the embeddings endpoint's key."
     )
     embedding_batch_size: int = Field(default=64, ge=1, le=1024)
+    embedding_threads: int | None = Field(
+        default=None,
+        ge=1,
+        le=1024,
+        description="Threads of the offline embedding model (minilm-int8). Unset: every CPU cairn may use "
+        "(affinity and cgroup quota) for the commands you wait on (backfill, index, reindex, "
+        "reindex-vectors, sync, import), min(4, half of them) for the daemon's background work.",
+    )
 
     # Language model (used from the indexing-agent issue on).
     model: str | None = Field(default=None, description="pydantic-ai model string, or 'offline'.")

@@ -111,7 +111,7 @@ def sync(
         )
 
     async def go() -> dict[str, Any]:
-        store = await open_store(settings)
+        store = await open_store(settings, embedding_mode="bulk")  # the user waits: every CPU embeds
         try:
             with JobProgress(err) as progress:
                 phases = Phases(progress)

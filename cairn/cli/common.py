@@ -20,7 +20,7 @@ from rich.text import Text
 from cairn import __version__
 from cairn.cli.commands import LazyCommands
 from cairn.cli.safe import SafeConsole, plain_text
-from cairn.malloc import limit_malloc_arenas
+from cairn.malloc import tune_malloc
 from cairn.quiet import quiet_third_party
 
 # Not imported here: the settings (pydantic-settings, a tenth of a second), asyncio and rich's progress
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from cairn.config import Settings
+    from cairn.store.cpus import EmbeddingMode
     from cairn.store.lock import StoreLockedError
 
 #: cairn's own files are the user's alone (invariant 8): whatever the shell's umask, everything cairn
@@ -89,7 +90,7 @@ class _Cairn(typer.Typer):
         _warned = False  # once a command: one process may run several (the test suite does)
         os.umask(UMASK)
         quiet_third_party()  # before any command can run an agent (pydantic-ai's banner)
-        limit_malloc_arenas()  # before threads allocate (peak RSS of a backfill)
+        tune_malloc()  # before threads allocate (peak RSS of a backfill)
         try:
             return super().__call__(*args, **kwargs)
         except Exception as exc:
@@ -340,32 +341,51 @@ def main(
     """
 
 
-async def open_store(settings: Settings, *, read_only_ok: bool = False, busy_ok: bool = False):
+async def open_store(
+    settings: Settings,
+    *,
+    read_only_ok: bool = False,
+    busy_ok: bool = False,
+    embedding_mode: EmbeddingMode = "steady",
+):
     """The store, for a command; `read_only_ok` for reading commands, which work on a read-only home,
     and `busy_ok` with it for those that also read a store another process is writing (a backfill
-    run without the daemon): by keyword, at once, rather than failing until the job ends."""
+    run without the daemon): by keyword, at once, rather than failing until the job ends.
+    `embedding_mode` "bulk" lets a command the user waits on embed with every CPU (`cairn.store.cpus`)."""
     from cairn.store.lock import StoreLockedError
     from cairn.store.store import Store
 
     try:
-        return await Store.open(settings, read_only_ok=read_only_ok, busy_ok=busy_ok)
+        return await Store.open(
+            settings, read_only_ok=read_only_ok, busy_ok=busy_ok, embedding_mode=embedding_mode
+        )
     except StoreLockedError as exc:
         raise fail(str(exc)) from exc
 
 
-async def _direct_store(settings: Settings, *, read_only_ok: bool = False, busy_ok: bool = False):
+async def _direct_store(
+    settings: Settings,
+    *,
+    read_only_ok: bool = False,
+    busy_ok: bool = False,
+    embedding_mode: EmbeddingMode = "steady",
+):
     """`open_store` for a request's direct path — or None when a daemon starting up held the store and
     now listens, so the request goes to it (`daemon_started`)."""
     from cairn.store.lock import StoreLockedError
     from cairn.store.store import Store
 
     try:
-        return await Store.open(settings, read_only_ok=read_only_ok, busy_ok=busy_ok)
+        return await Store.open(
+            settings, read_only_ok=read_only_ok, busy_ok=busy_ok, embedding_mode=embedding_mode
+        )
     except StoreLockedError as exc:
         if await daemon_started(settings, exc):
             return None
     # The holder gave up or was no daemon starting: the store may be free now; else the one line.
-    return await open_store(settings, read_only_ok=read_only_ok, busy_ok=busy_ok)
+    return await open_store(
+        settings, read_only_ok=read_only_ok, busy_ok=busy_ok, embedding_mode=embedding_mode
+    )
 
 
 # A daemon takes the store's lock a moment before its socket accepts (about 0.2 s on a quiet machine,
@@ -445,12 +465,14 @@ async def request(
     *,
     wait: bool = False,
     on_direct: Callable[[], Any] | None = None,
+    embedding_mode: EmbeddingMode = "steady",
 ) -> Any:
     """One store operation as JSON-able data: asked of the daemon when it runs, else run here directly.
 
     Both paths run the same `run_op`, so what a command prints does not depend on which one answered.
     `wait` gives the daemon all the time it needs (a big import); else it has the client's default.
-    `on_direct` is called when the op runs here.
+    `on_direct` is called when the op runs here. `embedding_mode` is the direct path's (`open_store`):
+    "bulk" for an op that embeds much (import).
     """
     from cairn.daemon.client import (
         DEFAULT_TIMEOUT,
@@ -475,9 +497,13 @@ async def request(
     # An op that writes says it cannot, in one line (a read-only home, a store in use); one that reads
     # also reads a read-only home and a store being written.
     reading = op not in WRITING_OPS
-    store = await _direct_store(settings, read_only_ok=reading, busy_ok=reading)
+    store = await _direct_store(
+        settings, read_only_ok=reading, busy_ok=reading, embedding_mode=embedding_mode
+    )
     if store is None:
-        return await request(settings, op, args, wait=wait, on_direct=on_direct)
+        return await request(
+            settings, op, args, wait=wait, on_direct=on_direct, embedding_mode=embedding_mode
+        )
     if on_direct is not None:
         on_direct()
     try:
@@ -501,7 +527,8 @@ async def long_request(
 
     Both paths run the same job function and return its JSON, streaming the same progress events;
     `on_direct` is called before the direct path starts (e.g. to take over Ctrl-C), and `should_stop`
-    is that path's batch-boundary stop.
+    is that path's batch-boundary stop. The direct path embeds in bulk mode (every CPU, see
+    `cairn.store.cpus`): these are the jobs a user starts and waits on.
     """
     from cairn.agent.models import ModelConfigError
     from cairn.daemon import jobs
@@ -520,7 +547,7 @@ async def long_request(
         "reindex_vectors": jobs.reindex_vectors_job,
         "reindex": jobs.reindex_job,
     }[op]
-    store = await _direct_store(settings)
+    store = await _direct_store(settings, embedding_mode="bulk")
     if store is None:
         return await long_request(
             settings, op, args, on_progress, should_stop=should_stop, on_direct=on_direct

@@ -177,7 +177,7 @@ def import_command(
             raise fail(str(exc), 2) from None
         except OSError as exc:
             raise fail(f"cannot read {file}: {exc.strerror or exc}", 2) from None
-        result = run_async(request(settings, "import", {"path": str(path)}, wait=True))
+        result = run_async(request(settings, "import", {"path": str(path)}, wait=True, embedding_mode="bulk"))
     finally:
         if temp is not None:
             temp.unlink(missing_ok=True)

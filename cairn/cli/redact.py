@@ -98,7 +98,7 @@ async def _rescan(settings: Settings, on_progress: Any) -> dict[str, Any]:
         pass
     except DaemonRequestError as exc:
         raise fail(str(exc)) from exc
-    store = await open_store(settings)
+    store = await open_store(settings, embedding_mode="bulk")  # a long job the user waits on
     try:
         return dict(to_json(await redact_rescan_job(store, settings, emit=on_progress)))
     finally:

@@ -289,7 +289,8 @@ async def run_daemon(settings: Settings) -> int:
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
     while True:
         try:
-            store = await Store.open(settings)
+            # Steady: the daemon embeds beside the user's work, so it leaves most CPUs to it.
+            store = await Store.open(settings, embedding_mode="steady")
             break
         except StoreLockedError as exc:
             # An MCP server or a short command may hold the store for a moment; another daemon or a

@@ -181,6 +181,10 @@ def _long_ops() -> dict[str, Op]:
 
 LONG_OPS = ("backfill", "index", "reindex", "reindex_vectors", "redact_rescan")
 
+#: Ops besides the long ones that embed much while a client waits: they embed with every CPU
+#: (`SocketServer._bulk`), as they would without the daemon.
+BULK_OPS = frozenset({"import"})
+
 
 def to_json(value: Any) -> Any:
     """`value` as it comes out of a JSON round trip, so a direct result equals one from the socket."""
@@ -303,6 +307,9 @@ class SocketServer:
             op, args = _parse(line)
             if op in LONG_OPS:
                 return {"ok": True, "result": await self._run_long(op, args, reader, writer)}
+            if op in BULK_OPS:
+                with self._bulk():
+                    return {"ok": True, "result": await run_op(self.store, op, args)}
             return {"ok": True, "result": await run_op(self.store, op, args)}
         except (ValueError, ModelConfigError) as exc:
             return {"ok": False, "error": str(exc)}
@@ -334,8 +341,14 @@ class SocketServer:
 
         async with self.index_lock:
             log.info("running %s for a socket client", op)
-            result = await fn(self.store, self.settings, **args, emit=emit, should_stop=gone)
+            with self._bulk():
+                result = await fn(self.store, self.settings, **args, emit=emit, should_stop=gone)
         return to_json(result)
+
+    def _bulk(self) -> contextlib.AbstractContextManager[None]:
+        """A client waits on this op: the store embeds with every CPU meanwhile, not the daemon's few."""
+        vectors = self.store.vectors_or_none
+        return contextlib.nullcontext() if vectors is None else vectors.embedding_mode("bulk")
 
 
 async def _send(writer: asyncio.StreamWriter, response: dict[str, Any]) -> None:

@@ -509,7 +509,7 @@ async def run_benchmark(
     bm25 = LineBM25(line_docs(files))
     bm25_seconds = time.perf_counter() - built
     home.mkdir(parents=True, exist_ok=True)
-    store = await Store.open(settings)
+    store = await Store.open(settings, embedding_mode="bulk")  # an eval is waited on, like a backfill
     try:
         paths = [path.resolve() for path in files.values()]
         filled = await backfill(store, paths, settings, model_name, progress)

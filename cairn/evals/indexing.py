@@ -207,7 +207,7 @@ async def run_indexing(
     replayer = replay_of(choice.model)
     started = time.perf_counter()
     settings_home.mkdir(parents=True, exist_ok=True)
-    store = await Store.open(settings)
+    store = await Store.open(settings, embedding_mode="bulk")  # an eval is waited on, like a backfill
     try:
         case_of_file = await _capture(store, dataset, settings, sessions, progress)
         total = len(await plan_batches(store.db, mode="backfill"))

@@ -397,7 +397,7 @@ async def _session_start(
         store_home = home / "sessions" / str(done)
         store_home.mkdir(parents=True)
         settings = settings_of(store_home)
-        store = await Store.open(settings)
+        store = await Store.open(settings, embedding_mode="bulk")  # an eval is waited on, like a backfill
         try:
             await backfill(store, [truth.files[key].resolve()], settings, model)
             recall = await context_for(store, "SessionStart", labels.cwd, None)
@@ -449,7 +449,7 @@ async def run_recall_eval(
     prompt_home.mkdir(parents=True, exist_ok=True)
     settings = settings_of(prompt_home)
     await resolve_model(settings, model_name).aclose()  # a missing key fails here, before any work
-    store = await Store.open(settings)
+    store = await Store.open(settings, embedding_mode="bulk")  # an eval is waited on, like a backfill
     try:
         filled = await backfill(
             store, [p.resolve() for p in qa.files.values()], settings, model_name, progress

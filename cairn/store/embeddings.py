@@ -33,6 +33,8 @@ import numpy.typing as npt
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
 from chromadb.utils.embedding_functions import register_embedding_function
 
+from cairn.store.cpus import EmbeddingMode, embedding_threads
+
 if TYPE_CHECKING:
     import onnxruntime
     import openai
@@ -85,20 +87,6 @@ def default_model_path() -> Path:
 def default_tokenizer_path() -> Path:
     """cairn's packaged copy of all-MiniLM-L6-v2's `tokenizer.json` (package data beside this module)."""
     return Path(__file__).resolve().parent / "data" / "all-minilm-l6-v2" / "tokenizer.json"
-
-
-def default_threads() -> int:
-    """ONNX intra-op threads: the CPUs this process may use, at most 4.
-
-    Beyond ~4 threads a 6-layer model on short texts gains little, and cairn's daemon has other work
-    (SQLite, the agent's HTTP calls) that should not be starved. `sched_getaffinity` respects
-    container CPU limits where `os.cpu_count` does not.
-    """
-    try:
-        available = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        available = os.cpu_count() or 1
-    return max(1, min(4, available))
 
 
 def _read_verified(path: Path, expected_sha256: str, what: str) -> bytes:
@@ -180,6 +168,11 @@ class MiniLMInt8Embedding(_EmptySafeEmbeddingFunction):
     of at most `batch_size` texts and `max_batch_tokens` padded tokens; vectors come back in input
     order.
 
+    `threads` is ONNX Runtime's intra-op thread count, fixed when the model loads; unset, it is the
+    steady mode's (`cairn.store.cpus`): a function nobody chose a mode for (one Chroma rebuilds from a
+    collection's config, say) must not take every core of the user's machine. `make_embedding_function`
+    passes the caller's mode.
+
     `model_path`/`tokenizer_path` exist so tests can point at copies; they are not persisted in the
     collection config, a rebuilt function always uses the installed files.
     """
@@ -199,7 +192,9 @@ class MiniLMInt8Embedding(_EmptySafeEmbeddingFunction):
             )
         self.batch_size = batch_size
         self.max_batch_tokens = max_batch_tokens
-        self.threads = threads if threads is not None else default_threads()
+        if threads is not None and threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+        self.threads = threads if threads is not None else embedding_threads("steady")
         self.model_path = model_path if model_path is not None else default_model_path()
         self.tokenizer_path = tokenizer_path if tokenizer_path is not None else default_tokenizer_path()
         self._loaded: _Loaded | None = None
@@ -241,6 +236,26 @@ class MiniLMInt8Embedding(_EmptySafeEmbeddingFunction):
     def load(self) -> None:
         """Verify and load the tokenizer and the model now rather than at the first call."""
         self._ensure_loaded()
+
+    def with_threads(self, threads: int) -> MiniLMInt8Embedding:
+        """This function running `threads` ONNX threads: the same files and batches, identical vectors."""
+        return MiniLMInt8Embedding(
+            self.batch_size,
+            max_batch_tokens=self.max_batch_tokens,
+            threads=threads,
+            model_path=self.model_path,
+            tokenizer_path=self.tokenizer_path,
+        )
+
+    def release(self) -> None:
+        """Unload the model here and from the process's shared copies (~120 MB resident), so its memory
+        goes back once no call in flight still runs it; the next call loads it again."""
+        with self._lock:
+            loaded, self._loaded = self._loaded, None
+        if loaded is not None:
+            with _shared_lock:
+                for key in [key for key, value in _shared.items() if value is loaded]:
+                    del _shared[key]
 
     def _ensure_loaded(self) -> _Loaded:
         loaded = self._loaded
@@ -449,10 +464,21 @@ class OpenAICompatibleEmbedding(_EmptySafeEmbeddingFunction):
         return list(self.embed(input))
 
 
-def make_embedding_function(settings: Settings) -> EmbeddingFunction[Documents]:
-    """The embedding function `settings.embedding` names, configured from `settings`."""
+def make_embedding_function(
+    settings: Settings, mode: EmbeddingMode = "steady"
+) -> EmbeddingFunction[Documents]:
+    """The embedding function `settings.embedding` names, configured from `settings`.
+
+    `mode` says what the caller embeds for (`cairn.store.cpus`): "bulk" for a command the user waits
+    on, which may take every CPU, "steady" for the daemon and other long-lived processes, which leave
+    most of the machine to the user. It sets the offline model's threads (unless the
+    `embedding_threads` setting does); the other functions do not run the model here.
+    """
     if settings.embedding == "minilm-int8":
-        return MiniLMInt8Embedding(batch_size=settings.embedding_batch_size)
+        return MiniLMInt8Embedding(
+            batch_size=settings.embedding_batch_size,
+            threads=embedding_threads(mode, settings.embedding_threads),
+        )
     if settings.embedding == "chroma-onnx":
         from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_V2
 

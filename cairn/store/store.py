@@ -42,6 +42,7 @@ from cairn.transcripts.discover import is_subagent_file, session_id_for
 from cairn.transcripts.normalise import ToolCall
 
 if TYPE_CHECKING:
+    from cairn.store.cpus import EmbeddingMode
     from cairn.store.vectors import VectorIndex
     from cairn.transcripts import Message
     from cairn.transcripts.reader import ReadResult
@@ -143,12 +144,20 @@ class Store:
     """A locked, open store. Use `await Store.open(settings)` (or `async with await Store.open(...)`)."""
 
     def __init__(
-        self, settings: Settings, lock: StoreLock | None, db: Database, vectors: VectorIndex | None
+        self,
+        settings: Settings,
+        lock: StoreLock | None,
+        db: Database,
+        vectors: VectorIndex | None,
+        *,
+        embedding_mode: EmbeddingMode = "steady",
     ) -> None:
         self.settings = settings
         self.db = db
         self._lock = lock
         self._vectors = vectors
+        #: What the vector index, made at first use, embeds for (`cairn.store.cpus`).
+        self.embedding_mode: EmbeddingMode = embedding_mode
         self._closed = False
         #: Who holds the store while this one reads it (`open(busy_ok=True)`): a backfill, say.
         self.writer: str | None = None
@@ -163,10 +172,14 @@ class Store:
         vectors: VectorIndex | None = None,
         read_only_ok: bool = False,
         busy_ok: bool = False,
+        embedding_mode: EmbeddingMode = "steady",
     ) -> Store:
         """Take the store's lock and open its database, creating `settings.home` (mode 0700) if needed.
 
-        A `vectors` index passed in is owned by the store from then on: `close()` closes it.
+        A `vectors` index passed in is owned by the store from then on: `close()` closes it. Else one is
+        made at first use, its embedding model run for `embedding_mode` (`cairn.store.cpus`): "bulk" for
+        a command the user waits on (every CPU), "steady" for the daemon and whatever else runs beside
+        the user's work (a few threads).
         A home that cannot be written (a read-only file system, permissions) raises
         `StoreReadOnlyError` — or, with `read_only_ok`, opens the store for reading: no lock (none can
         be taken; SQLite's own locking protects the reads), a read-only database, and no vectors
@@ -200,7 +213,7 @@ class Store:
             db = await Database.open_read_only(
                 settings.db_path, reason=reason, busy_timeout_ms=settings.sqlite_busy_timeout_ms
             )
-            store = cls(settings, None, db, vectors)
+            store = cls(settings, None, db, vectors, embedding_mode=embedding_mode)
             store.writer = writer
             return store
         assert lock is not None
@@ -224,7 +237,7 @@ class Store:
         except BaseException:
             lock.release()
             raise
-        return cls(settings, lock, db, vectors)
+        return cls(settings, lock, db, vectors, embedding_mode=embedding_mode)
 
     @property
     def read_only(self) -> str | None:
@@ -248,7 +261,7 @@ class Store:
         if self._vectors is None:
             from cairn.store.vectors import VectorIndex
 
-            self._vectors = VectorIndex(self.settings)
+            self._vectors = VectorIndex(self.settings, mode=self.embedding_mode)
         return self._vectors
 
     @property

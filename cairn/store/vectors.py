@@ -32,7 +32,8 @@ from chromadb.config import Settings as ChromaSettings
 from chromadb.errors import NotFoundError
 
 from cairn.config import Settings
-from cairn.store.embeddings import make_embedding_function
+from cairn.store.cpus import EmbeddingMode, embedding_threads
+from cairn.store.embeddings import MiniLMInt8Embedding, make_embedding_function
 from cairn.store.failures import describe_write_failure
 
 #: Query vectors `VectorIndex.embed` keeps (384 floats each: ~3 MB for 256).
@@ -130,16 +131,21 @@ class VectorIndex:
     """cairn's vector collections in an embedded Chroma under `settings.chroma_dir`, or a server.
 
     The client and collections are opened at first use, under a lock, so constructing one is free
-    and safe from any thread. `embedding_function` defaults to the one `settings.embedding` selects;
+    and safe from any thread. `embedding_function` defaults to the one `settings.embedding` selects,
+    built for `mode` (`cairn.store.cpus`: "bulk" for a command the user waits on, "steady" otherwise);
     a collection created with another function raises `EmbeddingConflictError` when opened.
     """
 
     def __init__(
-        self, settings: Settings, embedding_function: EmbeddingFunction[Documents] | None = None
+        self,
+        settings: Settings,
+        embedding_function: EmbeddingFunction[Documents] | None = None,
+        *,
+        mode: EmbeddingMode = "steady",
     ) -> None:
         self.settings = settings
         self.embedding_function = (
-            embedding_function if embedding_function is not None else make_embedding_function(settings)
+            embedding_function if embedding_function is not None else make_embedding_function(settings, mode)
         )
         self._client: ClientAPI | None = None
         self._collections: dict[str, Collection] = {}
@@ -148,6 +154,33 @@ class VectorIndex:
         #: Texts `upsert` embedded, and those it found a vector for already (`_known_vectors`).
         self.embedded = 0
         self.reused = 0
+
+    @contextlib.contextmanager
+    def embedding_mode(self, mode: EmbeddingMode) -> Iterator[None]:
+        """Embed for `mode` inside the block (`cairn.store.cpus`), then as before.
+
+        The daemon opens its store for steady embedding and runs the jobs a client waits on (backfill,
+        reindex, import, ...) in bulk mode. The offline model's threads are fixed when it loads, so the
+        block swaps in the function loaded with the mode's threads and unloads the one it replaces, and
+        the reverse at its end: one model in memory at a time, not two. Other functions run no model
+        here and stay. Blocks that overlap (an import during a backfill) are not nested: the first to
+        end swaps back, and what still runs embeds at the steady count.
+        """
+        current = self.embedding_function
+        threads = embedding_threads(mode, self.settings.embedding_threads)
+        if not isinstance(current, MiniLMInt8Embedding) or current.threads == threads:
+            yield
+            return
+        replacement = current.with_threads(threads)
+        with self._lock:
+            self.embedding_function = replacement
+        current.release()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.embedding_function = current
+            replacement.release()
 
     # Client and collections
 

@@ -4,7 +4,6 @@ local fake endpoint, and Chroma's registration/config round-trip."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import threading
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_
 
 from cairn.config import Settings
 from cairn.store import embeddings
+from cairn.store.cpus import embedding_threads
 from cairn.store.embeddings import (
     EMBEDDING_DIM,
     MODEL_SHA256,
@@ -26,7 +26,6 @@ from cairn.store.embeddings import (
     MiniLMInt8Embedding,
     OpenAICompatibleEmbedding,
     default_model_path,
-    default_threads,
     default_tokenizer_path,
     describe,
     make_embedding_function,
@@ -85,12 +84,14 @@ def test_batches_give_the_same_vectors_in_input_order(minilm: MiniLMInt8Embeddin
         np.testing.assert_allclose(ef.embed(texts), one_by_one, atol=1e-5)
 
 
-def test_the_session_uses_every_core_and_plans_no_memory_per_shape(minilm: MiniLMInt8Embedding) -> None:
-    """Both cores of a 2-core machine (up to 4), and no per-shape memory plans: every batch has its own
-    (texts, width) shape, so the plans only grew the arena (issue 16, part 4)."""
+def test_the_session_runs_the_threads_asked_and_plans_no_memory_per_shape(
+    minilm: MiniLMInt8Embedding,
+) -> None:
+    """The steady mode's threads unless told (`cairn.store.cpus`), and no per-shape memory plans: every
+    batch has its own (texts, width) shape, so the plans only grew the arena (issue 16, part 4)."""
     assert minilm._loaded is not None
     options = minilm._loaded.session.get_session_options()
-    assert options.intra_op_num_threads == default_threads() == min(4, len(os.sched_getaffinity(0)))
+    assert options.intra_op_num_threads == minilm.threads == embedding_threads("steady")
     assert options.enable_mem_pattern is False
     assert minilm.max_batch_tokens == 512
 
