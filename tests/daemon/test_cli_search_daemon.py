@@ -52,6 +52,7 @@ def test_search_through_the_daemon_equals_the_direct_answer(
     homes: Path, daemons: Daemons, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(cli_search, "SLOW_SEARCH_S", 0.0)  # any direct search would print the hint
+    monkeypatch.setattr(cli_search, "_at_terminal", lambda: True)  # ...to a person at a terminal
     direct = [cairn(*args, "--json", env={"CAIRN_HOME": str(homes)}) for args in SEARCHES]
     daemons.start()
     # The daemon holds the store's lock: these can only have been answered over its socket.
