@@ -34,6 +34,7 @@ from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
 from chromadb.utils.embedding_functions import register_embedding_function
 
 from cairn.store.cpus import EmbeddingMode, embedding_threads
+from cairn.store.minilm_graph import gather_before_dequantize
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -275,7 +276,10 @@ class MiniLMInt8Embedding(_EmptySafeEmbeddingFunction):
         import tokenizers
 
         tokenizer_bytes = _read_verified(self.tokenizer_path, TOKENIZER_SHA256, "MiniLM tokenizer")
-        model_bytes = _read_verified(self.model_path, MODEL_SHA256, "MiniLM ONNX model")
+        # The word-embedding table stays int8 in memory (`cairn.store.minilm_graph`): same vectors.
+        model_bytes = gather_before_dequantize(
+            _read_verified(self.model_path, MODEL_SHA256, "MiniLM ONNX model")
+        )
 
         # The shipped tokenizer.json pads and truncates to a fixed 128. Truncate where
         # sentence-transformers does instead, and leave padding to `_run`, which pads each batch
