@@ -3,10 +3,12 @@
 Embedding is most of a backfill's time, and ONNX Runtime's intra-op threads scale it across cores:
 on a 16-core machine (the shared fixtures laid out 4 times, 5,602 messages) a backfill ran at 114.6
 messages/s with the threads capped at 4 and at 149.4 with all 16. So the commands a user starts and
-waits on — backfill, index, reindex, reindex-vectors, sync, import: the **bulk** mode — use every
-CPU this process may use. The daemon's **steady** mode embeds a few messages every few seconds
-while the user works; there a few threads are as fast and the user's editor, build and tests keep
-the rest of the machine, so it takes at most `STEADY_MAX_THREADS` and never more than half the CPUs.
+waits on — backfill, index, reindex, reindex-vectors, sync, import, redact rescan, the evals: the
+**bulk** mode — use every CPU this process may use, and so does the daemon while it runs one of them
+for a client (`VectorIndex.embedding_mode`). The daemon's **steady** mode embeds a few messages every
+few seconds while the user works; there a few threads are as fast and the user's editor, build and
+tests keep the rest of the machine, so it takes at most `STEADY_MAX_THREADS` and never more than half
+the CPUs. A search embeds one query: steady too.
 
 "The CPUs this process may use" is its affinity mask (`taskset`, a container's cpuset), lowered by a
 CPU quota of its cgroup (`docker --cpus`, systemd `CPUQuota=`, Kubernetes limits): `os.cpu_count()`
