@@ -24,13 +24,15 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from cairn.daemon.client import ask_daemon
+from cairn.home import DaemonAddress
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "transcripts"
@@ -72,25 +74,15 @@ def _time_process(argv_for: list[list[str]], runs: int, env: dict[str, str]) -> 
     return times, cpu, peak
 
 
-def _time_socket(socket_path: Path, runs: int) -> Measured:
-    """The `search` op alone: one request over the daemon's socket from this process, no client process."""
+def _time_socket(home: Path, runs: int) -> Measured:
+    """The `search` op alone: one request over the daemon's socket from this process (the client call
+    `cairn search` makes, `ask_daemon`), no client process."""
     times = []
     for i in range(runs):
-        request = {"op": "search", "args": {"query": QUERIES[i % len(QUERIES)], "limit": 10}}
         started = time.perf_counter()
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.connect(str(socket_path))
-            sock.sendall(json.dumps(request).encode() + b"\n")
-            reply = b""
-            while not reply.endswith(b"\n"):
-                chunk = sock.recv(65536)
-                if not chunk:
-                    break
-                reply += chunk
+        ask_daemon(DaemonAddress(home), "search", {"query": QUERIES[i % len(QUERIES)], "limit": 10})
         times.append(time.perf_counter() - started)
-        if not json.loads(reply)["ok"]:
-            raise SystemExit(f"the daemon refused a search: {reply.decode()}")
-    return times, [], 0, 0
+    return times, [], 0
 
 
 def _store_size(env: dict[str, str]) -> str:
@@ -128,7 +120,7 @@ def main() -> int:
         _cairn(env, "daemon", "start")
         try:
             _time_process(searches, 3, env)  # the daemon's first search loads the embedding model
-            results["search op, socket only"] = _time_socket(home / "cairn.sock", runs)
+            results["search op, socket only"] = _time_socket(home, runs)
             results["cairn search, daemon running"] = _time_process(searches, runs, env)
         finally:
             _cairn(env, "daemon", "stop")

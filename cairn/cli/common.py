@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import os
 import re
 import sys
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -444,18 +445,25 @@ def ask(op: str, args: dict[str, Any] | None = None, *, on_direct: Callable[[], 
     are loaded (`load_settings`, with its one-line errors and warnings) only when the op runs here.
     `on_direct` is called then (a command that says how it would have been faster).
     """
-    from cairn.daemon.client import DaemonRefusal, DaemonRequestError, NoDaemon, ask_daemon
+    from cairn.daemon.client import NoDaemon, ask_daemon
     from cairn.home import DaemonAddress
 
-    try:
+    with _daemon_failures(), contextlib.suppress(NoDaemon):
         return ask_daemon(DaemonAddress.here(), op, args)
-    except NoDaemon:
-        pass
-    except DaemonRefusal as exc:  # the same one line the direct path prints
+    return run_async(request(load_settings(), op, args, on_direct=on_direct))
+
+
+@contextlib.contextmanager
+def _daemon_failures() -> Iterator[None]:
+    """A daemon's refusal or failure as the one line the direct path prints for it."""
+    from cairn.daemon.client import DaemonRefusal, DaemonRequestError
+
+    try:
+        yield
+    except DaemonRefusal as exc:
         raise fail(exc.reason) from exc
     except DaemonRequestError as exc:
         raise fail(str(exc)) from exc
-    return run_async(request(load_settings(), op, args, on_direct=on_direct))
 
 
 async def request(
@@ -474,22 +482,10 @@ async def request(
     `on_direct` is called when the op runs here. `embedding_mode` is the direct path's (`open_store`):
     "bulk" for an op that embeds much (import).
     """
-    from cairn.daemon.client import (
-        DEFAULT_TIMEOUT,
-        DaemonRefusal,
-        DaemonRequestError,
-        NoDaemon,
-        daemon_request,
-    )
+    from cairn.daemon.client import DEFAULT_TIMEOUT, NoDaemon, daemon_request
 
-    try:
+    with _daemon_failures(), contextlib.suppress(NoDaemon):
         return await daemon_request(settings, op, args, timeout=None if wait else DEFAULT_TIMEOUT)
-    except NoDaemon:
-        pass
-    except DaemonRefusal as exc:  # the same one line the direct path prints
-        raise fail(exc.reason) from exc
-    except DaemonRequestError as exc:
-        raise fail(str(exc)) from exc
     # Only now the store and every op's module (seconds of imports: chromadb, onnxruntime, numpy): the
     # daemon's answer above must not pay for them (`benchmarks/cli_search.py`).
     from cairn.daemon.server import WRITING_OPS, run_op
