@@ -1,0 +1,118 @@
+"""Screenshots of every viewer page at a desktop (1280×800) and a phone (390×844) size, for docs/viewer.md.
+
+    .venv/bin/python scripts/viewer_screenshots.py [--out docs/viewer] [--home HOME]
+
+Without `--home` it backfills the test fixtures' transcripts (all but the largest project) with the offline
+model into a temporary home, so the pictures show real sessions nobody here wrote. It starts `cairn ui` as a
+real process and drives Debian's headless Chromium (the browser tests' driver, `tests/ui/helpers.py`), the
+page emulating each size as a device would (a phone honours the viewport meta tag). Each page is captured
+from its top, down to at most `MAX_HEIGHT` CSS pixels, as `<page>-<width>.png`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.hostile_disks import CAIRN, cairn_env  # noqa: E402
+from tests.ui.helpers import chromium_driver, running_viewer, wait_for  # noqa: E402
+
+SIZES = {"desktop": (1280, 800, False), "phone": (390, 844, True)}
+MAX_HEIGHT = 2400
+FIXTURES = ROOT / "tests" / "fixtures" / "transcripts"
+SKIPPED = {"entireio-cli"}
+#: A word the fixture sessions use often enough that search shows a full page of results.
+QUERY = "hook"
+
+
+def backfilled_home(root: Path) -> Path:
+    """A home holding the fixture projects, indexed by the offline model."""
+    projects = root / "projects"
+    for project in sorted(p for p in FIXTURES.iterdir() if p.is_dir() and p.name not in SKIPPED):
+        shutil.copytree(project, projects / f"-home-dev-{project.name}")
+    home = root / "home"
+    run(home, "backfill", "--model", "offline", "--json", CAIRN_CLAUDE_PROJECTS_DIR=str(projects))
+    return home
+
+
+def run(home: Path, *args: str, **env: str) -> Any:
+    proc = subprocess.run(
+        [*CAIRN, *args], env=cairn_env(home, **env), capture_output=True, text=True, timeout=1800
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"cairn {' '.join(args)} failed: {proc.stderr.strip()}")
+    return json.loads(proc.stdout)
+
+
+def pages(home: Path) -> dict[str, str]:
+    """Page name → path, with real ids: the idea with most relations, a message, the largest project."""
+    projects = run(home, "projects", "--json")
+    project = max(projects, key=lambda p: p["ideas"])["path"]
+    ideas = run(home, "search", QUERY, "--kind", "ideas", "--json", "--limit", "20")["results"]
+    idea = max(ideas, key=lambda r: (len(run(home, "show", r["id"], "--json").get("relations") or []), r["score"]))
+    messages = run(home, "search", QUERY, "--kind", "messages", "--json", "--limit", "1")["results"]
+    found = {
+        "home": "/",
+        "feed": "/feed",
+        "search": f"/search?q={quote(QUERY)}",
+        "idea": f"/item/{idea['id']}",
+        "projects": "/projects",
+        "timeline": f"/timeline?project={quote(project)}",
+        "board": f"/board?project={quote(project)}",
+        "health": "/health",
+        "graph": f"/graph/{idea['id']}",
+        "forget": f"/forget?idea={idea['id']}",
+    }
+    if messages:
+        found["message"] = f"/item/{messages[0]['id']}"
+    return found
+
+
+def capture(driver: Any, url: str, width: int, height: int, mobile: bool, out: Path) -> None:
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile},
+    )
+    driver.get(url)
+    wait_for(lambda: driver.execute_script("return document.readyState") == "complete", 60, url)
+    full = driver.execute_script("return document.documentElement.scrollHeight")
+    clip = {"x": 0, "y": 0, "width": width, "height": min(int(full), MAX_HEIGHT), "scale": 1}
+    shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"captureBeyondViewport": True, "clip": clip})
+    out.write_bytes(base64.b64decode(shot["data"]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "viewer")
+    parser.add_argument("--home", type=Path, help="an existing CAIRN_HOME to show (default: backfill the fixtures)")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="cairn-shots-") as tmp:
+        home = args.home or backfilled_home(Path(tmp))
+        found = pages(home)
+        with running_viewer(home) as viewer:
+            driver = chromium_driver(Path(tmp) / "chromium")
+            try:
+                driver.get(viewer.url)  # the first load trades the token for the cookie
+                for name, path in found.items():
+                    for width, height, mobile in SIZES.values():
+                        target = args.out / f"{name}-{width}.png"
+                        capture(driver, viewer.base + path, width, height, mobile, target)
+                        print(f"{target.relative_to(ROOT) if target.is_relative_to(ROOT) else target}  {path}")
+            finally:
+                driver.quit()
+
+
+if __name__ == "__main__":
+    main()
