@@ -107,13 +107,17 @@ def _search(driver: Any, viewer: Viewer, query: str, **filters: str) -> None:
 def test_the_feed_lists_the_newest_ideas(page: Any, viewer: Viewer, indexed_home: Path) -> None:
     from selenium.webdriver.common.by import By
 
-    newest = _query(indexed_home, "SELECT id, content FROM ideas ORDER BY id DESC LIMIT 3")
-    page.get(viewer.base + "/")
+    newest = _query(indexed_home, "SELECT id, content, said_at FROM ideas ORDER BY id DESC LIMIT 3")
+    page.get(viewer.base + "/feed")
     events = page.find_elements(By.CSS_SELECTOR, "li.event-idea")
     assert len(events) >= 3
     feed = _text(page, "#feed")
-    for idea_id, content in newest:
+    for idea_id, content, said_at in newest:
         assert f"#{idea_id}" in feed and content.split()[0] in feed
+        # Dated by when it was said in its session, not by the backfill that stored it.
+        event = [e for e in events if e.find_element(By.CSS_SELECTOR, "a.item-link").text == f"#{idea_id}"]
+        date = event[0].find_element(By.CSS_SELECTOR, ".date.said")
+        assert date.text == f"said {said_at[:16].replace('T', ' ')}"
 
 
 def _fixture_idea(home: Path, offset: int) -> tuple[str, str, str]:
