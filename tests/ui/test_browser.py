@@ -112,12 +112,17 @@ def test_the_feed_lists_the_newest_ideas(page: Any, viewer: Viewer, indexed_home
     events = page.find_elements(By.CSS_SELECTOR, "li.event-idea")
     assert len(events) >= 3
     feed = _text(page, "#feed")
+    # Read in one script: the page swaps its list every 2 s, which would make elements found earlier stale.
+    dates = dict(
+        page.execute_script(
+            "return Array.from(document.querySelectorAll('li.event-idea')).map(li => "
+            "[li.querySelector('a.item-link').textContent, li.querySelector('.date.said').textContent])"
+        )
+    )
     for idea_id, content, said_at in newest:
         assert f"#{idea_id}" in feed and content.split()[0] in feed
         # Dated by when it was said in its session, not by the backfill that stored it.
-        event = [e for e in events if e.find_element(By.CSS_SELECTOR, "a.item-link").text == f"#{idea_id}"]
-        date = event[0].find_element(By.CSS_SELECTOR, ".date.said")
-        assert date.text == f"said {said_at[:16].replace('T', ' ')}"
+        assert dates[f"#{idea_id}"] == f"said {said_at[:16].replace('T', ' ')}"
 
 
 def _fixture_idea(home: Path, offset: int) -> tuple[str, str, str]:
