@@ -172,8 +172,9 @@ def _plural(count: int, word: str) -> str:
 
 
 def _nice_top(value: int) -> int:
-    """The smallest round ceiling (1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 times a power of ten) at or above
-    `value`, at least 2, so the bars fill most of the chart and the half-way line is a whole number."""
+    """A round, even ceiling at or above `value` (at least 2): below 10 the next even number, above it
+    1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 times a power of ten, so the bars fill most of the chart and the
+    half-way line is a whole number."""
     if value < 10:
         return max(2, value + value % 2)
     power = 10 ** max(0, math.floor(math.log10(value)) - 1)
