@@ -76,6 +76,18 @@ async def _stats(store: Store) -> Any:
     return data
 
 
+async def _overview(store: Store, *, limit: int = 100) -> Any:
+    """The viewer's home page figures (`cairn.search.overview`), with recall's drops beside its
+    injections and hits, as `_stats` adds them."""
+    from cairn.daemon.recall_drops import read_drops
+    from cairn.search.overview import overview
+
+    data = await overview(store, limit=limit)
+    drops = read_drops(store.settings.home)
+    data["recall"].update(drops=drops["total"], drops_by_reason=drops["by_reason"], last_drop=drops["last"])
+    return data
+
+
 async def _ideas(
     store: Store,
     *,
@@ -137,6 +149,7 @@ Op = Callable[..., Awaitable[Any]]
 # `cairn.files.listing`).
 OPS: dict[str, Op] = {
     "stats": _stats,
+    "overview": _overview,
     "ideas": _ideas,
     "projects": _projects,
     "topics": _topics,

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from cairn.search.errors import SearchError
+from cairn.search.filters import SPAN_SAID_AT
 from cairn.search.models import parse_item_id, preview
 
 if TYPE_CHECKING:
@@ -51,12 +52,17 @@ async def feed(store: Store, *, limit: int = 60) -> list[dict[str, Any]]:
 
     Each event is `{at, type, ...}`; `type` is `idea`, `span`, `answered`, `completed` or `run`. The
     newest `limit` of each kind are read and merged, so the merged list holds the newest `limit` overall.
+    `at` orders the feed: when an idea or span was stored, when a run ended, and for an answer or a
+    completion when it was said. `said_at` is when the item was said in its session (an idea's source
+    message, a span's first timed line, the answer's message): after a backfill every idea was stored
+    within minutes, but said over months, and that is the time a person recognises.
     """
     n = _limit(limit, MAX_FEED, "limit")
     db = store.db
     events: list[dict[str, Any]] = []
     for row in await db.fetchall(
-        f"SELECT i.id, i.intent, i.content, i.created_at, i.superseded_by, i.session_id, p.name AS project "
+        f"SELECT i.id, i.intent, i.content, i.created_at, i.said_at, i.superseded_by, i.session_id, "
+        f"p.name AS project "
         f"{_IDEA_WHERE} ORDER BY i.id DESC LIMIT ?",
         (n,),
     ):
@@ -64,6 +70,7 @@ async def feed(store: Store, *, limit: int = 60) -> list[dict[str, Any]]:
             {
                 "type": "idea",
                 "at": row["created_at"],
+                "said_at": row["said_at"],
                 "id": str(row["id"]),
                 "intent": row["intent"],
                 "preview": preview(row["content"]),
@@ -73,8 +80,9 @@ async def feed(store: Store, *, limit: int = 60) -> list[dict[str, Any]]:
             }
         )
     for row in await db.fetchall(
-        """
-        SELECT t.id, t.name, t.created_at, t.session_id, t.start_line, p.name AS project
+        f"""
+        SELECT t.id, t.name, t.created_at, {SPAN_SAID_AT} AS said_at, t.session_id, t.start_line,
+               p.name AS project
         FROM topic_spans t LEFT JOIN sessions se ON se.id = t.session_id
         LEFT JOIN projects p ON p.id = se.project_id
         ORDER BY t.id DESC LIMIT ?
@@ -85,6 +93,7 @@ async def feed(store: Store, *, limit: int = 60) -> list[dict[str, Any]]:
             {
                 "type": "span",
                 "at": row["created_at"],
+                "said_at": row["said_at"],
                 "id": f"s{row['id']}",
                 "name": row["name"],
                 "session": row["session_id"],
@@ -102,6 +111,7 @@ async def feed(store: Store, *, limit: int = 60) -> list[dict[str, Any]]:
                 {
                     "type": kind,
                     "at": row["at"],
+                    "said_at": row["at"],
                     "id": str(row["id"]),
                     "intent": row["intent"],
                     "preview": preview(row["content"]),
@@ -131,7 +141,7 @@ async def feed(store: Store, *, limit: int = 60) -> list[dict[str, Any]]:
                 "seconds": row["seconds"],
                 "outcome": row["outcome"],
                 "error": row["error"],
-                "failed": row["outcome"] not in (None, "ok"),
+                "failed": row["outcome"] not in (None, "ok", "tool_budget"),
             }
         )
     events.sort(key=lambda e: (_moment(e["at"]), e["type"] == "idea"), reverse=True)

@@ -23,7 +23,7 @@ from cairn.ui.backend import Refusal
 from cairn.ui.forgets import DEFAULT_UNDO_SECONDS
 from cairn.ui.security import Guard
 from cairn.ui.viewer import Viewer, viewer_of
-from cairn.ui.views import fix, graph, live, projects, search
+from cairn.ui.views import fix, graph, home, live, projects, search
 
 
 async def _refused(request: Request, exc: Exception) -> Response:
@@ -44,6 +44,7 @@ def create_app(
 
     static = StaticFiles(directory=str(resources.files("cairn.ui").joinpath("static")))
     routes = [
+        *home.routes,
         *live.routes,
         *search.routes,
         *projects.routes,

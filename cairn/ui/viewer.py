@@ -18,6 +18,7 @@ from starlette.responses import HTMLResponse
 from cairn.config import Settings
 from cairn.ui.backend import Ops
 from cairn.ui.forgets import Forgets
+from cairn.ui.units import FILTERS as UNIT_FILTERS
 
 INTENTS = ("decision", "conclusion", "question", "problem", "solution", "todo", "context")
 _BOLD = re.compile(r"\*\*(.+?)\*\*", re.S)
@@ -59,6 +60,7 @@ def _environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(marked=marked, ref=ref, when=short_time)
+    env.filters.update(UNIT_FILTERS)
     env.globals["intents"] = INTENTS
     return env
 

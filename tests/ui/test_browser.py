@@ -107,13 +107,22 @@ def _search(driver: Any, viewer: Viewer, query: str, **filters: str) -> None:
 def test_the_feed_lists_the_newest_ideas(page: Any, viewer: Viewer, indexed_home: Path) -> None:
     from selenium.webdriver.common.by import By
 
-    newest = _query(indexed_home, "SELECT id, content FROM ideas ORDER BY id DESC LIMIT 3")
-    page.get(viewer.base + "/")
+    newest = _query(indexed_home, "SELECT id, content, said_at FROM ideas ORDER BY id DESC LIMIT 3")
+    page.get(viewer.base + "/feed")
     events = page.find_elements(By.CSS_SELECTOR, "li.event-idea")
     assert len(events) >= 3
     feed = _text(page, "#feed")
-    for idea_id, content in newest:
+    # Read in one script: the page swaps its list every 2 s, which would make elements found earlier stale.
+    dates = dict(
+        page.execute_script(
+            "return Array.from(document.querySelectorAll('li.event-idea')).map(li => "
+            "[li.querySelector('a.item-link').textContent, li.querySelector('.date.said').textContent])"
+        )
+    )
+    for idea_id, content, said_at in newest:
         assert f"#{idea_id}" in feed and content.split()[0] in feed
+        # Dated by when it was said in its session, not by the backfill that stored it.
+        assert dates[f"#{idea_id}"] == f"said {said_at[:16].replace('T', ' ')}"
 
 
 def _fixture_idea(home: Path, offset: int) -> tuple[str, str, str]:

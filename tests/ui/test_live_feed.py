@@ -54,7 +54,8 @@ def test_an_appended_line_shows_in_the_feed_while_the_daemon_runs(
 
         driver = chromium_driver(tmp_path / "chromium")
         try:
-            driver.get(viewer.url)  # the feed page, left open
+            driver.get(viewer.url)  # the first load: token → cookie (it lands on the home page)
+            driver.get(viewer.base + "/feed")  # the feed page, left open
             _append_and_watch(driver, transcript, cairn_home, tmp_path)
         finally:
             driver.quit()
