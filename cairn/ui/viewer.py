@@ -1,5 +1,6 @@
 """What every page of the viewer shares: the `Viewer` (ops route, templates, token, pending forgets),
-the template filters, and `viewer_of` to find it from a request.
+the template filters (`md`: Markdown through the safe renderer of `cairn.ui.text`), and `viewer_of` to
+find it from a request.
 
 Apart from `cairn.ui.app` so the pages (`cairn.ui.views.*`) can import it while the app imports them:
 the app assembles the pages, the pages never reach back into the app.
@@ -18,6 +19,7 @@ from starlette.responses import HTMLResponse
 from cairn.config import Settings
 from cairn.ui.backend import Ops
 from cairn.ui.forgets import Forgets
+from cairn.ui.text import fold, markdown, message_parts
 from cairn.ui.units import FILTERS as UNIT_FILTERS
 
 INTENTS = ("decision", "conclusion", "question", "problem", "solution", "todo", "context")
@@ -59,9 +61,9 @@ def _environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(marked=marked, ref=ref, when=short_time)
+    env.filters.update(marked=marked, ref=ref, when=short_time, md=markdown)
     env.filters.update(UNIT_FILTERS)
-    env.globals["intents"] = INTENTS
+    env.globals.update(intents=INTENTS, fold=fold, message_parts=message_parts)
     return env
 
 

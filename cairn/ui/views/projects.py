@@ -9,11 +9,18 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from cairn.ui.viewer import viewer_of
+from cairn.ui.text import fit_text
+from cairn.ui.viewer import short_time, viewer_of
 
 LANE_WIDTH = 900
 LABEL_WIDTH = 170
+#: Where a lane's labels start, and the room kept between them and the first dot or bar.
+LABEL_X, LABEL_GAP = 6, 10
 SPAN_HEIGHT = 14
+#: The narrowest a span is drawn, in px: a one-line topic is still something to hover and click.
+SPAN_MIN_WIDTH = 6
+SPAN_LABEL_SIZE = 10
+MARK_RADIUS = 5
 MARK_ROW = 12
 BOARD_LIMIT = 200
 
@@ -36,32 +43,50 @@ async def timeline_page(request: Request) -> Response:
 
 
 def lanes(sessions: list[dict[str, Any]]) -> dict[str, Any]:
-    """SVG geometry of a project's sessions: one lane each, x proportional to the transcript line."""
+    """SVG geometry of a project's sessions: one lane each, x proportional to the transcript line.
+
+    A lane's labels (its id, start, messages and branch) are cut with "…" to the label column, and
+    every dot and bar starts right of it, so no label runs under a dot; a span is at least
+    `SPAN_MIN_WIDTH` wide, and its name is cut to the bar with "…" (whole words when they fit).
+    """
+    room = LABEL_WIDTH - LABEL_X - LABEL_GAP
+    left = LABEL_WIDTH + MARK_RADIUS  # a dot at line 0 touches the column, never enters it
+    right = LANE_WIDTH - MARK_RADIUS - 4
     out = []
     y = 0
     for session in sessions:
-        scale = (LANE_WIDTH - LABEL_WIDTH - 10) / max(1, session["last_line"])
+        scale = (right - left) / max(1, session["last_line"])
 
         def x(line: int | None, scale: float = scale) -> float:
-            return round(LABEL_WIDTH + (line or 0) * scale, 1)
+            return round(left + (line or 0) * scale, 1)
 
         depth = max([s["depth"] for s in session["spans"]] or [0])
         spans_top = y + 22
         marks_y = spans_top + (depth + 1) * (SPAN_HEIGHT + 2) + MARK_ROW // 2 + 2
-        spans = [
-            {
-                **span,
-                "x": x(span["start_line"]),
-                "y": spans_top + span["depth"] * (SPAN_HEIGHT + 2),
-                "w": max(3.0, x(span["end_line"] or span["start_line"]) - x(span["start_line"])),
-            }
-            for span in session["spans"]
-        ]
+        spans = []
+        for span in session["spans"]:
+            start = x(span["start_line"])
+            width = max(SPAN_MIN_WIDTH, x(span["end_line"] or span["start_line"]) - start)
+            width = min(width, LANE_WIDTH - 2 - start)
+            label = fit_text(span["name"] or "", width - 6, SPAN_LABEL_SIZE) if width > 24 else ""
+            top = spans_top + span["depth"] * (SPAN_HEIGHT + 2)
+            spans.append({**span, "x": start, "y": top, "w": width, "label": label})
         marks = [{**idea, "x": x(idea["line"]), "y": marks_y} for idea in session["ideas"]]
         height = marks_y + MARK_ROW - y
-        out.append({**session, "y": y, "height": height, "span_bars": spans, "marks": marks})
+        branch = f" · {session['git_branch']}" if session.get("git_branch") else ""
+        labels = {
+            "id_label": fit_text(str(session["id"])[:8], room, 12, monospace=True, bold=True),
+            "when_label": fit_text(short_time(session.get("started_at")), room, 10),
+            "sub_label": fit_text(f"{session['message_count']} msgs{branch}", room, 10),
+        }
+        out.append({**session, **labels, "y": y, "height": height, "span_bars": spans, "marks": marks})
         y += height + 10
-    return {"sessions": out, "width": LANE_WIDTH, "height": max(y, 40), "label_width": LABEL_WIDTH}
+    return {
+        "sessions": out,
+        "width": LANE_WIDTH,
+        "height": max(y, 40),
+        "label_x": LABEL_X,
+    }
 
 
 async def board_page(request: Request) -> Response:
