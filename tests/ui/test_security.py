@@ -56,7 +56,7 @@ def test_answers_carry_a_csp_without_inline_script_and_no_cors(viewer: Viewer) -
         assert "script-src 'self'" in csp and "unsafe-inline" not in csp
         assert "default-src 'self'" in csp and "frame-ancestors 'none'" in csp
         assert not [h for h in response.headers if h.startswith("access-control-")]
-        assert response.headers["referrer-policy"] == "no-referrer"
+        assert response.headers["referrer-policy"] == "same-origin"
 
 
 def test_a_forget_needs_the_token_in_the_post_itself(viewer: Viewer) -> None:
