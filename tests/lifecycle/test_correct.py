@@ -3,6 +3,7 @@ kept by the idea's place, and that record applied to an idea made there again.""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from cairn.recall.abandoned import abandoned
 from cairn.search.errors import SearchError
 from cairn.store.memory import list_ideas
 from cairn.store.store import Store, idea_hash
+from tests.test_cli import cairn, cairn_json
 from tests.tools.memory import add_idea
 
 SESSION = "s-correct"
@@ -219,3 +221,27 @@ async def test_reopening_what_the_indexer_answered_holds_for_an_idea_made_again(
     assert (row["answered_at"], row["resolution"]) == (None, None)
     open_now = await run_op(store, "open_questions", {})
     assert [i["id"] for i in open_now["questions"]] == [str(idea)], "reopened: open whatever the session did"
+
+
+def test_the_cli_corrects_in_one_line_and_refuses_in_one_line(home: Path) -> None:
+    ideas = cairn_json("ideas", "--project", "acme-api", "--limit", "100")
+    decision = next(i for i in ideas if i["intent"] == "decision")
+
+    shown = cairn("correct", f"#{decision['id']}", "--declined", "--importance", "0.25")
+    assert shown.stdout.strip() == f"#{decision['id']} decision: declined, importance 0.25"
+    again = cairn_json("correct", str(decision["id"]), "--open")
+    assert again["declined_at"] is None and again["importance"] == 0.25 and again["recorded"]
+    listed = cairn_json("ideas", "--project", "acme-api", "--limit", "100")
+    assert next(i for i in listed if i["id"] == decision["id"])["importance"] == 0.25
+
+    for args, code, message in (
+        ((), 2, "nothing to correct"),
+        (("--done", "--answered"), 2, "at most one"),
+        (("--importance", "2"), 2, "from 0 to 1"),
+        (("--answered",), 1, "only a question or problem"),
+    ):
+        refused = cairn("correct", str(decision["id"]), *args, check=False)
+        assert refused.returncode == code, (args, refused.stderr)
+        assert message in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    missing = cairn("correct", "999999", "--declined", check=False)
+    assert missing.returncode == 1 and "no idea #999999" in missing.stderr

@@ -324,3 +324,11 @@ def test_a_post_from_another_origin_is_refused_before_anything_changes(viewer: V
         )
         assert refused.status_code == 403, origin
     assert search(home, "20 runs in a row passed")[target]["declined_at"] is None
+    # From the viewer's own origin the op decides, and its refusal is the page's one line.
+    wrong_intent = httpx.post(
+        f"{viewer.base}/correct",
+        data={"token": viewer.token, "idea": str(target), "state": "answered"},
+        headers={"x-cairn-token": viewer.token, "origin": viewer.base},
+        timeout=30,
+    )
+    assert wrong_intent.status_code == 400 and "only a question or problem" in wrong_intent.text
