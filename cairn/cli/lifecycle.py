@@ -98,6 +98,11 @@ def forget_command(
         console.print(
             f"{result['vectors_deleted']:,} vectors removed, {result['vectors_pending']:,} still queued."
         )
+        if result.get("tombstones"):
+            console.print(
+                f"{result['tombstones']:,} forgotten as wrong: a re-index will not make them again "
+                "(where each was said is kept, not its words)."
+            )
 
 
 @app.command("correct")
