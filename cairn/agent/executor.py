@@ -39,6 +39,10 @@ matching in `cairn.agent.entities`):
   not in `rejected`: that is for items wrong about the batch, while a file may simply not exist on
   this machine (a transcript copied from elsewhere, a file deleted since).
 - **Skipped lines** are recorded per file with the run's id; a line already recorded stays as it was.
+- **Corrections.** A new idea where the person forgot one as wrong (`cairn.store.corrections`: same
+  place, same words or else the same intent) is not stored, and counted in `forgotten_skipped`; links
+  that name it are dropped as for an idea the conflict clause left out. Other corrections (answered,
+  done, declined, importance) are applied by the store's `ideas_corrected` trigger as the row goes in.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ from cairn.agent.links import Target
 from cairn.agent.schema import IndexResult, TopicChange
 from cairn.agent.validate import Checked, NewIdea, Rejected, Resolution, SpanRow, check, connection_fetch
 from cairn.learning.associations import record_association
+from cairn.store.corrections import forgotten_at
 from cairn.store.db import Database
 from cairn.store.store import iso_utc
 
@@ -115,6 +120,8 @@ class ApplyStats:
     """Noise messages the batch's cursors passed without sending (see `cairn.agent.batches`)."""
     context_messages: int = 0
     """Messages the batch sent as context only: compact summaries, compaction transcripts."""
+    forgotten_skipped: int = 0
+    """New ideas not stored: the person forgot an idea there as wrong (`cairn.store.corrections`)."""
     run_id: int = 0
 
 
@@ -256,8 +263,12 @@ class _Writer:
         self.new_at: dict[tuple[str, int], list[int]] = {}
         self.content: dict[int, str] = {}
         self.ids: list[int | None] = []
+        # Indexes in `checked.ideas` of the ideas the person forgot as wrong: never stored, and never
+        # the first idea a default span is named after.
+        self.forgotten: set[int] = set()
 
     async def write(self) -> ApplyStats:
+        await self._find_forgotten()
         await self._update_spans()
         spans = await self._open_spans()
         await self._insert_ideas(spans)
@@ -288,6 +299,20 @@ class _Writer:
             row = await cursor.fetchone()
         return None if row is None else int(row[0])
 
+    async def _find_forgotten(self) -> None:
+        async with self.conn.execute(
+            "SELECT 1 FROM idea_corrections WHERE state = 'forgotten' LIMIT 1"
+        ) as cursor:
+            if await cursor.fetchone() is None:
+                return  # the usual case: nothing was ever forgotten as wrong
+        for index, new in enumerate(self.checked.ideas):
+            idea = new.idea
+            if await forgotten_at(
+                self.conn, new.file.file_id, idea.source_line, new.content_hash, idea.intent
+            ):
+                self.forgotten.add(index)
+        self.stats.forgotten_skipped = len(self.forgotten)
+
     # Spans
 
     async def _update_spans(self) -> None:
@@ -306,8 +331,9 @@ class _Writer:
         for change in self.checked.topic_changes:
             changes.setdefault(change.session, []).append(change)
         ideas: dict[str, list[NewIdea]] = {}
-        for new in self.checked.ideas:
-            ideas.setdefault(new.idea.session, []).append(new)
+        for index, new in enumerate(self.checked.ideas):
+            if index not in self.forgotten:
+                ideas.setdefault(new.idea.session, []).append(new)
         segments: dict[str, list[tuple[int, int]]] = {}
         for session in dict.fromkeys([*changes, *ideas]):
             ordered = sorted(changes.get(session, []), key=lambda c: c.start_line)
@@ -364,8 +390,11 @@ class _Writer:
     # Ideas and entities
 
     async def _insert_ideas(self, spans: dict[str, list[tuple[int, int]]]) -> None:
-        for new in self.checked.ideas:
+        for index, new in enumerate(self.checked.ideas):
             idea = new.idea
+            if index in self.forgotten:
+                self.ids.append(None)
+                continue
             span_id = _span_at(spans.get(idea.session, []), idea.source_line)
             idea_id = await self._insert(
                 """

@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "reindex-vectors": ("admin",),
     "redact": ("redact",),
     "forget": ("lifecycle",),
+    "correct": ("lifecycle",),
     "export": ("lifecycle",),
     "import": ("lifecycle",),
     "ideas": ("memory",),

@@ -1,8 +1,8 @@
-"""`cairn forget`, `cairn export` and `cairn import`: the thin face of `cairn.lifecycle`.
+"""`cairn forget`, `cairn correct`, `cairn export` and `cairn import`: the thin face of `cairn.lifecycle`.
 
-`forget` and `import` write, so they go through the daemon when it runs (it owns the store) and take
-the store's lock otherwise, like every writing command; `export` only reads, from a store another
-process may be writing (SQLite's WAL shows it every committed row).
+`forget`, `correct` and `import` write, so they go through the daemon when it runs (it owns the
+store) and take the store's lock otherwise, like every writing command; `export` only reads, from a
+store another process may be writing (SQLite's WAL shows it every committed row).
 """
 
 from __future__ import annotations
@@ -98,6 +98,76 @@ def forget_command(
         console.print(
             f"{result['vectors_deleted']:,} vectors removed, {result['vectors_pending']:,} still queued."
         )
+        if result.get("tombstones"):
+            console.print(
+                f"{result['tombstones']:,} forgotten as wrong: a re-index will not make them again "
+                "(where each was said is kept, not its words)."
+            )
+
+
+@app.command("correct")
+def correct_command(
+    idea: Annotated[str, typer.Argument(help="The idea's id, as search results show it (42 or #42).")],
+    answered: Annotated[
+        bool, typer.Option("--answered", help="A question or problem: it is answered (settled elsewhere).")
+    ] = False,
+    done: Annotated[bool, typer.Option("--done", help="A todo: it is done.")] = False,
+    declined: Annotated[
+        bool,
+        typer.Option(
+            "--declined",
+            help="Any idea: turned down. Search still finds it; recall and open items leave it out.",
+        ),
+    ] = False,
+    reopen: Annotated[
+        bool, typer.Option("--open", help="Take back answered, done or declined (whoever set it).")
+    ] = False,
+    importance: Annotated[
+        float | None,
+        typer.Option("--importance", help="From 0 to 1: how much the idea weighs in search ranking."),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Correct an idea: mark it answered, done or declined, open it again, or set its importance.
+
+    The change shows at once in search, recall and the open questions and todos, and is kept by where
+    the idea was said, so a re-index or an import does not undo it. An idea that is wrong is
+    forgotten instead: `cairn forget --idea ID` (a re-index does not bring it back either).
+    """
+    states = [
+        name
+        for name, given in (("answered", answered), ("done", done), ("declined", declined), ("open", reopen))
+        if given
+    ]
+    if len(states) > 1:
+        raise fail("give at most one of --answered, --done, --declined and --open", 2)
+    if not states and importance is None:
+        raise fail("nothing to correct: give --answered, --done, --declined, --open or --importance", 2)
+    if importance is not None and not 0 <= importance <= 1:
+        raise fail(f"--importance must be from 0 to 1, not {importance}", 2)
+    args = {"id": idea, "state": states[0] if states else None, "importance": importance}
+    result = run_async(request(load_settings(), "correct", args))
+    if json_out:
+        print_json(result)
+        return
+    console.print(_corrected_line(result), soft_wrap=True, highlight=False)
+
+
+def _corrected_line(result: dict[str, Any]) -> str:
+    """`#42 question: answered (marked answered by the user), importance 0.80`."""
+    state = "open"
+    if result.get("declined_at"):
+        state = "declined"
+    if result.get("answered_at"):
+        state = "answered"
+    if result.get("completed_at"):
+        state = "done"
+    if result.get("resolution") and state in ("answered", "done"):
+        state += f" ({result['resolution']})"
+    line = f"#{result['idea']} {result['intent']}: {state}, importance {float(result['importance']):.2f}"
+    if not result.get("recorded"):
+        line += " (this idea has no source line: a re-index would not find the correction)"
+    return line
 
 
 @app.command("export")

@@ -87,9 +87,10 @@ def ideas(
             },
         )
     )
-    _print_rows(
-        "ideas", rows, ["id", "intent", "content", "importance", "project", "topic", "superseded_by"], as_json
-    )
+    columns = ["id", "intent", "content", "importance", "project", "topic", "superseded_by"]
+    if any(row.get("declined_at") for row in rows):
+        columns.append("declined_at")
+    _print_rows("ideas", rows, columns, as_json)
 
 
 def _list_tracked(
@@ -115,7 +116,7 @@ def _list_tracked(
             },
         )
     )
-    _print_rows(kind, rows, ["id", "content", "project", done_column, "resolution"], as_json)
+    _print_rows(kind, rows, ["id", "content", "project", done_column, "declined_at", "resolution"], as_json)
 
 
 @app.command()

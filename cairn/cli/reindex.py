@@ -47,6 +47,13 @@ def reindex_summary(data: dict[str, Any], billed: bool) -> Any:
         **run_rows(data, billed),
         **elapsed_rows(data, messages),
     }
+    # Ideas the person forgot as wrong, made again by the model and left out (by the scratch run's
+    # executor, or by the swap for a forget made while the session was re-indexed).
+    forgotten = int((data.get("applied") or {}).get("forgotten_skipped") or 0) + sum(
+        int(s.get("forgotten_skipped") or 0) for s in sessions
+    )
+    if forgotten:
+        rows["ideas"] += f"; {forgotten:,} you forgot as wrong left out"
     return key_value_table("reindex", rows)
 
 

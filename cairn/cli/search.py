@@ -197,6 +197,8 @@ def search_table(page: dict[str, Any]) -> Table:
             cell.append(
                 f"  → {ref(successor['id'])}" if successor else "  (superseded)", style="yellow not strike"
             )
+        if result.get("declined_at"):
+            cell.append("  (declined)", style="yellow not strike")
         where = _session_label(result.get("session"))
         if where:
             cell.append(f"\n{where}", style="dim not strike")
@@ -562,6 +564,7 @@ def _header_lines(item: dict[str, Any]) -> list[RenderableType]:
         ("created_at", "stored"),
         ("answered_at", "answered"),
         ("completed_at", "completed"),
+        ("declined_at", "declined"),
         ("depth", "depth"),
     ):
         value = item.get(key)

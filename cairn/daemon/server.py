@@ -42,6 +42,7 @@ from typing import Any
 
 from cairn.config import Settings
 from cairn.lifecycle import ops as lifecycle_ops
+from cairn.lifecycle.correct import correct_op
 from cairn.lifecycle.supersede import supersede_op
 from cairn.recall import ops as recall_ops
 from cairn.search import browse as browse_ops
@@ -172,11 +173,12 @@ OPS: dict[str, Op] = {
     "source_context": browse_ops.source_context,
     "neighbourhood": graph_ops.neighbourhood,
     "supersede": supersede_op,
+    "correct": correct_op,
 }
 
 #: The ops above that write. The others also answer, by keyword, from a store another process is
 #: writing (`Store.open(busy_ok=True)`); these wait for it instead.
-WRITING_OPS = frozenset({"enqueue", "learn_forget", "forget", "import", "supersede"})
+WRITING_OPS = frozenset({"enqueue", "learn_forget", "forget", "import", "supersede", "correct"})
 
 
 def _long_ops() -> dict[str, Op]:

@@ -13,6 +13,11 @@ Chroma's own SQLite file gets the same treatment once its deletions are applied 
 The transcript files' cursor rows are kept: the transcripts themselves are Claude Code's, and a later
 sync reads only what is appended after the forget instead of capturing the forgotten lines again.
 
+An idea forgotten by itself was wrong, while its messages stay: a re-index would make it again from
+them. So each leaves a `forgotten` correction (`cairn.store.corrections`: its place and content hash,
+no text) that the executor, the re-index swap and import honour by not storing an idea there again
+(`tombstones` counts them). Forgetting sessions or a project takes their corrections with them.
+
 Indexing runs are kept too (their counts and costs are the store's history), but not what they quote:
 a rejected result item (`index_runs.rejected_items`) carries the model's text about a session, and an
 error can quote it. Items that name a forgotten session or point at a forgotten idea are dropped, and
@@ -31,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import aiosqlite
 
 from cairn.lifecycle.hnsw_scrub import scrub_segments
+from cairn.store.corrections import record
 
 if TYPE_CHECKING:
     from cairn.store.store import Store
@@ -57,6 +63,7 @@ KINDS = (
     "file_chunks",
     "file_requests",
     "associations",
+    "corrections",
 )
 
 _IN = "IN (SELECT value FROM json_each(?))"
@@ -90,6 +97,7 @@ class ForgetReport:
     projects: list[str] = field(default_factory=list)
     vectors_deleted: int = 0
     vectors_pending: int = 0
+    tombstones: int = 0  #: forgotten ideas recorded so that a re-index does not make them again
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -97,6 +105,7 @@ class ForgetReport:
             "projects": self.projects,
             "counts": self.counts,
             "total": sum(self.counts.values()),
+            "tombstones": self.tombstones,
             "vectors_deleted": self.vectors_deleted,
             "vectors_pending": self.vectors_pending,
         }
@@ -129,15 +138,20 @@ async def forget(store: Store, selection: Selection, *, dry_run: bool = False) -
     async with store.db.write() as conn:
         plan = await _plan(conn, selection, [pid for pid, _ in projects])
         counts = await _count(conn, plan)
+        wrong = await _placed(conn, plan.idea_ids) if selection.ideas else []
         if not dry_run:
             await conn.execute("PRAGMA secure_delete = ON")
             deleted = await _delete(conn, plan)
             if deleted != counts:
                 raise RuntimeError(f"forget deleted {deleted} but planned {counts}; rolled back")
+            for idea in wrong:
+                await record(conn, idea, state="forgotten")
             await _scrub_runs(conn, plan)
             for table in FTS_TABLES:
                 await conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
-    report = ForgetReport(counts=counts, dry_run=dry_run, projects=[path for _, path in projects])
+    report = ForgetReport(
+        counts=counts, dry_run=dry_run, projects=[path for _, path in projects], tombstones=len(wrong)
+    )
     if not dry_run:
         await finish(store, report)
     return report
@@ -207,6 +221,17 @@ _SCRUB_CHROMA_LOG = """
         WHERE later.topic = embeddings_queue.topic AND later.id = embeddings_queue.id
           AND later.operation = 3 AND later.seq_id > embeddings_queue.seq_id)
 """
+
+
+async def _placed(conn: aiosqlite.Connection, idea_ids: list[int]) -> list[dict[str, Any]]:
+    """The ideas among `idea_ids` that have a place (file and line) a correction can be kept by."""
+    async with conn.execute(
+        f"""SELECT source_file_id, source_line, content_hash, intent FROM ideas
+            WHERE id {_IN} AND source_file_id IS NOT NULL AND source_line IS NOT NULL""",
+        (json.dumps(idea_ids),),
+    ) as cursor:
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in await cursor.fetchall()]
 
 
 async def _ids(conn: aiosqlite.Connection, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
@@ -301,6 +326,7 @@ def _where(plan: _Plan) -> dict[str, tuple[str, tuple[Any, ...]]]:
         "file_documents": (f"file_documents WHERE project_id {_IN}", (p,)),
         "file_requests": (f"file_requests WHERE project_id {_IN}", (p,)),
         "associations": (f"search_associations WHERE project_id {_IN}", (p,)),
+        "corrections": (f"idea_corrections WHERE source_file_id {_IN}", (f,)),
         "sessions": (f"sessions WHERE id {_IN}", (s,)),
         "projects": (f"projects WHERE id {_IN}", (p,)),
     }

@@ -10,6 +10,11 @@ longer than `MAX_LINE_CHARS` (read no further than that). The vector triggers qu
 in the outbox in that transaction, and the vectors are computed after the commit (`Store.sync_vectors`),
 not copied.
 
+The person's corrections of ideas (`idea_corrections`) come before the ideas, so an idea the target
+store or the export says the person forgot as wrong (`cairn.store.corrections`) is not inserted
+(`forgotten_skipped`), nor the rows that hang on it; the other corrections are applied to the ideas
+as they go in by the store's trigger, as everywhere.
+
 An export is outside input like a transcript (an old cairn's, or a crafted one), so every text value
 passes through the same redaction capture applies before it is stored (`cairn.transcripts.redact`);
 a file that is not a regular file (a FIFO would block the daemon's event loop) is refused unread.
@@ -28,6 +33,7 @@ from typing import Any, TextIO
 import aiosqlite
 
 from cairn.lifecycle.tables import BY_NAME, FORMAT, FORMAT_VERSION, Table
+from cairn.store.corrections import forgotten_at
 from cairn.store.db import Database
 from cairn.transcripts.redact import redact_with_count
 
@@ -52,6 +58,7 @@ class ImportReport:
     vectors: int = 0  #: vectors the index gained (not the rows queued: many rows get none)
     vectors_queued: int = 0  #: vector changes still waiting in the outbox after the import
     redacted: int = 0
+    forgotten_skipped: int = 0  #: ideas left out: the person forgot an idea there as wrong
 
     def bad(self, number: int, why: str) -> None:
         self.bad_lines += 1
@@ -68,6 +75,7 @@ class ImportReport:
             "vectors_written": self.vectors,
             "vectors_queued": self.vectors_queued,
             "secrets_redacted": self.redacted,
+            "forgotten_skipped": self.forgotten_skipped,
         }
 
 
@@ -121,6 +129,8 @@ class _Importer:
         self.ids: dict[str, dict[Any, Any]] = {}
         self.columns: dict[str, set[str]] = {}
         self.late: list[tuple[str, Any, str, str, Any]] = []
+        # Exported ids of the ideas left out as forgotten: rows that reference one are left out too.
+        self.dropped: set[Any] = set()
 
     async def table_columns(self, name: str) -> set[str]:
         if name not in self.columns:
@@ -145,6 +155,8 @@ class _Importer:
             raise ValueError(f"columns do not match table {table.name}")
         source_id = row.get("id")
         values = {k: v for k, v in row.items() if k != "id" or "id" in table.key_columns}
+        if any(target == "ideas" and values.get(c) in self.dropped for c, target in table.refs.items()):
+            return
         for column, target in table.refs.items():
             if values.get(column) is not None:
                 values[column] = self.ids.get(target, {}).get(values[column])
@@ -157,6 +169,16 @@ class _Importer:
         if found is not None:
             local = found[0]
             self.report.present[table.name] = self.report.present.get(table.name, 0) + 1
+        elif table.name == "ideas" and await forgotten_at(
+            self.conn,
+            values.get("source_file_id"),
+            values.get("source_line"),
+            str(values.get("content_hash")),
+            str(values.get("intent")),
+        ):
+            self.dropped.add(source_id)
+            self.report.forgotten_skipped += 1
+            return
         else:
             names = list(values)
             cursor = await self.conn.execute(

@@ -44,6 +44,14 @@ TABLES: tuple[Table, ...] = (
         _eq("path"),
         where=f"session_id {_IN.format('sessions')}",
     ),
+    # Before the ideas, so an import leaves out an idea its target forgot as wrong, or the export did.
+    Table(
+        "idea_corrections",
+        ("source_file_id", "source_line", "content_hash"),
+        _eq("source_file_id", "source_line", "content_hash"),
+        {"source_file_id": "transcript_files"},
+        where=f"source_file_id {_IN.format('files')}",
+    ),
     Table(
         "messages",
         ("file_id", "line", "content_hash"),
@@ -162,6 +170,8 @@ TABLES: tuple[Table, ...] = (
 
 BY_NAME = {table.name: table for table in TABLES}
 
-#: The export format this cairn writes and the newest it reads.
+#: The export format this cairn writes and the newest it reads. 2 added `idea_corrections` and
+#: `ideas.declined_at`: a cairn that reads only 1 would skip every idea row of such a file as a bad
+#: line (a column it does not know), so it refuses the file whole instead. Version 1 files still import.
 FORMAT = "cairn-export"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2

@@ -10,12 +10,14 @@ guesses the conversation abandoned, so recall shows only what still holds. An id
   `GUESS_CONFIDENCE`, which the indexer prompt gives "I think", "probably" and every hypothesis)
   followed, in its topic span (its session when it has none), by a firm conclusion, solution or
   decision. The conversation went on to settle the question, and what it settled on is what recall
-  shows; a guess nothing settled yet is still the latest word and stays.
+  shows; a guess nothing settled yet is still the latest word and stays;
+- the person **declined** it (`declined_at`, `cairn.lifecycle.correct`): a suggestion turned down
+  stays searchable as history, but handing it to the agent as a live decision or fix would undo that.
 
-The first two are what the indexer marks; the third is recall's own reading of the marks it leaves
-(intent, confidence, place), so a chain of guesses never stored as superseded still stays out.
-Tentative decisions are not guesses: "maybe we should cache this" is an open direction, not a wrong
-explanation.
+The first two are what the indexer marks, the last what the person said; the third is recall's own
+reading of the marks the indexer leaves (intent, confidence, place), so a chain of guesses never
+stored as superseded still stays out. Tentative decisions are not guesses: "maybe we should cache
+this" is an open direction, not a wrong explanation.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ GUESS_CONFIDENCE = 0.6
 # An SQL condition on `ideas i`: true when recall should leave `i` out.
 ABANDONED = f"""(
     i.superseded_by IS NOT NULL
+    OR i.declined_at IS NOT NULL
     OR EXISTS (SELECT 1 FROM relations r WHERE r.to_idea_id = i.id AND r.relation_type = 'contradicts')
     OR (i.intent = 'conclusion' AND i.confidence <= {GUESS_CONFIDENCE} AND EXISTS (
         SELECT 1 FROM ideas l

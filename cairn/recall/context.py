@@ -11,7 +11,8 @@ an index, not the memory itself, and expands the few ids worth it with the MCP `
 module only reads the store; `cairn.recall.ops` records what was injected.
 
 Both leave out what the conversation moved past (`cairn.recall.abandoned`: superseded ideas,
-contradicted ones, guesses a firm conclusion followed): the trail of a bug hunt is not its result.
+contradicted ones, guesses a firm conclusion followed, suggestions the person declined): the trail of
+a bug hunt is not its result.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from cairn.recall.handoff import is_chatter, topic_name
 from cairn.recall.specific import TermRarity, prompt_terms, specificity
 from cairn.search.filters import SPAN_SAID_AT
 from cairn.search.models import MAX_LIMIT, MAX_QUERY_CHARS, SearchRequest, preview
-from cairn.search.open_items import FACTS, still_open
+from cairn.search.open_items import FACTS, OPEN_QUESTION, OPEN_TODO, still_open
 from cairn.search.projects import resolve_projects
 from cairn.store.db import Database
 from cairn.tokens import count_tokens
@@ -134,8 +135,6 @@ async def find_project(db: Database, cwd: str | None) -> Project | None:
 # SessionStart
 
 
-_OPEN_QUESTIONS = "i.intent IN ('question', 'problem') AND i.answered_at IS NULL"
-_OPEN_TODOS = "i.intent = 'todo' AND i.completed_at IS NULL"
 _DECISIONS = "i.intent = 'decision'"
 # A fix is a fix of something: a solution that answers a problem or question (bug -> fix). One that
 # answers nothing may be a plan, a suggestion or a report; search still finds it.
@@ -159,8 +158,8 @@ async def session_context(db: Database, settings: Settings, project: Project | N
     if topic is not None:
         sections.append(_Section(None, [_Line(topic)]))
     for heading, state, key in (
-        ("Open questions:", _OPEN_QUESTIONS, "open"),
-        ("Open todos:", _OPEN_TODOS, "open"),
+        ("Open questions:", OPEN_QUESTION, "open"),
+        ("Open todos:", OPEN_TODO, "open"),
         ("Latest decisions:", _DECISIONS, "decisions"),
         ("Latest fixes:", _FIXES, "fixes"),
         ("Latest conclusions:", _CONCLUSIONS, "conclusions"),

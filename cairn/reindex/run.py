@@ -155,6 +155,7 @@ class SessionResult(RunTally):
             **self.figures(),
             "old_ideas": self.swap.old_ideas if self.swap else None,
             "carried": self.swap.carried if self.swap else None,
+            "forgotten_skipped": self.swap.forgotten_skipped if self.swap else None,
             "swapped": self.swapped,
             "error": self.error,
         }

@@ -6,9 +6,9 @@ show both (or need a generation filter in every one of those readers), so `cairn
 in a scratch database instead. It holds the session's transcript files (cursors back at line 0) and
 messages with their ids kept, every entity (so the new generation names things as the store does),
 and every other session's memory, so the agent finds, links, answers and supersedes across sessions
-as it would in the store. The ordinary indexer runs on the scratch store unchanged (same planner,
-agent, validator and executor), and `cairn.reindex.swap` moves the finished generation into the store
-in one transaction.
+as it would in the store, and the person's corrections of ideas, so it does what the store would.
+The ordinary indexer runs on the scratch store unchanged (same planner, agent, validator and
+executor), and `cairn.reindex.swap` moves the finished generation into the store in one transaction.
 
 The scratch store has no vector index: the agent's tools match by FTS5 and LIKE there (the session's
 messages are the only ones it holds), while entity names are matched by the owner's embedding function.
@@ -61,6 +61,9 @@ _COPIES = (
     INSERT INTO main.idea_entities SELECT * FROM src.idea_entities
     WHERE idea_id IN (SELECT id FROM main.ideas)
     """,
+    # The person's corrections, so the executor there leaves out what they forgot as wrong and the
+    # trigger applies the rest. Copied after the ideas: the copies already carry them.
+    "INSERT INTO main.idea_corrections SELECT * FROM src.idea_corrections",
     # The session is indexed again from its first line; its skipped lines are decided again.
     "UPDATE main.transcript_files SET indexed_line = 0 WHERE session_id = :session",
     # Nothing here is ever embedded.

@@ -16,6 +16,12 @@ file and line; the same text first): its usage count and last use, the recall in
 it, and the links other sessions' ideas have to it (relations, `superseded_by`, `answered_by`). What
 pointed at an idea with no successor goes with it, as when the executor replaces an idea. An entity
 only the old generation named, and nothing names any more, is deleted.
+
+A person's corrections (`cairn.store.corrections`) hold for the new generation: answered, done,
+declined and importance are applied by the store's `ideas_corrected` trigger as each idea goes in, and
+a new idea where the person forgot one as wrong is not inserted (`forgotten_skipped`), nor what links
+to it or an entity only it names. The scratch store already has the corrections and its executor
+skips those ideas; the swap checks again for a correction made while the session was re-indexed.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from typing import Any
 import aiosqlite
 
 from cairn.reindex.scratch import Scratch
+from cairn.store.corrections import forgotten_at
 from cairn.store.db import Database
 
 # An idea's links to other ideas, written once all of the generation's ideas have their new ids.
@@ -46,6 +53,7 @@ class SwapStats:
     old_spans: int = 0
     new_spans: int = 0
     carried: int = 0  # old ideas whose usage, injections and links moved to a successor
+    forgotten_skipped: int = 0  # new ideas left out: the person forgot an idea there as wrong
 
 
 @dataclass
@@ -147,17 +155,28 @@ async def swap_session(main: Database, scratch: Scratch, job_id: int) -> SwapSta
         kept = await _Kept.read(conn, old_ideas)
         await _delete(conn, old_ideas, old_spans, file_ids)
 
+        # A scratch idea left out maps to None: what names it is dropped, never pointed elsewhere.
+        idea_ids: dict[int, int | None] = {
+            idea["id"]: None
+            for idea in new.ideas
+            if await forgotten_at(
+                conn, idea["source_file_id"], idea["source_line"], idea["content_hash"], idea["intent"]
+            )
+        }
+        stats.forgotten_skipped = len(idea_ids)
+        stats.new_ideas -= len(idea_ids)
+        kept_ideas = [idea for idea in new.ideas if idea["id"] not in idea_ids]
         run_ids = {run["id"]: await _insert(conn, "index_runs", _without_id(run)) for run in new.runs}
         span_ids = await _insert_spans(conn, new.spans)
-        entity_ids = await _entities(conn, new)
-        idea_ids: dict[int, int] = {}
-        for idea in new.ideas:
+        links = [link for link in new.links if link["idea_id"] not in idea_ids]
+        entity_ids = await _entities(conn, new, {link["entity_id"] for link in links})
+        for idea in kept_ideas:
             row = _without_id(idea)
             row["span_id"] = span_ids.get(idea["span_id"]) if idea["span_id"] is not None else None
             for column in _IDEA_LINKS:
                 row[column] = None
             idea_ids[idea["id"]] = await _insert(conn, "ideas", row)
-        for idea in new.ideas:
+        for idea in kept_ideas:
             for column in _IDEA_LINKS:
                 if (target := _target(idea[column], idea_ids)) is not None and await _exists(conn, target):
                     await conn.execute(
@@ -174,7 +193,7 @@ async def swap_session(main: Database, scratch: Scratch, job_id: int) -> SwapSta
                 row = {**_without_id(rel), "from_idea_id": ends[0], "to_idea_id": ends[1]}
                 await _insert(conn, "relations", row, ignore=True)
         await _resolve_others(conn, new.resolved, idea_ids)
-        for link in new.links:
+        for link in links:
             await conn.execute(
                 "INSERT OR IGNORE INTO idea_entities (idea_id, entity_id) VALUES (?, ?)",
                 (idea_ids[link["idea_id"]], entity_ids[link["entity_id"]]),
@@ -185,7 +204,7 @@ async def swap_session(main: Database, scratch: Scratch, job_id: int) -> SwapSta
             await _insert(conn, "skipped_lines", row, ignore=True)
         for association in new.associations:
             await _insert(conn, "search_associations", _without_id(association), ignore=True)
-        stats.carried = await kept.restore(conn, _successors(kept.ideas, new.ideas, idea_ids))
+        stats.carried = await kept.restore(conn, _successors(kept.ideas, kept_ideas, idea_ids))
         await _drop_orphan_entities(conn, kept.entities)
         for file in new.files:
             await conn.execute(
@@ -194,7 +213,7 @@ async def swap_session(main: Database, scratch: Scratch, job_id: int) -> SwapSta
             )
         await conn.execute(
             "INSERT INTO reindex_sessions (job_id, session_id, ideas) VALUES (?, ?, ?)",
-            (job_id, session_id, len(new.ideas)),
+            (job_id, session_id, len(kept_ideas)),
         )
     return stats
 
@@ -240,10 +259,13 @@ async def _insert_spans(conn: aiosqlite.Connection, spans: Sequence[sqlite3.Row]
     return ids
 
 
-async def _entities(conn: aiosqlite.Connection, new: _Generation) -> dict[int, int]:
-    """The store's id of every entity the new generation names, inserting those it lacks (with aliases)."""
+async def _entities(conn: aiosqlite.Connection, new: _Generation, named: set[int]) -> dict[int, int]:
+    """The store's id of every entity the new generation's ideas name (`named`: scratch ids), inserting
+    those it lacks (with aliases)."""
     ids: dict[int, int] = {}
     for scratch_id, entity in new.entities.items():
+        if scratch_id not in named:
+            continue
         async with conn.execute(
             "SELECT id FROM entities WHERE canonical_name = ? COLLATE NOCASE AND type = ?",
             (entity["canonical_name"], entity["type"]),
@@ -251,6 +273,8 @@ async def _entities(conn: aiosqlite.Connection, new: _Generation) -> dict[int, i
             found = await cur.fetchone()
         ids[scratch_id] = found[0] if found else await _insert(conn, "entities", _without_id(entity))
     for alias in new.aliases:
+        if alias["entity_id"] not in ids:
+            continue
         await conn.execute(
             "INSERT OR IGNORE INTO entity_aliases (entity_id, alias) VALUES (?, ?)",
             (ids[alias["entity_id"]], alias["alias"]),
@@ -269,19 +293,23 @@ async def _drop_orphan_entities(conn: aiosqlite.Connection, entity_ids: list[int
     )
 
 
-def _target(idea_id: int | None, idea_ids: dict[int, int]) -> int | None:
-    """A scratch idea id as the store's: a new idea's new id, another session's idea's own id."""
+def _target(idea_id: int | None, idea_ids: dict[int, int | None]) -> int | None:
+    """A scratch idea id as the store's: a new idea's new id (None for one left out), another
+    session's idea's own id."""
     return None if idea_id is None else idea_ids.get(idea_id, idea_id)
 
 
 async def _resolve_others(
-    conn: aiosqlite.Connection, resolved: Sequence[sqlite3.Row], idea_ids: dict[int, int]
+    conn: aiosqlite.Connection, resolved: Sequence[sqlite3.Row], idea_ids: dict[int, int | None]
 ) -> None:
     """What the new generation did to other sessions' ideas — answered, completed, superseded them —
-    applied where the store has not recorded it already (the executor only ever fills these in)."""
+    applied where the store has not recorded it already (the executor only ever fills these in), but
+    not an answer by a new idea that was left out."""
     for row in resolved:
         if row["answered_at"] is not None:
             by = _target(row["answered_by"], idea_ids)
+            if by is None and row["answered_by"] is not None:
+                continue
             await conn.execute(
                 "UPDATE ideas SET answered_by = ?, answered_at = ?, resolved_line = ?, resolution = ? "
                 "WHERE id = ? AND answered_at IS NULL",
@@ -301,16 +329,16 @@ async def _resolve_others(
 
 
 def _successors(
-    old: Sequence[sqlite3.Row], new: Sequence[sqlite3.Row], idea_ids: dict[int, int]
+    old: Sequence[sqlite3.Row], new: Sequence[sqlite3.Row], idea_ids: dict[int, int | None]
 ) -> dict[int, int]:
     """Old idea id → the new idea said at the same file and line (the same text preferred)."""
     exact: dict[tuple[Any, Any, Any], int] = {}
     at_line: dict[tuple[Any, Any], int] = {}
     for idea in new:
-        exact.setdefault(
-            (idea["source_file_id"], idea["source_line"], idea["content_hash"]), idea_ids[idea["id"]]
-        )
-        at_line.setdefault((idea["source_file_id"], idea["source_line"]), idea_ids[idea["id"]])
+        if (new_id := idea_ids[idea["id"]]) is None:
+            continue
+        exact.setdefault((idea["source_file_id"], idea["source_line"], idea["content_hash"]), new_id)
+        at_line.setdefault((idea["source_file_id"], idea["source_line"]), new_id)
     result: dict[int, int] = {}
     for idea in old:
         place = (idea["source_file_id"], idea["source_line"])

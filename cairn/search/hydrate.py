@@ -38,6 +38,7 @@ _SQL: dict[Kind, str] = {
     "idea": f"""
         SELECT t.id, t.intent, t.content, t.importance, t.usage_count AS usage, t.said_at, t.session_id,
                t.source_file_id AS file_id, t.source_line AS line, t.superseded_by,
+               t.answered_at, t.completed_at, t.declined_at,
                CASE WHEN t.intent = 'question' THEN t.answered_by END AS answered_by,
                sup.content AS sup_content, sup.said_at AS sup_said_at,
                sp.id AS topic_id, sp.name AS topic,
@@ -54,6 +55,7 @@ _SQL: dict[Kind, str] = {
                t.name || CASE WHEN trim(t.summary) <> '' THEN ': ' || t.summary ELSE '' END AS content,
                NULL AS importance, 0 AS usage, {TABLES["span"].said_at} AS said_at, t.session_id,
                t.file_id, t.start_line AS line, NULL AS superseded_by, NULL AS answered_by,
+               NULL AS answered_at, NULL AS completed_at, NULL AS declined_at,
                NULL AS sup_content, NULL AS sup_said_at,
                parent.id AS topic_id, parent.name AS topic,
                (SELECT count(*) FROM ideas AS i WHERE i.span_id = t.id) AS related,
@@ -67,6 +69,7 @@ _SQL: dict[Kind, str] = {
                {TABLES["message"].said_at} AS said_at, t.session_id, t.file_id, t.line,
                t.kind AS message_kind,
                NULL AS superseded_by, NULL AS answered_by, NULL AS sup_content, NULL AS sup_said_at,
+               NULL AS answered_at, NULL AS completed_at, NULL AS declined_at,
                cov.id AS topic_id, cov.name AS topic,
                (SELECT count(*) FROM ideas AS i WHERE i.source_file_id = t.file_id AND i.source_line = t.line)
                    AS related,

@@ -109,6 +109,9 @@ class ItemDetail(BaseModel):
     resolution: str | None = None
     answered_at: str | None = None
     completed_at: str | None = None
+    declined_at: str | None = Field(
+        default=None, description="When the person declined it: history, no longer a live item."
+    )
     relations: list[RelationLink] = Field(default_factory=list)
     entities: list[EntityRef] = Field(default_factory=list)
     # Spans (their ideas) and messages (the ideas extracted from them)

@@ -177,6 +177,7 @@ async def _show_idea(db: Database, idea: int) -> ItemDetail:
         resolution=row["resolution"],
         answered_at=row["answered_at"],
         completed_at=row["completed_at"],
+        declined_at=row["declined_at"],
         relations=relations,
         entities=[EntityRef(id=e["id"], name=e["canonical_name"], type=e["type"]) for e in entities],
     )

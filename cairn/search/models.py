@@ -166,6 +166,13 @@ class SearchResult(BaseModel):
     session: SessionInfo | None = None
     superseded: bool = False
     superseded_by: SupersededBy | None = None
+    answered_at: str | None = Field(default=None, description="A question or problem: when it was answered.")
+    completed_at: str | None = Field(default=None, description="A todo: when it was done.")
+    declined_at: str | None = Field(
+        default=None,
+        description="When the person declined the idea (a suggestion turned down): kept as history, left "
+        "out of recall and open items.",
+    )
     related: int = Field(default=0, description="Ideas related to this one (for spans: ideas in it).")
     source: SourceLocation = Field(default_factory=SourceLocation)
     learned_from: str | None = Field(

@@ -10,6 +10,8 @@ was followed by more work: the person replied, the agent went on, and it was ans
 or dropped in the turns after, whether or not the indexer saw where. A failed tool call is a step of
 the work, never an open item — unless it failed on every retry and never passed, which the offline
 indexer marks "(failed 4 times, never passed)": that stays open, wherever in the session it failed.
+What the person says overrides these rules both ways (`cairn.lifecycle.correct`): an idea they
+declined is not open, and one they reopened is.
 """
 
 from __future__ import annotations
@@ -28,14 +30,17 @@ MAX_OPEN = 200
 # Unanswered ideas read for the `still_open` rule to choose from, at most.
 POOL = 5000
 
-#: SQL columns, on `ideas i`, that the rules read: the kind of the message the idea was said in and
-#: the line of the session's last prompt from the person.
+#: SQL columns, on `ideas i`, that the rules read: the kind of the message the idea was said in, the
+#: line of the session's last prompt from the person, and whether the person reopened it.
 FACTS = """
     (SELECT m.kind FROM messages m WHERE m.file_id = i.source_file_id
         AND m.line <= i.source_line AND m.end_line >= i.source_line
         ORDER BY m.line DESC LIMIT 1) AS source_kind,
     (SELECT max(m.line) FROM messages m WHERE m.file_id = i.source_file_id AND m.role = 'user'
-        AND m.kind = 'text' AND m.is_sidechain = 0 AND m.is_noise = 0) AS last_prompt_line
+        AND m.kind = 'text' AND m.is_sidechain = 0 AND m.is_noise = 0) AS last_prompt_line,
+    EXISTS (SELECT 1 FROM idea_corrections c WHERE c.source_file_id = i.source_file_id
+        AND c.source_line = i.source_line AND c.content_hash = i.content_hash AND c.state = 'open')
+        AS reopened
 """
 
 # Putting work off on purpose: it stays open, whenever in the session it was said. The offline indexer
@@ -56,6 +61,8 @@ _GIVEN_UP = re.compile(r"\(failed \d+ times, never passed\)$")
 
 def still_open(row: Mapping[str, Any]) -> bool:
     """Whether an open question, problem or todo (a row with `FACTS`) is one the session left open."""
+    if row["reopened"]:
+        return True  # the person said so
     content = str(row["content"])
     if _GIVEN_UP.search(content):
         return True  # whenever it happened: nothing after it made it pass
@@ -67,8 +74,9 @@ def still_open(row: Mapping[str, Any]) -> bool:
     return last is None or (row["source_line"] is not None and int(row["source_line"]) > int(last))
 
 
-_OPEN_QUESTION = "i.intent IN ('question', 'problem') AND i.answered_at IS NULL"
-_OPEN_TODO = "i.intent = 'todo' AND i.completed_at IS NULL"
+#: Open: not answered (done), and not declined by the person.
+OPEN_QUESTION = "i.intent IN ('question', 'problem') AND i.answered_at IS NULL AND i.declined_at IS NULL"
+OPEN_TODO = "i.intent = 'todo' AND i.completed_at IS NULL AND i.declined_at IS NULL"
 
 
 async def open_items(
@@ -80,7 +88,7 @@ async def open_items(
     limit: int = 50,
 ) -> OpenItems:
     """Unanswered questions and problems (and uncompleted todos), newest first, up to `limit` (1..200)
-    of each; superseded ones are left out — they were replaced, not left open.
+    of each; superseded ones are left out — they were replaced, not left open — and declined ones.
 
     `project` is a path or a name; one that matches no project gives an empty answer with a `notice`,
     not every project's items, since the caller asked about one place.
@@ -101,11 +109,11 @@ async def open_items(
         where.append("i.session_id = ?")
         params.append(session)
     filters = " AND ".join(where)
-    questions, question_count = await _open(db, _OPEN_QUESTION, filters, params, limit)
+    questions, question_count = await _open(db, OPEN_QUESTION, filters, params, limit)
     todos: list[OpenItem] = []
     todo_count = 0
     if include_todos:
-        todos, todo_count = await _open(db, _OPEN_TODO, filters, params, limit)
+        todos, todo_count = await _open(db, OPEN_TODO, filters, params, limit)
     notice = None
     if session is not None and not await db.scalar("SELECT 1 FROM sessions WHERE id = ?", (session,)):
         notice = f"no session {session[:200]!r} is stored; pass a session id as search results show it"

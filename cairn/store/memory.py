@@ -14,7 +14,7 @@ from cairn.store.db import Database
 _IDEA_COLUMNS = """
     i.id, i.intent, i.content, i.confidence, i.importance, i.session_id AS session,
     p.name AS project, f.path AS source_file, i.source_line, i.created_at,
-    i.answered_at, i.completed_at, i.resolution, i.superseded_by, i.usage_count,
+    i.answered_at, i.completed_at, i.declined_at, i.resolution, i.superseded_by, i.usage_count,
     s.name AS topic
 """
 _IDEA_JOINS = """
@@ -36,8 +36,9 @@ async def list_ideas(
     include_superseded: bool = False,
     limit: int = 50,
 ) -> list[dict[str, Any]]:
-    """Ideas newest first. `open_only` keeps unanswered questions/problems and uncompleted todos;
-    `project_ids` are what `cairn.search.projects.resolve_projects` found for the user's `--project`."""
+    """Ideas newest first. `open_only` keeps unanswered questions/problems and uncompleted todos that
+    the person did not decline; `project_ids` are what `cairn.search.projects.resolve_projects` found
+    for the user's `--project`."""
     where, params = ["1 = 1"], []
     if intents:
         where.append(f"i.intent IN ({','.join('?' * len(intents))})")
@@ -49,7 +50,7 @@ async def list_ideas(
         where.append(f"se.project_id IN ({','.join('?' * len(project_ids))})")
         params.extend(project_ids)
     if open_only:
-        where.append("i.answered_at IS NULL AND i.completed_at IS NULL")
+        where.append("i.answered_at IS NULL AND i.completed_at IS NULL AND i.declined_at IS NULL")
     if not include_superseded:
         where.append("i.superseded_by IS NULL")
     rows = await db.fetchall(
@@ -72,7 +73,8 @@ async def list_projects(db: Database, *, limit: int = 100) -> list[dict[str, Any
                 WHERE s2.project_id = p.id) AS ideas,
                (SELECT count(*) FROM ideas i JOIN sessions s2 ON s2.id = i.session_id
                 WHERE s2.project_id = p.id AND i.intent IN ('question', 'problem')
-                  AND i.answered_at IS NULL AND i.superseded_by IS NULL) AS open_questions,
+                  AND i.answered_at IS NULL AND i.declined_at IS NULL AND i.superseded_by IS NULL)
+                  AS open_questions,
                max(s.last_at) AS last_active
         FROM projects p LEFT JOIN sessions s ON s.project_id = p.id
         GROUP BY p.id

@@ -32,6 +32,9 @@ never handed to another row, so a stale id from a model or in Chroma can never h
    each project covers) and how each project's root was found; existing projects are regrouped by
    `cairn.store.projects.regroup` in the same transaction (worktrees and subdirectories merged into
    their repository's project, nothing deleted but the emptied duplicates).
+12. corrections: what a person said about an idea (answered, done, declined, wrong, its importance),
+   kept by the idea's place so a re-created idea gets it again (`cairn.lifecycle.correct`), and
+   `ideas.declined_at`; an idea's importance change re-queues its vector (its metadata carries it).
 """
 
 from __future__ import annotations
@@ -916,6 +919,86 @@ _PROJECTS = Migration(
     then=regroup,
 )
 
+_INTENTS = "'decision', 'conclusion', 'question', 'problem', 'solution', 'todo', 'context'"
+
+#: Column `{column}` of the correction that applies to the idea just inserted: the one at its place
+#: (file and line) with its content hash, failing that the latest with its intent unless it is
+#: `hash_only` (`cairn.store.corrections`).
+_CORRECTION_OF_NEW = """(
+    SELECT c.{column} FROM idea_corrections c
+    WHERE c.source_file_id = NEW.source_file_id AND c.source_line = NEW.source_line
+      AND (c.content_hash = NEW.content_hash OR (c.intent = NEW.intent AND NOT c.hash_only))
+    ORDER BY c.content_hash = NEW.content_hash DESC, c.updated_at DESC, c.id DESC LIMIT 1)"""
+
+_CORRECTIONS = Migration(
+    12,
+    "corrections: a person's word on an idea, kept by its place; ideas.declined_at",
+    (
+        # A suggestion the person turned down: still searchable as history, no longer live (recall,
+        # open items and the board leave it out).
+        "ALTER TABLE ideas ADD COLUMN declined_at TEXT",
+        # One row per corrected idea, keyed by where it was said (file, line) and its content hash, so
+        # an idea the indexer makes again there (a re-index, an import) gets the correction again. No
+        # text: `forgotten` (the idea was wrong) must leave nothing of it on the disk but its hash.
+        # `state_at` is when the state was given; `open` takes back an answered/done/declined state.
+        # `hash_only`: other ideas of the same intent were said at that line, so one reworded by a new
+        # model cannot be told from them and only the same words get the correction.
+        f"""
+        CREATE TABLE idea_corrections (
+            id              INTEGER PRIMARY KEY AUTOINCREMENT,
+            source_file_id  INTEGER NOT NULL REFERENCES transcript_files (id) ON DELETE CASCADE,
+            source_line     INTEGER NOT NULL CHECK (source_line >= 0),
+            content_hash    TEXT NOT NULL,
+            intent          TEXT NOT NULL CHECK (intent IN ({_INTENTS})),
+            state           TEXT CHECK (state IN ('answered', 'done', 'declined', 'open', 'forgotten')),
+            state_at        TEXT,
+            importance      REAL CHECK (importance BETWEEN 0 AND 1),
+            hash_only       INTEGER NOT NULL DEFAULT 0 CHECK (hash_only IN (0, 1)),
+            created_at      TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            updated_at      TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            CHECK (state IS NOT NULL OR importance IS NOT NULL),
+            CHECK ((state IS NULL) = (state_at IS NULL)),
+            UNIQUE (source_file_id, source_line, content_hash)
+        )
+        """,
+        # Every writer of ideas (the executor, the re-index swap, import, tests) gets the corrections
+        # applied as the row goes in, as the FTS and outbox triggers do their part. `forgotten` is not
+        # here: a trigger cannot leave a row out and tell its writer, so those skip it themselves.
+        f"""
+        CREATE TRIGGER ideas_corrected AFTER INSERT ON ideas
+        WHEN NEW.source_file_id IS NOT NULL AND EXISTS (
+            SELECT 1 FROM idea_corrections c
+            WHERE c.source_file_id = NEW.source_file_id AND c.source_line = NEW.source_line)
+        BEGIN
+            UPDATE ideas SET importance = {_CORRECTION_OF_NEW.format(column="importance")}
+            WHERE id = NEW.id AND {_CORRECTION_OF_NEW.format(column="importance")} IS NOT NULL;
+            UPDATE ideas SET answered_at = {_CORRECTION_OF_NEW.format(column="state_at")},
+                resolution = 'marked answered by the user', declined_at = NULL
+            WHERE id = NEW.id AND intent IN ('question', 'problem') AND answered_at IS NULL
+              AND {_CORRECTION_OF_NEW.format(column="state")} = 'answered';
+            UPDATE ideas SET completed_at = {_CORRECTION_OF_NEW.format(column="state_at")},
+                resolution = 'marked done by the user', declined_at = NULL
+            WHERE id = NEW.id AND intent = 'todo' AND completed_at IS NULL
+              AND {_CORRECTION_OF_NEW.format(column="state")} = 'done';
+            UPDATE ideas SET declined_at = {_CORRECTION_OF_NEW.format(column="state_at")}
+            WHERE id = NEW.id AND declined_at IS NULL
+              AND {_CORRECTION_OF_NEW.format(column="state")} = 'declined';
+            UPDATE ideas SET answered_at = NULL, answered_by = NULL, resolved_line = NULL, resolution = NULL,
+                completed_at = NULL, declined_at = NULL
+            WHERE id = NEW.id AND {_CORRECTION_OF_NEW.format(column="state")} = 'open';
+        END
+        """,
+        # The vectors' metadata carries an idea's importance (`cairn.store.outbox`).
+        f"""
+        CREATE TRIGGER ideas_vec_importance AFTER UPDATE OF importance ON ideas
+        WHEN NEW.importance IS NOT OLD.importance
+        BEGIN
+            {_enqueue("ideas", "NEW.id", "upsert")}
+        END
+        """,
+    ),
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     _CAPTURE,
     _MEMORY,
@@ -928,6 +1011,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _PASSAGES,
     _REINDEX,
     _PROJECTS,
+    _CORRECTIONS,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

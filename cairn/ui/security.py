@@ -9,11 +9,16 @@ URL `cairn ui` printed:
   without it (so it leaves the address bar and history). Requests with neither are refused (403).
 - **Host**: must be `127.0.0.1:PORT` or `localhost:PORT`. A DNS-rebinding page reaches the port under
   a name of its own; this refuses it before any handler reads the store.
-- **POST only to change**, with the token again in the form (`token`) or the `X-Cairn-Token` header:
-  SameSite already stops cross-site posts, and this makes a forged one need the secret as well.
+- **POST only to change** (forget, undo, supersede, correct), with the token again in the form
+  (`token`) or the `X-Cairn-Token` header: SameSite already stops cross-site posts, and this makes a
+  forged one need the secret as well.
+- **Origin** of a POST: a browser names the page a form was posted from; one that is not
+  `http://127.0.0.1:PORT` or `http://localhost:PORT` (another site, another local port, `null` from a
+  sandboxed frame or a file) is refused before any handler runs. A request without the header (not
+  a browser: a local program) still needs the token.
 - **Headers**: a Content-Security-Policy without inline script (transcript text is hostile: a
-  `<script>` that slipped past escaping still would not run), no framing, no referrer, no caching,
-  and no CORS headers at all, so no other origin may read an answer.
+  `<script>` that slipped past escaping still would not run), no framing, no referrer beyond the
+  viewer itself, no caching, and no CORS headers at all, so no other origin may read an answer.
 """
 
 from __future__ import annotations
@@ -37,7 +42,10 @@ SECURITY_HEADERS = {
     "content-security-policy": CSP,
     "x-content-type-options": "nosniff",
     "x-frame-options": "DENY",
-    "referrer-policy": "no-referrer",
+    # Not `no-referrer`: under it a browser posts a form with `Origin: null`, which the Origin check
+    # must refuse (a sandboxed frame sends the same). `same-origin` sends the viewer's origin to the
+    # viewer and nothing, neither origin nor page, to anyone else.
+    "referrer-policy": "same-origin",
     "cache-control": "no-store",
 }
 
@@ -67,14 +75,15 @@ def token_matches(supplied: str | None, token: str) -> bool:
 
 
 class Guard:
-    """ASGI middleware: Host check, token check, first-load cookie, and the security headers on every
-    answer (refusals included)."""
+    """ASGI middleware: Host check, Origin check of a POST, token check, first-load cookie, and the
+    security headers on every answer (refusals included)."""
 
     def __init__(self, app: ASGIApp, *, token: str, port: int) -> None:
         self.app = app
         self.token = token
         self.port = port
         self.hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+        self.origins = {f"http://{host}" for host in self.hosts}
         self.cookie = cookie_name(port)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -92,6 +101,12 @@ class Guard:
             return
         if scope["method"] not in ("GET", "HEAD", "POST"):
             await _refuse("method not allowed", 405)(scope, receive, send)
+            return
+        origin = headers.get("origin")
+        if scope["method"] == "POST" and origin is not None and origin.lower() not in self.origins:
+            await _refuse("refused: a change must be posted from the viewer's own page", 403)(
+                scope, receive, send
+            )
             return
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         cookie = _cookie(headers.get("cookie", ""), self.cookie)

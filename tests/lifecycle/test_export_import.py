@@ -17,6 +17,7 @@ import pytest
 from cairn.config import Settings
 from cairn.lifecycle.importer import MAX_LINE_CHARS, ImportFormatError, open_export
 from cairn.lifecycle.ops import import_op
+from cairn.lifecycle.tables import FORMAT_VERSION
 from cairn.store.store import Store
 from tests.builders import Transcript
 from tests.lifecycle.conftest import found_in_files
@@ -69,7 +70,7 @@ def test_round_trip_into_a_fresh_home_gives_the_same_stats_and_search(home: Path
     cairn("export", "--out", str(export))
     assert export.stat().st_mode & 0o777 == 0o600
     header = json.loads(export.read_text().splitlines()[0])
-    assert header["format"] == "cairn-export" and header["version"] == 1 and header["cairn"]
+    assert header["format"] == "cairn-export" and header["version"] == FORMAT_VERSION and header["cairn"]
     expected_stats, expected_results = comparable_stats(home), results(home)
 
     fresh = tmp_path / "fresh-home"
@@ -285,3 +286,42 @@ async def _import_op_refuses(settings: Settings, fifo: Path) -> str:
     finally:
         await store.close()
     return "imported"
+
+
+def _ideas_at(home: Path) -> dict[tuple[str, int, str], dict[str, Any]]:
+    """Every idea by (transcript path, line, content hash): its place, as an export keys it."""
+    with contextlib.closing(sqlite3.connect(home / "cairn.db")) as conn:
+        conn.row_factory = sqlite3.Row
+        rows = conn.execute(
+            "SELECT f.path, i.* FROM ideas i JOIN transcript_files f ON f.id = i.source_file_id"
+        ).fetchall()
+    return {(r["path"], r["source_line"], r["content_hash"]): dict(r) for r in rows}
+
+
+def test_corrections_round_trip_and_a_forgotten_idea_is_not_merged_back(home: Path, tmp_path: Path) -> None:
+    """Issue 32: the corrections and `declined_at` travel with an export; importing an older export into
+    a store that forgot an idea as wrong leaves that idea out (counted), and merges the rest."""
+    ideas = cairn_json("ideas", "--project", "acme-api", "--limit", "100")
+    declined, weighed, wrong = ideas[0], ideas[1], ideas[2]
+    before_forget = tmp_path / "before.jsonl"
+    cairn("export", "--out", str(before_forget))
+    cairn("correct", str(declined["id"]), "--declined")
+    cairn("correct", str(weighed["id"]), "--importance", "0.97")
+    cairn("forget", "--idea", str(wrong["id"]), "--yes")
+    after_forget = tmp_path / "after.jsonl"
+    cairn("export", "--out", str(after_forget))
+    assert '"type": "idea_corrections"' in after_forget.read_text()
+
+    fresh = tmp_path / "fresh"
+    report = cairn_json("import", str(after_forget), env=env_for(fresh))
+    assert report["bad_lines"] == 0 and report["added"]["idea_corrections"] == 3
+    want, got = _ideas_at(home), _ideas_at(fresh)
+    assert set(got) == set(want)
+    for key, row in want.items():
+        assert (got[key]["declined_at"], got[key]["importance"]) == (row["declined_at"], row["importance"])
+    assert sum(1 for row in got.values() if row["declined_at"]) == 1
+
+    merged = cairn_json("import", str(before_forget))
+    assert merged["forgotten_skipped"] == 1 and merged["bad_lines"] == 0
+    assert wrong["id"] not in {i["id"] for i in cairn_json("ideas", "--limit", "1000")}
+    assert set(_ideas_at(home)) == set(want), "the wrong idea stayed out, nothing else changed"

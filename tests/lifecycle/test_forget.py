@@ -102,6 +102,34 @@ def test_forget_ideas_by_id(home: Path) -> None:
     assert shown.returncode != 0
 
 
+def _corrections(home: Path) -> list[dict[str, Any]]:
+    with sqlite3.connect(home / "cairn.db") as conn:
+        conn.row_factory = sqlite3.Row
+        return [dict(r) for r in conn.execute("SELECT * FROM idea_corrections ORDER BY id")]
+
+
+def test_a_wrong_idea_leaves_its_place_and_hash_and_a_project_forget_takes_that_too(home: Path) -> None:
+    """Issue 32: forgetting an idea records where it was said (no text), so a re-index does not make it
+    again (`tests/test_corrections_reindex.py`); forgetting its project removes every correction."""
+    ideas = cairn_json("ideas", "--project", "acme-api", "--limit", "100")
+    wrong, declined = ideas[0], ideas[1]
+    cairn("correct", str(declined["id"]), "--declined")
+
+    done = cairn_json("forget", "--idea", str(wrong["id"]), "--yes")
+
+    assert done["tombstones"] == 1 and done["counts"]["corrections"] == 0
+    tombstone = next(c for c in _corrections(home) if c["state"] == "forgotten")
+    assert tombstone["source_line"] == wrong["source_line"] and tombstone["intent"] == wrong["intent"]
+    assert tombstone["importance"] is None
+    assert not any(isinstance(v, str) and wrong["content"][:20] in v for v in tombstone.values())
+    assert {c["state"] for c in _corrections(home)} == {"forgotten", "declined"}
+
+    planned = cairn_json("forget", "--project", "acme-api", "--dry-run")
+    assert planned["counts"]["corrections"] == 2 and planned["tombstones"] == 0
+    gone = cairn_json("forget", "--project", "acme-api", "--yes")
+    assert gone["counts"]["corrections"] == 2 and _corrections(home) == []
+
+
 def test_unknown_targets_and_missing_confirmation_are_one_line_errors(home: Path) -> None:
     before = stats()
     refused = cairn("forget", "--project", "acme-api", check=False)  # stdin is not a terminal

@@ -17,6 +17,7 @@ def row(line: int, content: str = "Why does the hook fire twice?", **facts: Any)
         "content": content,
         "source_kind": facts.get("kind", "text"),
         "last_prompt_line": facts.get("last", 100),
+        "reopened": facts.get("reopened", 0),
     }
 
 

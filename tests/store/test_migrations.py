@@ -274,6 +274,20 @@ ROWS: dict[int, list[tuple[str, dict[str, Any]]]] = {
             {"path": "/work/alpha/docs", "project_id": 1, "kind": "cwd", "checkout": "/work/alpha"},
         ),
     ],
+    12: [
+        (
+            "idea_corrections",
+            {
+                "source_file_id": 1,
+                "source_line": 2,
+                "content_hash": "i2",
+                "intent": "conclusion",
+                "state": "declined",
+                "state_at": "2025-01-03T00:00:00.000Z",
+                "importance": 0.2,
+            },
+        ),
+    ],
 }
 
 

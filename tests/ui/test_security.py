@@ -56,7 +56,7 @@ def test_answers_carry_a_csp_without_inline_script_and_no_cors(viewer: Viewer) -
         assert "script-src 'self'" in csp and "unsafe-inline" not in csp
         assert "default-src 'self'" in csp and "frame-ancestors 'none'" in csp
         assert not [h for h in response.headers if h.startswith("access-control-")]
-        assert response.headers["referrer-policy"] == "no-referrer"
+        assert response.headers["referrer-policy"] == "same-origin"
 
 
 def test_a_forget_needs_the_token_in_the_post_itself(viewer: Viewer) -> None:
@@ -68,6 +68,46 @@ def test_a_forget_needs_the_token_in_the_post_itself(viewer: Viewer) -> None:
         assert client.get("/forget?idea=1").status_code in (200, 400)  # a GET only asks to confirm
         assert "Forgetting" not in client.get("/forgets").text
         assert client.delete("/forget").status_code == 405
+
+
+@pytest.mark.parametrize("path", ["/correct", "/forget", "/forget/undo", "/supersede"])
+def test_a_post_from_another_origin_is_refused_before_any_handler(viewer: Viewer, path: str) -> None:
+    """Issue 32: a browser names the page a form was posted from; only the viewer's own pages may change
+    the memory, whatever else the post carries (the token included)."""
+    form = {"token": viewer.token, "idea": "1", "state": "declined"}
+    for origin in ("https://evil.example", "null", f"http://127.0.0.1:{viewer.port + 1}", "http://127.0.0.1"):
+        response = httpx.post(
+            viewer.base + path,
+            data=form,
+            headers={"x-cairn-token": viewer.token, "origin": origin},
+            timeout=30,
+        )
+        assert response.status_code == 403, (path, origin)
+        assert "viewer's own page" in response.text
+    # From the viewer's own origin the handler runs: it refuses this post (it names nothing), with a 400.
+    for own in (f"http://127.0.0.1:{viewer.port}", f"http://localhost:{viewer.port}"):
+        allowed = httpx.post(
+            viewer.base + path,
+            data={"token": viewer.token},
+            headers={"x-cairn-token": viewer.token, "origin": own},
+            timeout=30,
+        )
+        assert allowed.status_code == 400, (path, own, allowed.text[:200])
+
+
+def test_a_correction_needs_the_token_in_the_post_itself(viewer: Viewer) -> None:
+    with httpx.Client(base_url=viewer.base, timeout=30) as client:
+        client.cookies.set(f"cairn_ui_{viewer.port}", viewer.token)
+        origin = {"origin": f"http://127.0.0.1:{viewer.port}"}
+        refused = client.post("/correct", data={"idea": "1", "state": "declined"}, headers=origin)
+        assert refused.status_code == 403
+        wrong = client.post(
+            "/correct",
+            data={"idea": "1", "state": "declined", "token": "not-" + viewer.token},
+            headers=origin,
+        )
+        assert wrong.status_code == 403
+        assert client.get("/correct").status_code == 405, "a GET changes nothing"
 
 
 def test_the_token_file_is_the_users_alone(viewer: Viewer, tmp_path_factory: pytest.TempPathFactory) -> None:

@@ -1,6 +1,10 @@
 """Fixing the memory: forget an idea, a session or a project — confirm first (a dry run says what goes),
 then an undo window (`cairn.ui.forgets`) before the `forget` op runs; mark an idea superseded by another
-— confirm first, undo from the idea's page (the `supersede` op)."""
+— confirm first, undo from the idea's page (the `supersede` op); correct an idea on its page — answered,
+done, declined, open again, its importance (the `correct` op, at once: each is one click to take back).
+
+Every change is a POST carrying this start's token in the form, from a page the `Guard` let through
+(its Origin, when the browser sends one, is the viewer's own)."""
 
 from __future__ import annotations
 
@@ -89,6 +93,31 @@ async def undo_post(request: Request) -> Response:
     return RedirectResponse("/forgets", status_code=303)
 
 
+async def correct_post(request: Request) -> Response:
+    """Apply one correction from an idea's page and show the page again with it."""
+    viewer = viewer_of(request)
+    form = await _posted(request, viewer)
+    if form is None:
+        return viewer.refusal(request, "refused: a change must be posted from the viewer's own page", 403)
+    idea = str(form.get("idea") or "").strip().lstrip("#")
+    if not _is_idea_number(idea):
+        return viewer.refusal(request, "name the idea to correct by number")
+    args: dict[str, Any] = {"id": idea}
+    if state := str(form.get("state") or "").strip():
+        args["state"] = state
+    if importance := str(form.get("importance") or "").strip():
+        try:
+            args["importance"] = float(importance)
+        except ValueError:
+            return viewer.refusal(
+                request, f"importance must be a number from 0 to 1, not {importance[:40]!r}"
+            )
+    if len(args) == 1:
+        return viewer.refusal(request, "nothing to correct: choose a state or give an importance")
+    await viewer.ops.call("correct", args)
+    return RedirectResponse(f"/item/{idea}", status_code=303)
+
+
 def _idea_ids(values: Any) -> tuple[str, str] | None:
     """(idea, by) when both are idea numbers (`#` allowed), else None."""
     idea, by = (str(values.get(k) or "").strip().lstrip("#") for k in ("idea", "by"))
@@ -130,4 +159,5 @@ routes = [
     Route("/forgets", forgets_page),
     Route("/supersede", supersede_confirm, methods=["GET"]),
     Route("/supersede", supersede_post, methods=["POST"]),
+    Route("/correct", correct_post, methods=["POST"]),
 ]

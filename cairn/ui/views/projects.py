@@ -90,7 +90,8 @@ def lanes(sessions: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def board_page(request: Request) -> Response:
-    """Per project: open questions/problems and todos, and the resolved ones with what resolved them."""
+    """Per project: open questions/problems and todos, the resolved ones with what resolved them, and
+    those the person declined (no longer open, kept as history)."""
     viewer = viewer_of(request)
     project = request.query_params.get("project", "").strip() or None
     projects = await viewer.ops.call("projects", {"limit": 200})
@@ -107,10 +108,15 @@ async def board_page(request: Request) -> Response:
             {
                 "project": chosen_project["name"],
                 "path": chosen_project["path"],
-                "open_questions": [q for q in questions if not q["answered_at"]],
+                "open_questions": [q for q in questions if not q["answered_at"] and not q["declined_at"]],
                 "answered": [q for q in questions if q["answered_at"]],
-                "open_todos": [t for t in todos if not t["completed_at"]],
+                "open_todos": [t for t in todos if not t["completed_at"] and not t["declined_at"]],
                 "done": [t for t in todos if t["completed_at"]],
+                "declined": [
+                    i
+                    for i in (*questions, *todos)
+                    if i["declined_at"] and not (i["answered_at"] or i["completed_at"])
+                ],
             }
         )
     return viewer.page(request, "board.html", boards=boards, project=project, projects=projects)
