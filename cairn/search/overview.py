@@ -53,8 +53,9 @@ _IDEAS = f"""
     FROM (
         SELECT se.project_id AS project, i.intent, i.created_at, {_SAID} AS said,
                (i.superseded_by IS NULL AND i.intent IN ('question', 'problem')
-                AND i.answered_at IS NULL) AS open_question,
-               (i.superseded_by IS NULL AND i.intent = 'todo' AND i.completed_at IS NULL) AS open_todo
+                AND i.answered_at IS NULL AND i.declined_at IS NULL) AS open_question,
+               (i.superseded_by IS NULL AND i.intent = 'todo' AND i.completed_at IS NULL
+                AND i.declined_at IS NULL) AS open_todo
         FROM ideas AS i LEFT JOIN sessions AS se ON se.id = i.session_id
     )
     GROUP BY project, intent, day

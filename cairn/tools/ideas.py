@@ -76,7 +76,7 @@ async def get_open_questions(ctx: RunContext[ToolDeps], session: str, limit: int
     return await _session_ideas(
         ctx.deps,
         session,
-        "i.intent IN ('question', 'problem') AND i.answered_at IS NULL",
+        "i.intent IN ('question', 'problem') AND i.answered_at IS NULL AND i.declined_at IS NULL",
         clamp(limit, 10),
     )
 
@@ -93,7 +93,10 @@ async def get_open_todos(ctx: RunContext[ToolDeps], session: str, limit: int = 1
         limit: How many to return, 1-25.
     """
     return await _session_ideas(
-        ctx.deps, session, "i.intent = 'todo' AND i.completed_at IS NULL", clamp(limit, 10)
+        ctx.deps,
+        session,
+        "i.intent = 'todo' AND i.completed_at IS NULL AND i.declined_at IS NULL",
+        clamp(limit, 10),
     )
 
 

@@ -245,3 +245,30 @@ def test_the_cli_corrects_in_one_line_and_refuses_in_one_line(home: Path) -> Non
         assert message in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
     missing = cairn("correct", "999999", "--declined", check=False)
     assert missing.returncode == 1 and "no idea #999999" in missing.stderr
+
+
+async def test_a_declined_item_is_not_open_for_the_indexer_nor_on_the_home_page(store: Store) -> None:
+    """The indexing agent's open-question and todo tools, and the home page's open items, leave out what
+    the person declined: the agent is not asked to answer it, the page does not count it as open."""
+    from cairn.tools import ToolDeps
+    from cairn.tools.ideas import get_open_questions, get_open_todos
+    from cairn.tools.results import IdeaList
+    from tests.tools.conftest import context
+
+    ids = await _memory(store)
+    ctx = context(ToolDeps(db=store.db, vectors=None))
+
+    def listed(result: object) -> list[int]:
+        assert isinstance(result, IdeaList), result
+        return [i.id for i in result.ideas]
+
+    assert listed(await get_open_questions(ctx, session=SESSION)) == [ids["question"]]
+    assert listed(await get_open_todos(ctx, session=SESSION)) == [ids["todo"]]
+    assert (await run_op(store, "overview", {}))["totals"]["open_items"] == 2
+
+    for idea in ("question", "todo"):
+        await run_op(store, "correct", {"id": ids[idea], "state": "declined"})
+
+    assert listed(await get_open_questions(ctx, session=SESSION)) == []
+    assert listed(await get_open_todos(ctx, session=SESSION)) == []
+    assert (await run_op(store, "overview", {}))["totals"]["open_items"] == 0
