@@ -1,4 +1,4 @@
-"""Screenshots of every viewer page at a desktop (1280×800) and a phone (390×844) size, for docs/viewer.md.
+"""Screenshots of every viewer page at a desktop (1280x800) and a phone (390x844) size, for docs/viewer.md.
 
     .venv/bin/python scripts/viewer_screenshots.py [--out docs/viewer] [--home HOME]
 
@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import json
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -56,27 +58,41 @@ def run(home: Path, *args: str, **env: str) -> Any:
 
 
 def pages(home: Path) -> dict[str, str]:
-    """Page name → path, with real ids: the idea with most relations, a message, the largest project."""
-    projects = run(home, "projects", "--json")
-    project = max(projects, key=lambda p: p["ideas"])["path"]
-    ideas = run(home, "search", QUERY, "--kind", "ideas", "--json", "--limit", "20")["results"]
-    idea = max(ideas, key=lambda r: (len(run(home, "show", r["id"], "--json").get("relations") or []), r["score"]))
-    messages = run(home, "search", QUERY, "--kind", "messages", "--json", "--limit", "1")["results"]
-    found = {
+    """Page name -> path, with real ids: the idea with most relations, another idea, a message it came from,
+    the project with most ideas. Read from the database read-only: on a real home only the search page's
+    own search counts as a use of its results, as any search in the viewer does."""
+    with contextlib.closing(sqlite3.connect(f"file:{home / 'cairn.db'}?mode=ro", uri=True)) as db:
+        idea, other = (
+            row[0]
+            for row in db.execute(
+                "SELECT i.id FROM ideas i LEFT JOIN relations r ON i.id IN (r.from_idea_id, r.to_idea_id) "
+                "GROUP BY i.id ORDER BY count(r.id) DESC, i.id LIMIT 2"
+            )
+        )
+        message = db.execute(
+            "SELECT m.id FROM messages m JOIN ideas i ON m.file_id = i.source_file_id "
+            "AND i.source_line BETWEEN m.line AND m.end_line WHERE i.id = ?",
+            (idea,),
+        ).fetchone()[0]
+        project = db.execute(
+            "SELECT p.path FROM projects p JOIN sessions s ON s.project_id = p.id "
+            "JOIN ideas i ON i.session_id = s.id GROUP BY p.id ORDER BY count(*) DESC LIMIT 1"
+        ).fetchone()[0]
+    return {
         "home": "/",
         "feed": "/feed",
         "search": f"/search?q={quote(QUERY)}",
-        "idea": f"/item/{idea['id']}",
+        "idea": f"/item/{idea}",
+        "message": f"/item/m{message}",
         "projects": "/projects",
         "timeline": f"/timeline?project={quote(project)}",
         "board": f"/board?project={quote(project)}",
         "health": "/health",
-        "graph": f"/graph/{idea['id']}",
-        "forget": f"/forget?idea={idea['id']}",
+        "graph": f"/graph/{idea}",
+        "forget": f"/forget?idea={idea}",
+        "forgets": "/forgets",
+        "supersede": f"/supersede?idea={other}&by={idea}",
     }
-    if messages:
-        found["message"] = f"/item/{messages[0]['id']}"
-    return found
 
 
 def capture(driver: Any, url: str, width: int, height: int, mobile: bool, out: Path) -> None:
@@ -90,12 +106,24 @@ def capture(driver: Any, url: str, width: int, height: int, mobile: bool, out: P
     clip = {"x": 0, "y": 0, "width": width, "height": min(int(full), MAX_HEIGHT), "scale": 1}
     shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"captureBeyondViewport": True, "clip": clip})
     out.write_bytes(base64.b64decode(shot["data"]))
+    _palette(out)
+
+
+def _palette(path: Path) -> None:
+    """Rewrite a screenshot with a 256-colour palette (a third of the bytes; the pages use few colours)."""
+    from PIL import Image  # Pillow comes with matplotlib, in the dev extra
+
+    with Image.open(path) as image:
+        small = image.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)
+    small.save(path, optimize=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "viewer")
-    parser.add_argument("--home", type=Path, help="an existing CAIRN_HOME to show (default: backfill the fixtures)")
+    parser.add_argument(
+        "--home", type=Path, help="an existing CAIRN_HOME to show (default: backfill the fixtures)"
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="cairn-shots-") as tmp:
@@ -109,7 +137,8 @@ def main() -> None:
                     for width, height, mobile in SIZES.values():
                         target = args.out / f"{name}-{width}.png"
                         capture(driver, viewer.base + path, width, height, mobile, target)
-                        print(f"{target.relative_to(ROOT) if target.is_relative_to(ROOT) else target}  {path}")
+                        shown = target.relative_to(ROOT) if target.is_relative_to(ROOT) else target
+                        print(f"{shown}  {path}")
             finally:
                 driver.quit()
 

@@ -13,7 +13,7 @@ from cairn.store.db import Database
 
 _IDEA_COLUMNS = """
     i.id, i.intent, i.content, i.confidence, i.importance, i.session_id AS session,
-    p.name AS project, f.path AS source_file, i.source_line, i.created_at,
+    p.name AS project, f.path AS source_file, i.source_line, i.said_at, i.created_at,
     i.answered_at, i.completed_at, i.declined_at, i.resolution, i.superseded_by, i.usage_count,
     s.name AS topic
 """
