@@ -11,9 +11,12 @@ from typing import Any
 
 from cairn.store.db import Database
 
+#: `said_at` is when the idea's source message was said; the store falls back to the index time when that
+#: message has none, which these listings show as unknown (None) rather than as a time it was said.
 _IDEA_COLUMNS = """
     i.id, i.intent, i.content, i.confidence, i.importance, i.session_id AS session,
-    p.name AS project, f.path AS source_file, i.source_line, i.said_at, i.created_at,
+    p.name AS project, f.path AS source_file, i.source_line,
+    CASE WHEN i.said_at <> i.created_at THEN i.said_at END AS said_at, i.created_at,
     i.answered_at, i.completed_at, i.declined_at, i.resolution, i.superseded_by, i.usage_count,
     s.name AS topic
 """
