@@ -14,10 +14,8 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
-import json
 import shutil
 import sqlite3
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -27,8 +25,7 @@ from urllib.parse import quote
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.hostile_disks import CAIRN, cairn_env  # noqa: E402
-from tests.ui.helpers import chromium_driver, running_viewer, wait_for  # noqa: E402
+from tests.ui.helpers import backfilled, running_viewer, signed_in, wait_for  # noqa: E402
 
 SIZES = {"desktop": (1280, 800, False), "phone": (390, 844, True)}
 MAX_HEIGHT = 2400
@@ -43,18 +40,7 @@ def backfilled_home(root: Path) -> Path:
     projects = root / "projects"
     for project in sorted(p for p in FIXTURES.iterdir() if p.is_dir() and p.name not in SKIPPED):
         shutil.copytree(project, projects / f"-home-dev-{project.name}")
-    home = root / "home"
-    run(home, "backfill", "--model", "offline", "--json", CAIRN_CLAUDE_PROJECTS_DIR=str(projects))
-    return home
-
-
-def run(home: Path, *args: str, **env: str) -> Any:
-    proc = subprocess.run(
-        [*CAIRN, *args], env=cairn_env(home, **env), capture_output=True, text=True, timeout=1800
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"cairn {' '.join(args)} failed: {proc.stderr.strip()}")
-    return json.loads(proc.stdout)
+    return backfilled(root / "home", projects, timeout=1800)
 
 
 def pages(home: Path) -> dict[str, str]:
@@ -129,18 +115,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="cairn-shots-") as tmp:
         home = args.home or backfilled_home(Path(tmp))
         found = pages(home)
-        with running_viewer(home) as viewer:
-            driver = chromium_driver(Path(tmp) / "chromium")
-            try:
-                driver.get(viewer.url)  # the first load trades the token for the cookie
-                for name, path in found.items():
-                    for width, height, mobile in SIZES.values():
-                        target = args.out / f"{name}-{width}.png"
-                        capture(driver, viewer.base + path, width, height, mobile, target)
-                        shown = target.relative_to(ROOT) if target.is_relative_to(ROOT) else target
-                        print(f"{shown}  {path}")
-            finally:
-                driver.quit()
+        with running_viewer(home) as viewer, signed_in(viewer, Path(tmp) / "chromium") as driver:
+            for name, path in found.items():
+                for width, height, mobile in SIZES.values():
+                    target = args.out / f"{name}-{width}.png"
+                    capture(driver, viewer.base + path, width, height, mobile, target)
+                    shown = target.relative_to(ROOT) if target.is_relative_to(ROOT) else target
+                    print(f"{shown}  {path}")
 
 
 if __name__ == "__main__":

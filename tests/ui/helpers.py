@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -121,6 +122,32 @@ def chromium_driver(download_dir: Path):  # type: ignore[no-untyped-def]
     ):
         options.add_argument(flag)
     return webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+
+
+def backfilled(home: Path, projects: Path, timeout: float = 900) -> Path:
+    """`home` after `cairn backfill --model offline` over the Claude projects folder `projects`."""
+    proc = subprocess.run(
+        [*CAIRN, "backfill", "--model", "offline", "--json"],
+        env=cairn_env(home, CAIRN_CLAUDE_PROJECTS_DIR=str(projects)),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return home
+
+
+@contextlib.contextmanager
+def signed_in(viewer: Viewer, download_dir: Path) -> Iterator[Any]:
+    """A Chromium that opened the viewer's printed URL (its token is now a cookie), quit at the end."""
+    driver = chromium_driver(download_dir)
+    try:
+        driver.set_page_load_timeout(120)
+        driver.get(viewer.url)  # the first load: token → cookie, then redirected without it
+        assert "token=" not in driver.current_url
+        yield driver
+    finally:
+        driver.quit()
 
 
 def hostile_transcript(directory: Path) -> Path:

@@ -12,7 +12,6 @@ import contextlib
 import re
 import shutil
 import sqlite3
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,14 +20,14 @@ from urllib.parse import quote
 import pytest
 
 from tests.conftest import REAL_TRANSCRIPTS
-from tests.hostile_disks import CAIRN, cairn_env
 from tests.ui.helpers import (
     HOSTILE,
     Viewer,
-    chromium_driver,
+    backfilled,
     hostile_transcript,
     require_chromium,
     running_viewer,
+    signed_in,
     wait_for,
 )
 
@@ -46,14 +45,7 @@ def indexed_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for project in sorted(p for p in REAL_TRANSCRIPTS.iterdir() if p.is_dir() and p.name not in SKIPPED):
         shutil.copytree(project, projects / f"-home-dev-{project.name}")
     hostile_transcript(projects / "-work-zebrafish")
-    proc = subprocess.run(
-        [*CAIRN, "backfill", "--model", "offline", "--json"],
-        env=cairn_env(home, CAIRN_CLAUDE_PROJECTS_DIR=str(projects)),
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stderr
+    backfilled(home, projects)
     return home
 
 
@@ -65,14 +57,8 @@ def viewer(indexed_home: Path) -> Iterator[Viewer]:
 
 @pytest.fixture(scope="module")
 def browser(viewer: Viewer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    driver = chromium_driver(tmp_path_factory.mktemp("chromium"))
-    try:
-        driver.set_page_load_timeout(120)
-        driver.get(viewer.url)  # the first load: token → cookie, then redirected without it
-        assert "token=" not in driver.current_url
+    with signed_in(viewer, tmp_path_factory.mktemp("chromium")) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.fixture

@@ -24,7 +24,14 @@ import pytest
 from tests.conftest import DEMO, REAL_TRANSCRIPTS
 from tests.daemon.helpers import Daemons
 from tests.hostile_disks import CAIRN, cairn_env
-from tests.ui.helpers import Viewer, chromium_driver, require_chromium, running_viewer, wait_for
+from tests.ui.helpers import (
+    Viewer,
+    backfilled,
+    require_chromium,
+    running_viewer,
+    signed_in,
+    wait_for,
+)
 
 CWD = "/home/dev/acme-api"
 UNDO_SECONDS = "2"
@@ -42,14 +49,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copy(DEMO, projects / "-home-dev-acme-api" / DEMO.name)
     shutil.copytree(REAL_TRANSCRIPTS / "fasthooks", projects / "-home-dev-fasthooks")
     home = root / "home"
-    proc = subprocess.run(
-        [*CAIRN, "backfill", "--model", "offline", "--json"],
-        env=cairn_env(home, CAIRN_CLAUDE_PROJECTS_DIR=str(projects)),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr
+    backfilled(home, projects)
     return home
 
 
@@ -72,13 +72,8 @@ def viewer(home: Path, daemon: None) -> Iterator[Viewer]:
 
 @pytest.fixture(scope="module")
 def browser(viewer: Viewer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    driver = chromium_driver(tmp_path_factory.mktemp("chromium"))
-    try:
-        driver.set_page_load_timeout(120)
-        driver.get(viewer.url)
+    with signed_in(viewer, tmp_path_factory.mktemp("chromium")) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ from cairn.ui.units import compact, percent
 from tests.builders import Transcript
 from tests.conftest import REAL_TRANSCRIPTS
 from tests.hostile_disks import CAIRN, cairn_env
-from tests.ui.helpers import Viewer, chromium_driver, require_chromium, running_viewer
+from tests.ui.helpers import Viewer, backfilled, require_chromium, running_viewer, signed_in
 
 PROJECTS = ("claude-code-viewer", "fasthooks")
 HERON = "/work/heron"
@@ -96,14 +96,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in PROJECTS:
         shutil.copytree(REAL_TRANSCRIPTS / name, projects / f"-home-dev-{name}")
     _heron_session(projects / "-work-heron")
-    proc = subprocess.run(
-        [*CAIRN, "backfill", "--model", "offline", "--json"],
-        env=cairn_env(home, CAIRN_CLAUDE_PROJECTS_DIR=str(projects)),
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stderr
+    backfilled(home, projects)
     recalled = subprocess.run(
         [sys.executable, "-c", _RECALL], env=cairn_env(home), capture_output=True, text=True, timeout=300
     )
@@ -122,14 +115,10 @@ def viewer(home: Path) -> Iterator[Viewer]:
 
 @pytest.fixture(scope="module")
 def browser(viewer: Viewer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    driver = chromium_driver(tmp_path_factory.mktemp("chromium"))
-    try:
+    with signed_in(viewer, tmp_path_factory.mktemp("chromium")) as driver:
+        assert driver.current_url.rstrip("/") == viewer.base  # redirected to the home page
         driver.set_window_size(1280, 2000)
-        driver.get(viewer.url)  # the first load: token → cookie, then redirected to the home page
-        assert driver.current_url.rstrip("/") == viewer.base
         yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.fixture

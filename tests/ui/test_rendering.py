@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import shutil
 import sqlite3
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,9 +20,15 @@ from urllib.parse import quote
 import pytest
 
 from tests.conftest import REAL_TRANSCRIPTS
-from tests.hostile_disks import CAIRN, cairn_env
 from tests.ui import heron
-from tests.ui.helpers import Viewer, chromium_driver, require_chromium, running_viewer, wait_for
+from tests.ui.helpers import (
+    Viewer,
+    backfilled,
+    require_chromium,
+    running_viewer,
+    signed_in,
+    wait_for,
+)
 
 #: The window sizes every page must fit: a laptop, and a phone (a 390 px wide iPhone).
 SIZES = {"laptop": (1280, 800), "phone": (390, 844)}
@@ -74,14 +79,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     projects = root / "projects"
     shutil.copytree(REAL_TRANSCRIPTS / "claude-code-viewer", projects / "-home-dev-claude-code-viewer")
     heron.heron_project(projects)
-    proc = subprocess.run(
-        [*CAIRN, "backfill", "--model", "offline", "--json"],
-        env=cairn_env(root / "home", CAIRN_CLAUDE_PROJECTS_DIR=str(projects)),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr
+    backfilled(root / "home", projects)
     return root / "home"
 
 
@@ -93,13 +91,8 @@ def viewer(home: Path) -> Iterator[Viewer]:
 
 @pytest.fixture(scope="module")
 def browser(viewer: Viewer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    driver = chromium_driver(tmp_path_factory.mktemp("chromium"))
-    try:
-        driver.set_page_load_timeout(120)
-        driver.get(viewer.url)
+    with signed_in(viewer, tmp_path_factory.mktemp("chromium")) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.fixture
