@@ -82,6 +82,12 @@ def markdown(text: Any) -> Markup:
     return Markup(_MD.render(str(text or "")))
 
 
+def markdown_inline(text: Any) -> Markup:
+    """A one-line preview's inline Markdown (code, emphasis, links) by the same safe renderer, with no
+    paragraph or block around it, so a preview in a list reads `like this` instead of with backticks."""
+    return Markup(_MD.renderInline(str(text or "")))
+
+
 @dataclass(frozen=True)
 class Part:
     """A run of a message's lines: tool output (shown as printed) or prose (rendered as Markdown)."""

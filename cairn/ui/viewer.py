@@ -19,7 +19,7 @@ from starlette.responses import HTMLResponse
 from cairn.config import Settings
 from cairn.ui.backend import Ops
 from cairn.ui.forgets import Forgets
-from cairn.ui.text import fold, markdown, message_parts
+from cairn.ui.text import fold, markdown, markdown_inline, message_parts
 from cairn.ui.units import FILTERS as UNIT_FILTERS
 
 INTENTS = ("decision", "conclusion", "question", "problem", "solution", "todo", "context")
@@ -61,7 +61,7 @@ def _environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(marked=marked, ref=ref, when=short_time, md=markdown)
+    env.filters.update(marked=marked, ref=ref, when=short_time, md=markdown, md_inline=markdown_inline)
     env.filters.update(UNIT_FILTERS)
     env.globals.update(intents=INTENTS, fold=fold, message_parts=message_parts)
     return env

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from markupsafe import Markup
 
-from cairn.ui.text import fit_text, fold, link_allowed, markdown, message_parts, text_width
+from cairn.ui.text import fit_text, fold, link_allowed, markdown, markdown_inline, message_parts, text_width
 from cairn.ui.viewer import _environment
 from cairn.ui.views import graph, projects
 from tests.ui.heron import FLAG, HOSTILE_MARKDOWN, LONG_TEXT, LONG_TOOL_OUTPUT
@@ -55,6 +55,22 @@ def test_the_hostile_payload_renders_to_inert_elements_only() -> None:
     # The script, shown as text (escaped), never as markup.
     assert f"&lt;script&gt;window.{FLAG} = 1; alert(1)&lt;/script&gt;" in html
     assert "<code>inline &lt;b&gt;code&lt;/b&gt;</code>" in html and "<strong>bold</strong>" in html
+
+
+def test_a_preview_renders_inline_markdown_only_and_as_safely() -> None:
+    """Previews (briefs, the feed) get inline Markdown — no paragraph, no block — by the same renderer."""
+    html = str(markdown_inline(HOSTILE_MARKDOWN.replace("\n", " ")))
+    elements = _elements(html)
+    assert {tag for tag, _ in elements} <= ALLOWED_TAGS - {"p", "pre", "ul", "ol", "li", "table"}, html
+    for tag, attrs in elements:
+        assert not [name for name in attrs if name.startswith("on") or name in ("style", "src")], (tag, attrs)
+        if tag == "a":
+            assert link_allowed(str(attrs["href"])) and attrs["rel"] == "noopener noreferrer", attrs
+    assert "&lt;script&gt;" in html and "<script" not in html
+    assert str(markdown_inline("Use `uv sync` and **not** pip")) == (
+        "Use <code>uv sync</code> and <strong>not</strong> pip"
+    )
+    assert str(markdown_inline("[x](javascript:alert(1))")) == "[x](javascript:alert(1))"
 
 
 @pytest.mark.parametrize(
