@@ -79,3 +79,32 @@ def _append_and_watch(driver: Any, transcript: Path, home: Path, shots: Path) ->
     driver.save_screenshot(str(shots / "live-feed.png"))
     event = [e for e in driver.find_elements(By.CSS_SELECTOR, "li.event-idea") if "least recent" in e.text]
     assert event and "decision" in event[0].text
+
+
+def test_the_home_pages_daemon_card_follows_the_daemon_without_a_reload(
+    daemons: Daemons, cairn_home: Path, tmp_path: Path
+) -> None:
+    """The card is swapped in every 5 s by the page's script: a daemon started while the page is open
+    shows as running on that page (the same page: a flag set on it survives)."""
+    from selenium.webdriver.common.by import By
+
+    require_chromium()
+    with running_viewer(cairn_home) as viewer:
+        driver = chromium_driver(tmp_path / "chromium")
+        try:
+            driver.get(viewer.url)  # the first load: token → cookie, then the home page (no daemon yet)
+
+            def state() -> str:
+                return str(driver.find_element(By.ID, "daemon-state").get_attribute("data-running"))
+
+            assert state() == "no"
+            driver.execute_script("window.cairnSamePage = true")
+            daemons.start()
+            wait_for(lambda: state() == "yes", 90, "the open home page to show the daemon running")
+            assert driver.execute_script("return window.cairnSamePage === true"), "the page was reloaded"
+            wait_for(
+                lambda: "updated" in driver.find_element(By.ID, "daemon-updated").text, 30, "the card's time"
+            )
+            driver.save_screenshot(str(tmp_path / "home-daemon.png"))
+        finally:
+            driver.quit()

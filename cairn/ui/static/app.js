@@ -1,20 +1,26 @@
 // cairn viewer: the only script the pages load (the CSP forbids inline script).
-// It refreshes the live feed and counts down pending forgets; every page works without it.
+// It refreshes the live feed and the home page's daemon card, and counts down pending forgets; every
+// page works without it.
 "use strict";
 
-function pollFeed(box) {
+// A box with data-poll="URL" is replaced by URL's answer every data-every ms; the element whose id is
+// data-status (it may sit inside the box) says when that last worked.
+function poll(box) {
   const url = box.dataset.poll;
   const every = Number(box.dataset.every) || 2000;
-  const status = document.getElementById("feed-status");
+  function say(text, className) {
+    const status = document.getElementById(box.dataset.status || "");  // looked up after a swap replaced it
+    if (status) { status.textContent = text; status.className = className; }
+  }
   async function tick() {
     try {
       const response = await fetch(url, { credentials: "same-origin", cache: "no-store" });
       if (!response.ok) throw new Error(String(response.status));
       // Server-rendered and escaped by the viewer's templates: no transcript text is parsed as markup.
       box.innerHTML = await response.text();
-      if (status) { status.textContent = "updated " + new Date().toLocaleTimeString(); status.className = "live"; }
+      say("updated " + new Date().toLocaleTimeString(), "live");
     } catch (error) {
-      if (status) { status.textContent = "cannot reach the viewer (" + error.message + ")"; status.className = "error"; }
+      say("cannot reach the viewer (" + error.message + ")", "error");
     }
     setTimeout(tick, every);
   }
@@ -34,8 +40,7 @@ function countDown(spans) {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
-  const feed = document.querySelector("[data-poll]");
-  if (feed) pollFeed(feed);
+  for (const box of document.querySelectorAll("[data-poll]")) poll(box);
   const spans = document.querySelectorAll(".countdown");
   if (spans.length) countDown(spans);
 });

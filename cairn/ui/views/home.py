@@ -112,6 +112,15 @@ async def home_page(request: Request) -> Response:
     )
 
 
+async def daemon_card(request: Request) -> Response:
+    """The home page's "Daemon now" card alone: what the page's script swaps in every few seconds."""
+    viewer = viewer_of(request)
+    data = await viewer.ops.call("overview")
+    return viewer.fragment(
+        "_daemon.html", daemon=daemon_now(await _status(request), data.get("last_failed_run"))
+    )
+
+
 async def health_page(request: Request) -> Response:
     viewer = viewer_of(request)
     status = await _status(request)
@@ -341,5 +350,6 @@ def run_chart(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 routes = [
     Route("/", home_page),
+    Route("/home/daemon", daemon_card),
     Route("/health", health_page),
 ]
