@@ -39,6 +39,13 @@ class DaemonRefusal(DaemonRequestError):
     worded as the same op run directly would word it."""
 
     def __init__(self, op: str, reason: str) -> None:
+        if reason.startswith(f"unknown op {op!r}"):
+            # The daemon outlives an upgrade: one an older cairn started lacks this cairn's newer ops,
+            # and the bare refusal would read like a bug here.
+            reason += (
+                " — the running daemon is older than this cairn: `cairn daemon stop`, and the next "
+                "command or Claude Code hook starts the new one"
+            )
         super().__init__(f"the cairn daemon refused {op!r}: {reason}")
         self.reason = reason
 

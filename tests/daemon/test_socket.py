@@ -148,6 +148,24 @@ def test_unknown_ops_and_bad_arguments_get_clear_errors(daemons: Daemons, settin
         asyncio.run(daemon_request(settings, "ideas", {"colour": "red"}))
 
 
+def test_an_op_the_running_daemon_lacks_says_to_replace_the_daemon(
+    daemons: Daemons, settings: Settings
+) -> None:
+    """What the viewer and the MCP server say when a daemon an older cairn started lacks a newer op."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from cairn.mcp.backend import Backend
+
+    daemons.start()
+    with pytest.raises(
+        ToolError, match=r"unknown op 'overview_of_2030'.*older than this cairn.*cairn daemon stop"
+    ):
+        asyncio.run(Backend(settings).call("overview_of_2030", {}))
+    with pytest.raises(ToolError, match="bad arguments for 'ideas'") as refused:
+        asyncio.run(Backend(settings).call("ideas", {"colour": "red"}))
+    assert "older" not in str(refused.value)
+
+
 def test_garbage_from_a_client_does_not_hurt_the_daemon(daemons: Daemons, settings: Settings) -> None:
     pid = daemons.start()
     path = settings.socket_path
