@@ -260,17 +260,24 @@ def test_the_chart_buckets_ideas_by_when_they_were_said(page: Any, home: Path) -
 
 
 def test_the_daemon_panel_says_what_happened_last(page: Any, home: Path) -> None:
-    assert _one(page, "#daemon-state").get_attribute("data-running") == "no"
+    # Read in one script call: the page swaps the card in every 5 s, so an element found and then read
+    # could be replaced in between.
+    card = page.execute_script(
+        """const q = (s) => document.querySelector(s);
+        return {
+          running: q("#daemon-state").dataset.running,
+          last: q("#daemon-last-run").innerText,
+          doing: q("#daemon-doing").innerText,
+          queue: Object.fromEntries([...document.querySelectorAll("#daemon-queue [data-queue]")]
+            .map((e) => [e.dataset.queue, Number(e.dataset.value)])),
+        };"""
+    )
+    assert card["running"] == "no"
     ((run_id, outcome),) = _query(home, "SELECT id, outcome FROM index_runs ORDER BY id DESC LIMIT 1")
-    last = _one(page, "#daemon-last-run").text
-    assert last.startswith(f"#{run_id} {outcome}") and "tokens" in last
-    assert "nothing" in _one(page, "#daemon-doing").text
-    queue = {
-        q.get_attribute("data-queue"): int(q.get_attribute("data-value"))
-        for q in _all(page, "#daemon-queue [data-queue]")
-    }
+    assert card["last"].startswith(f"#{run_id} {outcome}") and "tokens" in card["last"]
+    assert "nothing" in card["doing"]
     status = _cli(home, "status")
-    assert queue == {
+    assert card["queue"] == {
         "pending": status["queue"]["pending"],
         "running": status["queue"]["running"],
         "parked": status["queue"]["parked"],

@@ -86,25 +86,27 @@ def test_the_home_pages_daemon_card_follows_the_daemon_without_a_reload(
 ) -> None:
     """The card is swapped in every 5 s by the page's script: a daemon started while the page is open
     shows as running on that page (the same page: a flag set on it survives)."""
-    from selenium.webdriver.common.by import By
-
     require_chromium()
     with running_viewer(cairn_home) as viewer:
         driver = chromium_driver(tmp_path / "chromium")
         try:
             driver.get(viewer.url)  # the first load: token → cookie, then the home page (no daemon yet)
 
+            def read(script: str) -> str:
+                # One script call per read: the card is swapped every 5 s, so an element found first and
+                # read afterwards can be gone in between (a stale element).
+                return str(driver.execute_script(script))
+
             def state() -> str:
-                return str(driver.find_element(By.ID, "daemon-state").get_attribute("data-running"))
+                return read("return document.getElementById('daemon-state').dataset.running")
 
             assert state() == "no"
             driver.execute_script("window.cairnSamePage = true")
             daemons.start()
             wait_for(lambda: state() == "yes", 90, "the open home page to show the daemon running")
             assert driver.execute_script("return window.cairnSamePage === true"), "the page was reloaded"
-            wait_for(
-                lambda: "updated" in driver.find_element(By.ID, "daemon-updated").text, 30, "the card's time"
-            )
+            updated = "return document.getElementById('daemon-updated').textContent"
+            wait_for(lambda: "updated" in read(updated), 30, "the card's time")
             driver.save_screenshot(str(tmp_path / "home-daemon.png"))
         finally:
             driver.quit()
