@@ -35,7 +35,7 @@ from typing import Any
 import aiosqlite
 
 from cairn.reindex.scratch import Scratch
-from cairn.store.corrections import forgotten_at
+from cairn.store.corrections import REOPENED, forgotten_at
 from cairn.store.db import Database
 
 # An idea's links to other ideas, written once all of the generation's ideas have their new ids.
@@ -304,7 +304,8 @@ async def _resolve_others(
 ) -> None:
     """What the new generation did to other sessions' ideas — answered, completed, superseded them —
     applied where the store has not recorded it already (the executor only ever fills these in), but
-    not an answer by a new idea that was left out."""
+    not an answer by a new idea that was left out, nor an answer or completion of an idea a person
+    reopened (`REOPENED`): the re-index re-reads what was said before the person's word."""
     for row in resolved:
         if row["answered_at"] is not None:
             by = _target(row["answered_by"], idea_ids)
@@ -312,13 +313,13 @@ async def _resolve_others(
                 continue
             await conn.execute(
                 "UPDATE ideas SET answered_by = ?, answered_at = ?, resolved_line = ?, resolution = ? "
-                "WHERE id = ? AND answered_at IS NULL",
+                f"WHERE id = ? AND answered_at IS NULL AND NOT {REOPENED}",
                 (by, row["answered_at"], row["resolved_line"], row["resolution"], row["id"]),
             )
         if row["completed_at"] is not None:
             await conn.execute(
                 "UPDATE ideas SET completed_at = ?, resolved_line = ?, resolution = ? "
-                "WHERE id = ? AND completed_at IS NULL",
+                f"WHERE id = ? AND completed_at IS NULL AND NOT {REOPENED}",
                 (row["completed_at"], row["resolved_line"], row["resolution"], row["id"]),
             )
         if (by := _target(row["superseded_by"], idea_ids)) is not None:

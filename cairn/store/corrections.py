@@ -34,6 +34,14 @@ _APPLYING = """
 
 _NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
 
+#: An SQL condition on a row of `ideas` (named `ideas`): a person reopened it. A re-index of another
+#: session re-derives that session's old verdicts on it ("answered by …"); those must not undo the person.
+REOPENED = """
+    EXISTS (SELECT 1 FROM idea_corrections AS c
+            WHERE c.state = 'open' AND c.source_file_id = ideas.source_file_id
+              AND c.source_line = ideas.source_line AND c.content_hash = ideas.content_hash)
+"""
+
 
 async def applying(
     conn: aiosqlite.Connection, file_id: int | None, line: int | None, content_hash: str, intent: str

@@ -272,3 +272,39 @@ async def test_a_declined_item_is_not_open_for_the_indexer_nor_on_the_home_page(
     assert listed(await get_open_questions(ctx, session=SESSION)) == []
     assert listed(await get_open_todos(ctx, session=SESSION)) == []
     assert (await run_op(store, "overview", {}))["totals"]["open_items"] == 0
+
+
+async def test_a_reindex_of_another_session_does_not_answer_a_reopened_question_again(store: Store) -> None:
+    """Re-indexing session B re-derives B's old verdicts on session A's ideas (`_resolve_others`): an
+    answer to a question, a todo done. Where the person reopened A's idea since, the verdict is stale —
+    the re-index re-read what was said before the person's word — and is not applied; elsewhere it is."""
+    from cairn.reindex.swap import _resolve_others
+
+    ids = await _memory(store)
+    async with store.db.write() as conn:
+        extra = await add_idea(
+            conn, SESSION, "question", "Which TTL should pages get?", 9, file_id=ids["file"]
+        )
+    for idea, state in ((ids["question"], "answered"), (ids["todo"], "done")):
+        await run_op(store, "correct", {"id": idea, "state": state})
+        await run_op(store, "correct", {"id": idea, "state": "open"})
+
+    def verdict(idea: int, **columns: Any) -> dict[str, Any]:
+        row = {"id": idea, "answered_at": None, "answered_by": None, "completed_at": None}
+        return {**row, "resolved_line": 40, "resolution": "said in session B", "superseded_by": None,
+                "valid_until": None, **columns}  # fmt: skip
+
+    when = "2025-02-01T00:00:00.000Z"
+    async with store.db.write() as conn:
+        await _resolve_others(
+            conn,
+            [
+                verdict(ids["question"], answered_at=when),
+                verdict(ids["todo"], completed_at=when),
+                verdict(extra, answered_at=when),
+            ],
+            {},
+        )
+    assert (await _idea(store, ids["question"]))["answered_at"] is None
+    assert (await _idea(store, ids["todo"]))["completed_at"] is None
+    assert (await _idea(store, extra))["answered_at"] == when, "a verdict on an idea nobody reopened applies"
