@@ -167,6 +167,9 @@ def check_chroma(settings: Settings) -> Check:
             "Chroma must have one process per path)",
         )
     where = settings.chroma_url or str(settings.chroma_dir)
+    if not settings.chroma_url and not settings.chroma_dir.exists():
+        # Opening an embedded Chroma creates its files: a check must not make the store it reports on.
+        return Check("chroma", True, f"embedded at {settings.chroma_dir}, not created yet")
     if not settings.chroma_url and (reason := unwritable_reason(settings.home)) is not None:
         return Check(
             "chroma",

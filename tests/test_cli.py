@@ -165,6 +165,14 @@ def test_doctor_reports_every_component_ok_offline(cairn_home: Path, tmp_path: P
     assert model["detail"].startswith("offline")
 
 
+def test_doctor_on_a_new_home_creates_no_vector_store(cairn_home: Path) -> None:
+    """A check reports what is there: doctor before the first sync leaves no Chroma files behind."""
+    report = json.loads(cairn("doctor", "--json", check=False).stdout)  # not installed yet: exit 1
+    chroma = next(c for c in report["checks"] if c["name"] == "chroma")
+    assert chroma["ok"] is True and "not created yet" in chroma["detail"], chroma
+    assert not (cairn_home / "chroma").exists()
+
+
 def test_doctor_fails_with_a_fix_when_the_key_is_missing(
     cairn_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
