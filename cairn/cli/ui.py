@@ -31,7 +31,7 @@ def ui(
     ] = 10.0,
     as_json: JsonOpt = False,
 ) -> None:
-    """Browse, search and fix the memory in a local web page (figures, live feed, timeline, board, health).
+    """Browse, search and correct the memory in a local web page: figures, live feed, timeline, board, health.
 
     Listens on 127.0.0.1 only. Each start makes a new token: the printed URL carries it (it is also in
     $CAIRN_HOME/ui-token); requests without it, or for another host name, are refused. Ctrl-C stops it.

@@ -289,3 +289,15 @@ async def test_the_feed_says_when_each_idea_was_said(store: Store) -> None:
     decided = said[str(ids["decided"])]
     assert decided["at"] == INDEXED  # the feed's order: when it was stored
     assert decided["said_at"] == "2025-03-01T09:00:00.000Z"
+
+
+async def test_the_listed_ideas_say_when_they_were_said_or_none(store: Store) -> None:
+    """`cairn ideas` and the Board show an idea's said time: its source message's, and None where the
+    store could only fall back to the index time (a line with no time) — never the index time as said."""
+    ids = await _world(store)
+
+    listed = {i["id"]: i for i in await list_ideas(store.db, limit=1000)}
+
+    assert listed[ids["decided"]]["said_at"] == "2025-03-01T09:00:00.000Z"
+    assert listed[ids["undated"]]["said_at"] is None
+    assert listed[ids["undated"]]["created_at"] == INDEXED
