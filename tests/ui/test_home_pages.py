@@ -173,3 +173,16 @@ def test_week_and_month_buckets_are_named_as_people_say_them() -> None:
     )
     assert months["bars"][1]["title"].startswith("January 2026: 0 ideas")
     assert [label["text"] for label in months["labels"]] == ["Dec 2025", "Jan 2026"]
+
+
+def test_every_figure_the_health_page_claims_to_label_it_shows() -> None:
+    """A key in `LABELLED_STATS`/`LABELLED_LEARNER` is left out of "Other figures": the template must
+    show it, or it would vanish from the page unseen."""
+    from importlib import resources
+
+    from cairn.ui.views.home import LABELLED_LEARNER, LABELLED_STATS
+
+    template = resources.files("cairn.ui").joinpath("templates", "health.html").read_text(encoding="utf-8")
+    missing = [f"stats.{k}" for k in LABELLED_STATS if f"stats.{k}" not in template]
+    missing += [f"learner.{k}" for k in LABELLED_LEARNER if f"learner.{k}" not in template]
+    assert missing == []
