@@ -27,7 +27,6 @@ from tests.ui.helpers import (
     hostile_transcript,
     require_chromium,
     running_viewer,
-    signed_in,
     wait_for,
 )
 
@@ -53,12 +52,6 @@ def indexed_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def viewer(indexed_home: Path) -> Iterator[Viewer]:
     with running_viewer(indexed_home, "--undo-seconds", UNDO_SECONDS) as started:
         yield started
-
-
-@pytest.fixture(scope="module")
-def browser(viewer: Viewer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    with signed_in(viewer, tmp_path_factory.mktemp("chromium")) as driver:
-        yield driver
 
 
 @pytest.fixture

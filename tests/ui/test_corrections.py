@@ -29,7 +29,6 @@ from tests.ui.helpers import (
     backfilled,
     require_chromium,
     running_viewer,
-    signed_in,
     wait_for,
 )
 
@@ -68,12 +67,6 @@ def daemon(home: Path) -> Iterator[None]:
 def viewer(home: Path, daemon: None) -> Iterator[Viewer]:
     with running_viewer(home, "--undo-seconds", UNDO_SECONDS) as started:
         yield started
-
-
-@pytest.fixture(scope="module")
-def browser(viewer: Viewer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    with signed_in(viewer, tmp_path_factory.mktemp("chromium")) as driver:
-        yield driver
 
 
 @pytest.fixture

@@ -26,7 +26,6 @@ from tests.ui.helpers import (
     backfilled,
     require_chromium,
     running_viewer,
-    signed_in,
     wait_for,
 )
 
@@ -87,12 +86,6 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def viewer(home: Path) -> Iterator[Viewer]:
     with running_viewer(home) as started:
         yield started
-
-
-@pytest.fixture(scope="module")
-def browser(viewer: Viewer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    with signed_in(viewer, tmp_path_factory.mktemp("chromium")) as driver:
-        yield driver
 
 
 @pytest.fixture
