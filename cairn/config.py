@@ -136,6 +136,26 @@ class Settings(BaseSettings):
         description="Input plus output tokens an indexing run may use besides re-reading its batch: the "
         "run's limit is this plus four times the batch's own tokens, since every request re-sends it.",
     )
+    daily_token_budget: int = Field(
+        default=2_000_000,
+        ge=0,
+        description="Tokens (input, cached input and output, as the model reports them) indexing may use per "
+        "local day with any model but offline; when spent, indexing waits for midnight and says so. "
+        "0: no limit.",
+    )
+    claude_code_model: str = Field(
+        default="claude-haiku-4-5",
+        description="The model Claude Code indexes with when CAIRN_MODEL=claude-code "
+        "(claude-code:NAME overrides it).",
+    )
+    claude_code_effort: Literal["low", "medium", "high", "max"] | None = Field(
+        default="low", description="Claude Code's effort level for indexing runs (None: the CLI's default)."
+    )
+    claude_code_cli: Path | None = Field(
+        default=None,
+        description="The Claude Code CLI to run; unset: the one claude-agent-sdk bundles, else `claude` "
+        "on PATH.",
+    )
     model_retries: int = Field(
         default=4,
         ge=1,

@@ -19,6 +19,9 @@ import typing
 from functools import cache
 
 OFFLINE = "offline"
+# Claude through the user's own Claude Code login (`cairn.agent.claude_code`); `claude-code:NAME` names
+# the model.
+CLAUDE_CODE = "claude-code"
 
 # Prefixes cairn wires to a server itself (`cairn.agent.models`), whatever pydantic-ai lists.
 _SERVED = ("anthropic", "openai", "openai-chat", "ollama")
@@ -52,7 +55,7 @@ def unknown_model_message(name: str) -> str | None:
     and the closest pydantic-ai names (the full list has hundreds).
     """
     name = name.strip()
-    if name == OFFLINE:
+    if name in (OFFLINE, CLAUDE_CODE) or name.startswith(CLAUDE_CODE + ":"):
         return None
     known = known_model_names()
     if name in known:
@@ -66,7 +69,7 @@ def unknown_model_message(name: str) -> str | None:
         close = [k for k in known if k.partition(":")[2] in bare][:3]
     nearest = f" (closest: {', '.join(close)})" if close else ""
     return (
-        f"unknown model {name!r}; known: offline, PROVIDER:NAME for a pydantic-ai provider "
-        "(anthropic:claude-haiku-4-5, openai:..., google:...), or ollama:NAME / openai-chat:NAME "
-        f"with CAIRN_MODEL_BASE_URL for a local server{nearest}"
+        f"unknown model {name!r}; known: offline, claude-code (your Claude Code login), PROVIDER:NAME for a "
+        "pydantic-ai provider (anthropic:claude-haiku-4-5, openai:..., google:...), or ollama:NAME / "
+        f"openai-chat:NAME with CAIRN_MODEL_BASE_URL for a local server{nearest}"
     )
