@@ -234,24 +234,135 @@ def check_tokenizer(settings: Settings) -> Check:
     return Check("tokenizer", n == 2, "tiktoken cl100k_base (offline copy)")
 
 
-def check_model(settings: Settings) -> Check:
-    from cairn.agent.model_names import default_model, unknown_model_message
+def model_and_source(settings: Settings) -> tuple[str, str]:
+    """The model indexing runs on and why that one, in words: CAIRN_MODEL, config.toml, or the default."""
+    from cairn.agent.model_names import OFFLINE, default_model
+    from cairn.config import setting_sources
 
-    model = settings.model or default_model()
+    if settings.model:
+        source = setting_sources(settings.home).get("model")
+        why = "set by CAIRN_MODEL" if source == "environment" else f"set in {settings.config_path}"
+        return settings.model.strip(), why
+    model = default_model()
+    if model == OFFLINE:
+        return model, "the default without ANTHROPIC_API_KEY"
+    return model, "the default: ANTHROPIC_API_KEY is set"
+
+
+def check_model(settings: Settings) -> Check:
+    from cairn.agent.model_names import claude_code_target, unknown_model_message
+
+    model, why = model_and_source(settings)
     if (unknown := unknown_model_message(model)) is not None:  # before asking for a key it cannot have
         return Check("model", False, unknown, "Set CAIRN_MODEL (or `model` in config.toml) to a known model.")
+    if (target := claude_code_target(model, settings.claude_code_model)) is not None:
+        effort = settings.claude_code_effort or "the CLI's default"
+        return Check(
+            "model",
+            True,
+            f"{model}: {target} through your Claude Code login, effort {effort} ({why})",
+        )
     provider = model.split(":", 1)[0]
     key_env = _KEY_ENV.get(provider, f"{provider.upper().replace('-', '_')}_API_KEY")
     if key_env is None:
-        return Check("model", True, f"{model} (no API key needed)")
+        return Check("model", True, f"{model} ({why}; no API key needed)")
     if os.environ.get(key_env):
-        return Check("model", True, f"{model}, ${key_env} is set")
+        return Check("model", True, f"{model}, ${key_env} is set ({why})")
     return Check(
         "model",
         False,
-        f"{model}: ${key_env} is not set",
+        f"{model}: ${key_env} is not set ({why})",
         f"Export {key_env}, or set CAIRN_MODEL=offline to index without a model API.",
     )
+
+
+#: What `claude auth status` calls a login, in words; the API key one matters: it is billed per token.
+_AUTH_METHODS = {
+    "claude.ai": "your Claude subscription (claude.ai)",
+    "oauth": "your Claude subscription (claude.ai)",
+    "oauth_token": "an OAuth token (CLAUDE_CODE_OAUTH_TOKEN)",
+    "api_key": "an API key: its runs are billed to that key at API prices, not to a Claude plan",
+}
+#: What a Claude Code that cannot index means for the user: cairn keeps capturing and answering.
+PAUSES = "indexing with claude-code waits until this is fixed; capture and search go on"
+
+
+def check_claude_code(settings: Settings) -> Check:
+    """Whether the user's Claude Code can index: the SDK, the CLI it runs, its version and its login.
+
+    Only when `claude-code` is the model does this start the CLI (twice, `--version` and `auth status`,
+    under a second together, spending no tokens); otherwise it says whether the optional SDK is there,
+    so doctor stays fast for everyone else.
+    """
+    from cairn.agent import claude_code_cli as cc
+    from cairn.agent.model_names import claude_code_target
+
+    model, _why = model_and_source(settings)
+    if claude_code_target(model, settings.claude_code_model) is None:
+        if cc.sdk_installed():
+            detail = (
+                f"not chosen (indexing runs on {model}); claude-agent-sdk is installed: "
+                "`cairn install --model claude-code` indexes with your Claude Code login and your plan's "
+                "tokens"
+            )
+        else:
+            detail = f"not chosen (indexing runs on {model}); choosing it needs the optional claude-agent-sdk"
+        return Check("claude-code", True, detail)
+    if not cc.sdk_installed():
+        return Check("claude-code", False, f"claude-agent-sdk is not installed: {PAUSES}", cc.INSTALL_HINT)
+    cli = cc.find_cli(settings)
+    if cli is None:
+        if settings.claude_code_cli is not None:
+            return Check(
+                "claude-code",
+                False,
+                f"no Claude Code CLI at {settings.claude_code_cli} (the claude_code_cli setting): {PAUSES}",
+                "Point CAIRN_CLAUDE_CODE_CLI (or claude_code_cli in config.toml) at the `claude` executable, "
+                "or unset it to run the CLI claude-agent-sdk bundles.",
+            )
+        return Check(
+            "claude-code",
+            False,
+            f"no Claude Code CLI: claude-agent-sdk bundles none here and `claude` is not on PATH: {PAUSES}",
+            "Reinstall the claude-code extra (its wheel bundles the CLI), or install Claude Code and put "
+            "`claude` on PATH, or set CAIRN_CLAUDE_CODE_CLI.",
+        )
+    probe = cc.probe_cli(cli)
+    where = f"Claude Code {probe.version or '(version unknown)'} at {cli}"
+    if probe.error is not None:
+        return Check(
+            "claude-code",
+            False,
+            f"{where}: {probe.error}: {PAUSES}",
+            "Run it by hand to see why; reinstall the claude-code extra, or set CAIRN_CLAUDE_CODE_CLI.",
+        )
+    if not probe.logged_in:
+        return Check(
+            "claude-code",
+            False,
+            f"{where} is not logged in: indexing pauses until you log in; capture and search go on",
+            cc.LOGIN_HINT[0].upper() + cc.LOGIN_HINT[1:] + ".",
+        )
+    how = _AUTH_METHODS.get(probe.auth_method or "", probe.auth_method or "an unnamed method")
+    return Check("claude-code", True, f"{where}, logged in with {how}")
+
+
+def check_budget(settings: Settings) -> Check:
+    """The daily token budget in words: what indexing may spend a day, and whether it applies at all."""
+    from cairn.agent.model_names import OFFLINE
+
+    model, _why = model_and_source(settings)
+    budget = settings.daily_token_budget
+    if budget == 0:
+        detail = "no daily limit (daily_token_budget = 0): indexing may use any number of tokens a day"
+    else:
+        detail = (
+            f"indexing uses at most {budget:,} tokens a day (daily_token_budget; 0 = no limit), "
+            "then waits for the next day"
+        )
+    if model == OFFLINE:
+        detail += "; not used now: the offline model spends no tokens"
+    return Check("budget", True, detail)
 
 
 def check_git(settings: Settings) -> Check:
@@ -288,6 +399,8 @@ CHECKS: tuple[Callable[[Settings], Check], ...] = (
     check_embedding,
     check_tokenizer,
     check_model,
+    check_claude_code,
+    check_budget,
     check_git,
     *map(
         _claude_code, (checkup.check_hooks, checkup.check_mcp, checkup.check_launcher, checkup.check_daemon)

@@ -155,6 +155,8 @@ def test_doctor_reports_every_component_ok_offline(cairn_home: Path, tmp_path: P
         "embedding",
         "tokenizer",
         "model",
+        "claude-code",
+        "budget",
         "git",
         "claude-hooks",
         "claude-mcp",

@@ -73,3 +73,17 @@ def unknown_model_message(name: str) -> str | None:
         "pydantic-ai provider (anthropic:claude-haiku-4-5, openai:..., google:...), or ollama:NAME / "
         f"openai-chat:NAME with CAIRN_MODEL_BASE_URL for a local server{nearest}"
     )
+
+
+def claude_code_target(name: str, default: str) -> str | None:
+    """The Claude model a `claude-code` model string indexes with, None for any other model.
+
+    `claude-code:NAME` names it; bare `claude-code` means `default` (the `claude_code_model` setting).
+    `cairn doctor` and the dry run's estimate name it, and price its API equivalent by it.
+    """
+    name = name.strip()
+    if name == CLAUDE_CODE:
+        return default
+    if name.startswith(CLAUDE_CODE + ":"):
+        return name.partition(":")[2] or default
+    return None

@@ -131,8 +131,9 @@ def doctor(as_json: JsonOpt = False) -> None:
         print_json({"ok": ok, "checks": [c.as_dict() for c in checks]})
     else:
         table = Table(show_header=True, header_style="bold")
-        for col in ("component", "status", "detail"):
-            table.add_column(col)
+        table.add_column("component")
+        table.add_column("status")
+        table.add_column("detail", overflow="fold")  # a path cut short would hide where to look
         for c in checks:
             status = "[green]ok[/]" if c.ok else "[red]FAIL[/]"
             detail = c.detail + (f"\n[dim]→ {c.fix}[/]" if c.fix and not c.ok else "")
