@@ -7,8 +7,10 @@ derived from it, so two stores (a user's and a test's, say) never touch each oth
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
+import tempfile
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -74,6 +76,63 @@ def read_config_file(path: Path) -> dict[str, Any]:
             f"{where}: invalid TOML ({what.rstrip('.')}); fix that line (settings look like "
             f"`recall_enabled = false`) or move the file aside"
         ) from None
+
+
+_TABLE_HEADER = re.compile(r"^\s*\[")
+_KEY_LINE = r"^\s*{name}\s*=.*$"
+
+
+def _toml_value(value: str | int | bool) -> str:
+    """`value` as TOML writes it: JSON's escapes are TOML's for a basic string, and for its numbers."""
+    return ("true" if value else "false") if isinstance(value, bool) else json.dumps(value)
+
+
+def write_setting(path: Path, name: str, value: str | int | bool) -> bool:
+    """Set the top-level setting `name` in the config file at `path`, keeping every other byte of it.
+
+    `cairn install` writes the user's answer (`model = "claude-code"`) here; the file is theirs, often
+    with comments, so it is edited rather than rewritten: an existing `name = ...` line is replaced, else
+    the line goes before the first table (`[prices]`), where top-level keys must be. The result is
+    parsed before it is written, and must differ from the old file by this one setting alone, else
+    `ConfigError` (a value spread over lines, say) and the file is untouched. Written atomically, 0600.
+    Returns whether the file changed.
+    """
+    if path.is_symlink():  # a dotfile setup's link stays a link: its target is edited
+        path = path.resolve()
+    old = read_config_file(path)
+    if old.get(name) == value and type(old.get(name)) is type(value):
+        return False
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    line = f"{name} = {_toml_value(value)}"
+    lines = text.splitlines(keepends=True)
+    key = re.compile(_KEY_LINE.format(name=re.escape(name)))
+    top = next((i for i, raw in enumerate(lines) if _TABLE_HEADER.match(raw)), len(lines))
+    at = next((i for i in range(top) if key.match(lines[i])), None)
+    if at is not None:
+        ending = lines[at][len(lines[at].rstrip("\r\n")) :] or "\n"
+        lines[at] = line + ending
+    else:
+        if top == len(lines) and lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n"
+        lines.insert(top, line + "\n")
+    new_text = "".join(lines)
+    try:
+        parsed = tomllib.loads(new_text)
+    except tomllib.TOMLDecodeError:
+        parsed = None
+    if parsed != {**old, name: value}:
+        raise ConfigError(f"{path}: cannot set {name} here without changing more; add `{line}` by hand")
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(prefix=".config.", suffix=".toml", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(new_text)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return True
 
 
 EmbeddingName = Literal["minilm-int8", "chroma-onnx", "openai"]
