@@ -261,7 +261,30 @@ def install(
             help="With --uninstall: also delete CAIRN_HOME, everything cairn remembers (asks first).",
         ),
     ] = False,
-    yes: Annotated[bool, typer.Option("--yes", help="Do not ask before --purge deletes CAIRN_HOME.")] = False,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="Set the model indexing runs on (`model` in CAIRN_HOME/config.toml), e.g. claude-code to "
+            "index with your Claude Code login and your plan's tokens, or offline; nothing is asked then.",
+        ),
+    ] = None,
+    no_ask: Annotated[
+        bool,
+        typer.Option(
+            "--no-ask",
+            help="Do not ask whether to index with your Claude Code login (nothing changes: indexing "
+            "stays on the configured or default model).",
+        ),
+    ] = False,
+    yes: Annotated[
+        bool,
+        typer.Option(
+            "--yes",
+            help="Do not ask: --purge deletes CAIRN_HOME without confirming, and install asks nothing "
+            "(like --no-ask: it never chooses Claude Code for you; --model claude-code does).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Add cairn's hooks to Claude Code's settings and register `cairn mcp` as its MCP server, or remove both.
@@ -283,6 +306,13 @@ def install(
     backups and launchers go, and the daemon is stopped. Your memory in CAIRN_HOME stays;
     `--uninstall --purge` deletes it too, after asking (`--yes` skips the question; without a
     terminal it is required).
+
+    Indexing with your own Claude Code login spends your plan's tokens, so it is never chosen for
+    you: on a terminal, with no model configured and Claude Code (claude-agent-sdk, or `claude` on
+    PATH) there, install asks once whether to (the answer is kept in CAIRN_HOME; a second install
+    does not ask again), and yes writes `model = "claude-code"` into CAIRN_HOME/config.toml.
+    `--model NAME` sets the model without asking; without a terminal, or with `--no-ask`/`--yes`,
+    nothing is asked and nothing changes. `--uninstall` leaves the model setting as it is.
     """
     from cairn.daemon import install as installer
     from cairn.daemon import launcher, process
@@ -293,6 +323,16 @@ def install(
     settings = load_settings()
     if purge and not uninstall:
         raise fail("--purge deletes CAIRN_HOME and goes only with --uninstall", code=2)
+    if model is not None:
+        from cairn.agent.model_names import unknown_model_message
+
+        if uninstall:
+            raise fail(
+                "--model chooses the model an install indexes with; it does not go with --uninstall", 2
+            )
+        model = model.strip()
+        if (unknown := unknown_model_message(model)) is not None:
+            raise fail(unknown, 2)
     if purge:
         _confirm_purge(settings, yes)
     # An uninstall finds the files an install with --settings/--claude-config wrote to.
@@ -347,9 +387,11 @@ def install(
 
         run_async(create())
         store_note = f"created the cairn store at {settings.db_path}"
+    ask = not (no_ask or yes)
     if as_json:
         mcp_data = asdict(mcp_report) if mcp_report is not None else None
         extra = {
+            "indexing": None if uninstall else _choose_model(settings, model, ask=ask, as_json=True)[0],
             "mcp": mcp_data,
             "store_created": store_note is not None,
             "launcher": asdict(targets) if targets is not None else None,
@@ -375,6 +417,9 @@ def install(
         console.print(
             f"launchers in {launcher.bin_dir(settings.home)} run the cairn in {Path(targets.python).parent}"
         )
+    if not uninstall:  # asked once the install is done and said, so the question comes last
+        for line in _choose_model(settings, model, ask=ask, as_json=False)[1]:
+            console.print(plain_text(line))
     if uninstall:
         if stopped is not None:
             console.print(f"stopped the cairn daemon (pid {stopped})")
@@ -388,6 +433,90 @@ def install(
             console.print(
                 f"your memory is kept in {settings.home}; `cairn install --uninstall --purge` deletes it"
             )
+
+
+def _choose_model(
+    settings: Settings, model: str | None, *, ask: bool, as_json: bool
+) -> tuple[dict[str, Any], list[str]]:
+    """Set the model `--model` names, or ask once (on a terminal) whether to index with Claude Code.
+
+    Returns what `--json` says about indexing (the model it runs on now and why, whether it changed,
+    whether and how the question was answered) and the lines a person reads instead. The question
+    goes to stderr, so `--json`'s stdout stays JSON.
+    """
+    import sys
+
+    import click
+
+    from cairn.agent.model_names import CLAUDE_CODE
+    from cairn.config import ConfigError
+    from cairn.daemon import install as installer
+    from cairn.doctor import model_and_source
+
+    answer: str | None = None
+    chosen = model
+    if chosen is None and ask and sys.stdin.isatty() and installer.should_ask_about_claude_code(settings):
+        try:
+            yes = typer.confirm(installer.claude_code_question(settings), default=False, err=True)
+        except click.exceptions.Abort:  # Ctrl-C or end of input: no answer, so the next install asks
+            err.print()
+        else:
+            answer = "yes" if yes else "no"
+            chosen = CLAUDE_CODE if yes else None
+    changed = False
+    if chosen is not None:
+        try:
+            changed = installer.set_model(settings, chosen)
+        except (ConfigError, OSError) as exc:
+            raise fail(f"{exc} (the hooks were installed; rerun once that is fixed)") from exc
+        settings = load_settings()
+    if answer is not None:  # once the choice is in place: a failed write leaves the question open
+        installer.record_answer(settings.home, installer.CLAUDE_CODE_QUESTION, answer)
+    now, why = model_and_source(settings)
+    data = {"model": now, "source": why, "changed": changed, "asked": answer is not None, "answer": answer}
+    if as_json:
+        return data, []
+    lines = [f"indexing: {now} ({why})"]
+    if chosen is not None and settings.model != chosen:
+        lines.append(f"note: CAIRN_MODEL={settings.model} in your environment overrides model = {chosen!r}")
+    lines.extend(_claude_code_lines(settings, now, changed))
+    if answer == "no":
+        lines.append("not asked again; `cairn install --model claude-code` chooses it later")
+    elif settings.model is None and installer.claude_code_available():
+        lines.append(
+            "to index with your Claude Code login (your plan's tokens): `cairn install --model claude-code`"
+        )
+    return data, lines
+
+
+def _claude_code_lines(settings: Settings, model: str, changed: bool) -> list[str]:
+    """What a user who has just chosen `claude-code` needs to hear: the budget, the SDK, the login."""
+    from cairn.agent import claude_code_cli as cc
+    from cairn.agent.model_names import claude_code_target
+    from cairn.daemon import install as installer
+    from cairn.daemon.process import running_pid
+
+    if claude_code_target(model, settings.claude_code_model) is None:
+        return []
+    lines = [f"Claude Code indexes {installer.budget_words(settings)}, then waits for the next day"]
+    if changed and (info := running_pid(settings)) is not None:
+        lines.append(
+            f"the running daemon (pid {info.pid}) keeps its model until it restarts: `cairn daemon stop` "
+            "(the next hook starts it again)"
+        )
+    if not cc.sdk_installed():
+        lines.append(cc.INSTALL_HINT)
+        return lines
+    cli = cc.find_cli(settings)
+    if cli is None:
+        lines.append("no Claude Code CLI found: `cairn doctor` says what to do")
+        return lines
+    probe = cc.probe_cli(cli)
+    if probe.error is not None:
+        lines.append(f"Claude Code at {cli} did not answer ({probe.error}): `cairn doctor` says more")
+    elif not probe.logged_in:
+        lines.append(f"Claude Code is not logged in, so indexing waits: {cc.LOGIN_HINT}")
+    return lines
 
 
 def _confirm_purge(settings: Settings, yes: bool) -> None:

@@ -655,3 +655,84 @@ def purge(settings: Settings) -> bool:
         raise PurgeRefused(f"process {holder} is using the store in {home}; stop it, then run this again")
     shutil.rmtree(home)
     return True
+
+
+# Opting in to indexing with the user's own Claude Code (issue 33): nothing spends their plan unasked.
+
+#: The answers `cairn install` was given, kept in CAIRN_HOME so a second install does not ask again
+#: (uninstall keeps it with the config; `--purge` deletes both).
+ANSWERS_FILE = "install-answers.json"
+CLAUDE_CODE_QUESTION = "claude_code"
+
+
+def budget_words(settings: Settings) -> str:
+    """The daily token budget as the question and the summaries say it."""
+    budget = settings.daily_token_budget
+    return f"at most {budget:,} tokens per day" if budget else "with no daily limit (daily_token_budget = 0)"
+
+
+def claude_code_question(settings: Settings) -> str:
+    """The one question `cairn install` asks before cairn may spend the user's plan."""
+    return (
+        "Index with your Claude Code login? It uses your plan's tokens, "
+        f"{budget_words(settings)} (daily_token_budget)"
+    )
+
+
+def claude_code_available() -> bool:
+    """Whether choosing `claude-code` could work here: the optional SDK, or at least a `claude` on PATH."""
+    from cairn.agent.claude_code_cli import sdk_installed
+
+    return sdk_installed() or shutil.which("claude") is not None
+
+
+def read_answers(home: Path) -> dict[str, Any]:
+    """The answers recorded in CAIRN_HOME, `{}` when none (or the file is unreadable: then ask again)."""
+    try:
+        data = json.loads((home / ANSWERS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def record_answer(home: Path, question: str, answer: str) -> None:
+    """Keep `answer` to `question`, so no later `cairn install` asks it again."""
+    from datetime import UTC, datetime
+
+    answers = read_answers(home)
+    answers[question] = {"answer": answer, "at": datetime.now(UTC).isoformat(timespec="seconds")}
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _write_json_atomically(home / ANSWERS_FILE, answers)
+
+
+def _write_json_atomically(path: Path, data: dict[str, Any]) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2)
+            fh.write("\n")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def should_ask_about_claude_code(settings: Settings) -> bool:
+    """Whether `cairn install` may offer `claude-code`: no model is configured (CAIRN_MODEL or
+    config.toml), the question was never answered here, and Claude Code is there to be chosen.
+
+    The terminal and the flags (`--no-ask`, `--yes`, `--model`) are the command's to check.
+    """
+    if settings.model is not None:
+        return False
+    if CLAUDE_CODE_QUESTION in read_answers(settings.home):
+        return False
+    return claude_code_available()
+
+
+def set_model(settings: Settings, name: str) -> bool:
+    """Write `model = NAME` into the config file (every other byte of it kept); whether it changed."""
+    from cairn.config import write_setting
+
+    return write_setting(settings.config_path, "model", name)
