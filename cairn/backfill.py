@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from cairn.agent.batches import PlannedBatch, plan_batches
 from cairn.agent.indexer import IndexReport, RunOutcome, index_pending
@@ -367,8 +368,13 @@ class Estimate:
         self.output_tokens += other.output_tokens
 
     def as_dict(self, prices: dict[str, Price], model: str) -> dict[str, object]:
-        """Counts, `model`'s estimated cost (None when unpriced) and the cost on every priced model."""
-        model_cost = cost(model, self.input_tokens, self.output_tokens, prices)
+        """Counts, `model`'s estimated cost (None when unpriced, or paid by the user's Claude plan rather
+        than in dollars: `claude-code`) and the cost on every priced model."""
+        from cairn.agent.model_names import claude_code_target
+
+        model_cost = None
+        if claude_code_target(model, "") is None:
+            model_cost = cost(model, self.input_tokens, self.output_tokens, prices)
         return {
             "batches": self.batches,
             "messages": self.messages,
@@ -413,15 +419,107 @@ async def estimate_paths(db: Database, paths: list[str] | None, overhead: int) -
     return result
 
 
-def estimate_tables(data: dict[str, Any]) -> list[Table | str]:
+def spend(data: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    """What a dry run's total means for the user: who pays the tokens, and how many days of the daily
+    token budget they take (`daily_token_budget`; every model but offline counts against it).
+
+    `budget_days` divides the estimate by the budget, rounded up. The budget also counts the context
+    each request of a run re-sends, which the estimate leaves out (caching bills it at a tenth), so
+    `budget_days_at_most` divides the runs' own token limits instead (`run_token_budget` plus four
+    readings of the batch each): a run that hits its limit stops there.
+
+    `claude-code` is paid from the user's Claude plan, not in dollars; its API list price is given as
+    `api_equivalent_usd`, for comparison only. A dry run needs no SDK: `needs` says what indexing will.
+    """
+    import math
+
+    from cairn.agent.claude_code_cli import INSTALL_HINT, sdk_installed
+    from cairn.agent.indexer import BATCH_READINGS
+    from cairn.agent.model_names import OFFLINE, claude_code_target
+    from cairn.pricing import billed, load_prices
+
+    model = str(data["model"])
+    total = data["total"]
+    tokens = int(total["input_tokens"]) + int(total["output_tokens"])
+    limit = int(total["batches"]) * settings.run_token_budget + BATCH_READINGS * int(total["message_tokens"])
+    target = claude_code_target(model, settings.claude_code_model)
+    budget = settings.daily_token_budget
+    counted = model != OFFLINE and budget > 0
+    equivalent = None
+    if target is not None:
+        paid_by = "claude_plan"
+        equivalent = cost(
+            target, int(total["input_tokens"]), int(total["output_tokens"]), load_prices(settings)
+        )
+    elif model == OFFLINE:
+        paid_by = "nothing"
+    else:
+        paid_by = "api" if billed(model, settings.model_base_url) else "local"
+    return {
+        "tokens": tokens,
+        "paid_by": paid_by,
+        "claude_model": target,
+        "api_equivalent_usd": None if equivalent is None else round(equivalent, 4),
+        "daily_token_budget": budget,
+        "budget_days": math.ceil(tokens / budget) if counted else None,
+        "run_limit_tokens": limit,
+        "budget_days_at_most": math.ceil(limit / budget) if counted else None,
+        "needs": INSTALL_HINT if target is not None and not sdk_installed() else None,
+    }
+
+
+def spend_lines(data: dict[str, Any]) -> list[str]:
+    """`spend` for people: who pays, the budget's days, and what indexing will need."""
+    figures = data.get("spend")
+    if not figures:
+        return []
+    lines = []
+    tokens = f"~{figures['tokens']:,} tokens"
+    if figures["paid_by"] == "claude_plan":
+        line = (
+            f"claude-code ({figures['claude_model']}): {tokens} from your Claude plan, not billed in dollars"
+        )
+        if figures["api_equivalent_usd"] is not None:
+            line += (
+                f"; the API list price of {figures['claude_model']} would be "
+                f"${figures['api_equivalent_usd']:.2f} (for comparison only)"
+            )
+        lines.append(line + ".")
+    budget = figures["daily_token_budget"]
+    days, most = figures["budget_days"], figures["budget_days_at_most"]
+    if days is not None:
+        head = f"Daily token budget {budget:,}: {tokens}"
+        worst = f"{figures['run_limit_tokens']:,} tokens if every run used its whole limit"
+        if most == 1:
+            lines.append(f"{head} fit in one day's budget ({worst}).")
+        else:
+            lines.append(
+                f"{head} take about {_days(days)} ({_days(most)} at most: {worst}); indexing "
+                "waits for the next day whenever a day's budget is spent."
+            )
+    elif figures["paid_by"] != "nothing" and budget == 0:
+        lines.append("No daily token budget (daily_token_budget = 0): indexing runs to its end in one go.")
+    if figures["needs"]:
+        lines.append(f"Before indexing (this dry run needs nothing): {figures['needs']}.")
+    return lines
+
+
+def _days(n: int) -> str:
+    """`1 day`, `3 days`."""
+    return f"{n} day" if n == 1 else f"{n} days"
+
+
+def estimate_tables(data: dict[str, Any]) -> list[Table | Text | str]:
     """The dry run for people: what each session would send, then the total priced per model."""
     model = str(data["model"])
+    plan = (data.get("spend") or {}).get("paid_by") == "claude_plan"
     sessions = Table(title=f"would send ({model})", title_justify="left")
-    for col in ("session", "project", "started", "batches", "messages", "input tok", "output tok", "cost"):
+    columns = ["session", "project", "started", "batches", "messages", "input tok", "output tok"]
+    for col in [*columns, *([] if plan else ["cost"])]:  # claude-code is paid from the plan, not in $
         sessions.add_column(col, justify="left" if col in ("session", "project", "started") else "right")
     for row in data["sessions"]:
         price = row["model_cost_usd"]
-        sessions.add_row(
+        cells = [
             row["session"],
             row["project"],
             row["started"] or "—",
@@ -429,10 +527,11 @@ def estimate_tables(data: dict[str, Any]) -> list[Table | str]:
             str(row["messages"]),
             f"{row['input_tokens']:,}",
             f"{row['output_tokens']:,}",
-            "?" if price is None else f"${price:.2f}",
-        )
+        ]
+        sessions.add_row(*cells, *([] if plan else ["?" if price is None else f"${price:.2f}"]))
     total = data["total"]
-    per_model = Table(title="estimated cost per model", title_justify="left")
+    title = "API list prices, for comparison" if plan else "estimated cost per model"
+    per_model = Table(title=title, title_justify="left")
     per_model.add_column("model")
     per_model.add_column("cost", justify="right")
     for name, value in total["cost_usd"].items():
@@ -443,4 +542,4 @@ def estimate_tables(data: dict[str, Any]) -> list[Table | str]:
         f"input). List prices as of {data['prices_as_of']}, without caching discounts; override them "
         "under \\[prices] in config.toml."
     )
-    return [sessions, per_model, note]
+    return [sessions, per_model, note, *map(Text, spend_lines(data))]  # Text: literal, no markup

@@ -83,6 +83,8 @@ def test_without_the_sdk_doctor_gives_the_one_line_install_hint(monkeypatch: pyt
     cc = checks["claude-code"]
     assert code == 1 and cc["ok"] is False and cc["fix"] == INSTALL_HINT
     assert cc["detail"].startswith("claude-agent-sdk is not installed: ")
+    table = cairn("doctor", check=False, env={"CAIRN_MODEL": "claude-code", "COLUMNS": "400"}).stdout
+    assert f"→ {INSTALL_HINT}" in table  # shown literally: `.[claude-code]` is not rich markup
     _code, offline = doctor(CAIRN_MODEL="offline")
     assert offline["claude-code"]["ok"] is True
     assert offline["claude-code"]["detail"] == (

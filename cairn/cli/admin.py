@@ -136,7 +136,9 @@ def doctor(as_json: JsonOpt = False) -> None:
         table.add_column("detail", overflow="fold")  # a path cut short would hide where to look
         for c in checks:
             status = "[green]ok[/]" if c.ok else "[red]FAIL[/]"
-            detail = c.detail + (f"\n[dim]→ {c.fix}[/]" if c.fix and not c.ok else "")
+            detail = plain_text(c.detail)  # literal: a fix like `pip install '.[claude-code]'` is no markup
+            if c.fix and not c.ok:
+                detail.append("\n").append_text(plain_text(f"→ {c.fix}", style="dim"))
             table.add_row(c.name, status, detail)
         console.print(table)
     if not ok:

@@ -351,7 +351,7 @@ def backfill(
     }
     stopped = "Stopped at once; the batch in progress was not applied. Rerun `cairn backfill` to continue."
     data = run_stoppable(settings, "backfill", args, stopped_at_once=stopped)
-    if printed_dry_run(data, as_json):
+    if printed_dry_run(data, as_json, settings):
         return
     if as_json:
         print_json(data)

@@ -118,7 +118,7 @@ def reindex(
     }
     stopped = "Stopped at once; the session in progress keeps its old memory. Rerun to continue."
     data = run_stoppable(settings, "reindex", args, stopped_at_once=stopped)
-    if printed_dry_run(data, as_json):
+    if printed_dry_run(data, as_json, settings):
         return
     if as_json:
         print_json(data)

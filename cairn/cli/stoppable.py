@@ -56,15 +56,17 @@ def run_stoppable(
         )
 
 
-def printed_dry_run(data: dict[str, Any], as_json: bool) -> bool:
+def printed_dry_run(data: dict[str, Any], as_json: bool, settings: Settings) -> bool:
     """Print a dry run's estimate per model and say True; for a real run stamp its wall time and say False.
 
-    `wall_seconds` becomes what the user waited — interpreter, imports, store, every phase — and the
-    job's own time moves to `job_seconds`.
+    A dry run gains `spend`: who pays its tokens and how many days of the daily budget they take
+    (`cairn.backfill.spend`). `wall_seconds` becomes what the user waited — interpreter, imports,
+    store, every phase — and the job's own time moves to `job_seconds`.
     """
-    from cairn.backfill import estimate_tables
+    from cairn.backfill import estimate_tables, spend
 
     if data.get("dry_run"):
+        data["spend"] = spend(data, settings)
         if as_json:
             print_json(data)
         else:
