@@ -457,7 +457,9 @@ def _choose_model(
 
     answer: str | None = None
     chosen = model
-    if chosen is None and ask and sys.stdin.isatty() and installer.should_ask_about_claude_code(settings):
+    # A terminal both ways: the user must see the question (stderr) and be there to answer it (stdin).
+    on_a_terminal = sys.stdin.isatty() and sys.stderr.isatty()
+    if chosen is None and ask and on_a_terminal and installer.should_ask_about_claude_code(settings):
         try:
             yes = typer.confirm(installer.claude_code_question(settings), default=False, err=True)
         except click.exceptions.Abort:  # Ctrl-C or end of input: no answer, so the next install asks

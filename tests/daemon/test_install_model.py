@@ -180,3 +180,21 @@ def test_a_configured_model_or_no_claude_code_means_no_question(
     assert not installer.should_ask_about_claude_code(Settings.load(cairn_home))
     code, shown = on_a_terminal("install", answer="y\n")
     assert code == 0 and "[y/N]" not in shown and "indexing: offline (set by CAIRN_MODEL)" in shown
+
+
+def test_choosing_claude_code_without_the_sdk_says_how_to_install_it(
+    cairn_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK is installed in this venv: `find_spec` answers None for it alone, in this process."""
+    import importlib.util
+
+    from cairn.agent.claude_code_cli import INSTALL_HINT
+
+    real = importlib.util.find_spec
+
+    def find_spec(name: str, package: str | None = None) -> Any:
+        return None if name.partition(".")[0] == "claude_agent_sdk" else real(name, package)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    shown = " ".join(cairn("install", "--model", "claude-code", env={"COLUMNS": "400"}).stdout.split())
+    assert INSTALL_HINT in shown and config_text(cairn_home) == 'model = "claude-code"\n'
