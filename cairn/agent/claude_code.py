@@ -52,9 +52,10 @@ from claude_agent_sdk import (
     TextBlock,
     ToolUseBlock,
 )
-from claude_agent_sdk.types import Message
+from claude_agent_sdk.types import EffortLevel, Message
 from pydantic_ai.exceptions import ModelAPIError
 from pydantic_ai.messages import (
+    ERROR_OUTCOMES,
     ModelMessage,
     ModelRequest,
     ModelResponse,
@@ -76,6 +77,7 @@ from cairn.agent.claude_code_tools import SERVER_NAME, TOOL_PREFIX, ParkedCalls,
 INTERRUPT_TIMEOUT = 5.0
 # The CLI's own bound on agentic turns; pydantic-ai's request limit is the one that binds.
 MAX_TURNS = 100
+# The CLI's last stderr lines kept, to say why it exited.
 STDERR_LINES = 20
 
 
@@ -92,7 +94,7 @@ class ClaudeCodeConfig:
     model: str
     find_cli: Callable[[], Path | None]
     env: dict[str, str]
-    effort: str | None = None
+    effort: EffortLevel | None = None
     cli_setting: Path | None = None
 
 
@@ -105,7 +107,6 @@ class _Session:
     scratch: tempfile.TemporaryDirectory[str]
     stream: AsyncIterator[Message] | None = None
     resets_at: int | None = None  # a rate limit's reset, as the CLI reported it
-    # The CLI's last lines on stderr, to say why it exited.
     stderr: deque[str] = field(default_factory=lambda: deque(maxlen=STDERR_LINES))
 
     async def close(self) -> None:
@@ -183,7 +184,7 @@ class ClaudeCodeModel:
             strict_mcp_config=True,
             setting_sources=[],
             model=self.config.model,
-            effort=self.config.effort,  # type: ignore[arg-type]
+            effort=self.config.effort,
             thinking={"type": "disabled"},
             include_partial_messages=True,
             extra_args={"no-session-persistence": None},
@@ -300,7 +301,9 @@ async def _deliver(session: _Session, request: ModelMessage) -> None:
     turn: list[str] = []
     for part in request.parts:
         if isinstance(part, ToolReturnPart) and session.calls.waiting(part.tool_call_id):
-            session.calls.release(part.tool_call_id, part.model_response_str(), False)
+            # A failed or retried call goes back as an MCP error, which the CLI sends as `is_error`.
+            text = part.model_response_str(wrap_if_error=False)
+            session.calls.release(part.tool_call_id, text, part.outcome in ERROR_OUTCOMES)
         elif isinstance(part, RetryPromptPart) and session.calls.waiting(part.tool_call_id):
             session.calls.release(part.tool_call_id, part.model_response(), True)
         elif isinstance(part, RetryPromptPart):  # e.g. text where the output tool was due

@@ -100,6 +100,11 @@ class FakeAnthropic:
         }
         return message([block], "tool_use", self.model, self.usage)
 
+    def text(self, text: str) -> FakeAnthropic:
+        """Queue a plain text answer (no tool call)."""
+        self.replies.append(Reply(200, message([{"type": "text", "text": text}], "end_turn", self.model)))
+        return self
+
     def final(self, result: BaseModel | dict[str, Any]) -> FakeAnthropic:
         """Queue the structured answer: a call of the `final_result` output tool."""
         args = result.model_dump(mode="json") if isinstance(result, BaseModel) else result

@@ -9,6 +9,7 @@ one line, leaves the store as it was and no CLI behind, and the next healthy run
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import pickle
@@ -23,7 +24,7 @@ from pydantic_ai.models import override_allow_model_requests
 
 from cairn.agent import claude_code_cli
 from cairn.agent.claude_code_errors import ClaudeCodeRateLimited, rate_limited
-from cairn.agent.claude_code_tools import TOOL_PREFIX
+from cairn.agent.claude_code_tools import TOOL_PREFIX, ParkedCalls
 from cairn.agent.indexer import FAILED, OK, build_agent, index_batch, index_pending
 from cairn.agent.models import ModelConfigError, resolve_model
 from cairn.config import Settings
@@ -174,6 +175,36 @@ async def test_the_cli_has_no_tools_of_its_own(
         assert fake.tool_names(request) == expected_tools()
 
 
+@pytest.mark.parametrize("wrong", ["text", "invalid"])
+async def test_a_wrong_answer_gets_pydantic_ais_retry_through_the_session(
+    store: Store, settings: Settings, fake: FakeAnthropic, wrong: str
+) -> None:
+    """A text answer is corrected in a new user turn; an invalid result as the call's error result."""
+    planned = await only_batch(store)
+    if wrong == "text":
+        fake.text("The batch is about SQLite.")
+    else:
+        fake.final(result(planned, ideas=[idea(2, "WAL mode for SQLite", intent="musing")]))
+    fake.final(result(planned, ideas=[idea(2, "WAL mode for SQLite")]))
+    choice = resolve_model(settings, "claude-code")
+    try:
+        outcome = await index_batch(store, planned, choice, settings)
+    finally:
+        await choice.aclose()
+
+    assert outcome.outcome == OK, outcome.error
+    assert (outcome.requests, len(fake.requests)) == (2, 2)
+    assert await idea_contents(store) == ["WAL mode for SQLite"]
+    retry = fake.requests[1]["messages"][-1]
+    if wrong == "text":
+        assert retry["role"] == "user" and "validation_errors" in json.dumps(retry["content"])
+    else:
+        [error] = [
+            b for b in fake.blocks(fake.requests[1], "tool_result") if b["tool_use_id"] == "toolu_0001"
+        ]
+        assert error["is_error"] and "intent" in json.dumps(error["content"])
+
+
 def _kill_the_cli(_body: dict[str, Any]) -> None:
     for pid in cli_processes():
         os.kill(pid, signal.SIGKILL)
@@ -289,3 +320,21 @@ def test_without_the_sdk_choosing_it_says_how_to_install(
         resolve_model(settings, "claude-code")
     assert str(raised.value) == claude_code_cli.INSTALL_HINT
     assert "\n" not in str(raised.value) and "pip install" in str(raised.value)
+
+
+async def test_a_call_without_a_tool_use_id_is_matched_by_name_and_arguments() -> None:
+    """An older CLI sends no tool-use id: the handler takes the announced call with its name and args."""
+    calls = ParkedCalls()
+    by_args = asyncio.create_task(calls.answer(None, "search_ideas", {"query": "b"}))
+    by_id = asyncio.create_task(
+        calls.answer("toolu_2", "search_ideas", {"query": "a"})
+    )  # before its announce
+    await asyncio.sleep(0)
+    calls.announce("toolu_1", "search_ideas", {"query": "b"})
+    calls.announce("toolu_2", "search_ideas", {"query": "a"})
+    assert calls.waiting("toolu_1") and calls.waiting("toolu_2")
+    calls.release("toolu_1", "for b", False)
+    calls.release("toolu_2", "for a", True)
+    assert await by_args == ("for b", False)
+    assert await by_id == ("for a", True)
+    assert not calls.waiting("toolu_1")
