@@ -21,9 +21,11 @@ pydantic-ai request becomes one step of that session.
   session interrupts the CLI's turn before stopping it: a parked call released later would otherwise
   let it send one more (paid) request.
 
-pydantic-ai does not tell a model when a run ends, so a session is closed when the next run starts
-(or on `aclose`): one model serves one run at a time, as cairn's indexing does (the daemon's index
-lock, one batch after another), and at most one CLI is alive per model.
+A session lives exactly as long as its agent run: pydantic-ai holds a model's `_run_scope` around
+each run, and leaving it closes the run's session, however the run ended (an answer, a failed
+validation, a usage limit, a cancellation). So no CLI idles between the daemon's passes. A run without
+that scope (pydantic-ai's durable runs, which cairn does not use) closes the previous run's session
+when the next one starts; `aclose` closes whatever is left.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import contextlib
 import tempfile
 from collections import deque
 from collections.abc import AsyncIterator, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,6 +82,8 @@ INTERRUPT_TIMEOUT = 5.0
 MAX_TURNS = 100
 # The CLI's last stderr lines kept, to say why it exited.
 STDERR_LINES = 20
+# The run keys of the agent run in progress (see `ClaudeCodeModel.run_scope`).
+_RUN_KEYS: ContextVar[set[str] | None] = ContextVar("cairn_claude_code_run_keys", default=None)
 
 
 @dataclass(frozen=True)
@@ -121,13 +126,24 @@ class _Session:
         self.scratch.cleanup()
 
 
+class _RunScopedModel(FunctionModel):
+    """A `FunctionModel` that closes a run's Claude Code session when pydantic-ai's run ends."""
+
+    def __init__(self, owner: ClaudeCodeModel) -> None:
+        super().__init__(owner._request, model_name=owner.name)
+        self._owner = owner
+
+    def _run_scope(self) -> contextlib.AbstractAsyncContextManager[None]:
+        return self._owner.run_scope()
+
+
 class ClaudeCodeModel:
     """A pydantic-ai model (`.model`) whose requests are steps of Claude Code sessions, one per run."""
 
     def __init__(self, config: ClaudeCodeConfig) -> None:
         self.config = config
         self.name = f"claude-code:{config.model}"
-        self.model = FunctionModel(self._request, model_name=self.name)
+        self.model: FunctionModel = _RunScopedModel(self)
         self._sessions: dict[str, _Session] = {}
 
     async def aclose(self) -> None:
@@ -136,12 +152,30 @@ class ClaudeCodeModel:
             _, session = self._sessions.popitem()
             await session.close()
 
+    @contextlib.asynccontextmanager
+    async def run_scope(self) -> AsyncIterator[None]:
+        """Around one agent run: the sessions its requests open are closed when it ends."""
+        keys: set[str] = set()
+        token = _RUN_KEYS.set(keys)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(ValueError):  # left in another context than it was entered in
+                _RUN_KEYS.reset(token)
+            for key in keys:
+                if (session := self._sessions.pop(key, None)) is not None:
+                    await session.close()
+
     async def _request(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         key = messages[0].run_id or str(id(messages[0]))
         session = self._sessions.get(key)
+        run_keys = _RUN_KEYS.get()
         try:
             if session is None:
-                await self.aclose()  # the previous run's: it is over
+                if run_keys is None:  # no run scope: the previous run is over, as a new one began
+                    await self.aclose()
+                else:
+                    run_keys.add(key)
                 session = self._sessions[key] = await self._start(info)
                 await session.client.query(_prompt(messages[-1]))
             else:

@@ -14,6 +14,7 @@ import json
 import os
 import pickle
 import signal
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -160,6 +161,7 @@ async def test_the_cli_has_no_tools_of_its_own(
     choice = resolve_model(settings, "claude-code")
     try:
         outcome = await index_batch(store, planned, choice, settings)
+        assert cli_processes() == []  # the run's end closed its session, before the choice is closed
     finally:
         await choice.aclose()
 
@@ -203,6 +205,35 @@ async def test_a_wrong_answer_gets_pydantic_ais_retry_through_the_session(
             b for b in fake.blocks(fake.requests[1], "tool_result") if b["tool_use_id"] == "toolu_0001"
         ]
         assert error["is_error"] and "intent" in json.dumps(error["content"])
+
+
+async def test_a_cancelled_run_stops_its_cli_and_keeps_the_batch(
+    store: Store, settings: Settings, fake: FakeAnthropic
+) -> None:
+    """Ctrl-C or a daemon stopping mid-request: the CLI goes with the run, nothing is stored."""
+    planned = await only_batch(store)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold(_body: dict[str, Any]) -> None:
+        holding.set()
+        release.wait(timeout=60)
+
+    fake.before_reply = hold
+    fake.final(result(planned, ideas=[idea(2, "never stored")]))
+    choice = resolve_model(settings, "claude-code")
+    run = asyncio.create_task(index_batch(store, planned, choice, settings))
+    try:
+        assert await asyncio.to_thread(holding.wait, 60), "the CLI never sent its request"
+        assert len(cli_processes()) == 1
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        assert cli_processes() == []
+    finally:
+        release.set()
+        await choice.aclose()
+    assert await idea_contents(store) == []
+    assert await indexed_line(store) == 0
 
 
 def _kill_the_cli(_body: dict[str, Any]) -> None:
