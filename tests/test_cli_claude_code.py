@@ -109,6 +109,8 @@ def test_backfill_over_real_transcripts_stores_what_claude_code_answered(
     assert stored == asked(fake) and max(stored.values()) == 1
     assert unindexed == (0,)
     assert clis_of(cli_home) == []
+    # The CLI kept no transcript of the indexing sessions (cairn would capture them as the user's).
+    assert list(cli_home.rglob("*.jsonl")) == []
 
 
 def test_eval_records_through_claude_code_and_replays_the_same_scores(

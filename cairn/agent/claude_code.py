@@ -11,8 +11,9 @@ pydantic-ai request becomes one step of that session.
 - The CLI gets nothing else: no built-in tool (`tools=[]`, so Bash, Read, Edit, Write and web tools
   do not exist and a call of one is answered "No such tool"), no user or project settings, hooks,
   plugins or MCP servers (`setting_sources=[]`, `strict_mcp_config`), no thinking, cairn's prompt
-  instead of Claude Code's, a scratch working directory instead of any project, and no session
-  transcript written (which cairn's capture would otherwise pick up as a session of the user's).
+  instead of Claude Code's, a scratch working directory instead of any project (also holding the
+  CLI's cache), and no session transcript written (which cairn's capture would otherwise pick up as a
+  session of the user's).
 - Token usage comes from the API's own stream events (`message_start` / `message_delta`), which the
   CLI forwards with `include_partial_messages`; it fills pydantic-ai's `RequestUsage` (input counting
   cache reads and writes, as pydantic-ai's Anthropic model counts it), so `index_runs` and the daily
@@ -223,7 +224,9 @@ class ClaudeCodeModel:
             include_partial_messages=True,
             extra_args={"no-session-persistence": None},
             cli_path=cli,
-            env=self.config.env,
+            # Its per-session MCP logs go to the cache (on Linux), which would gather a directory per
+            # batch in the user's ~/.cache: the scratch directory holds them, and goes with the session.
+            env={**self.config.env, "XDG_CACHE_HOME": str(Path(scratch.name) / "cache")},
             cwd=scratch.name,
             max_turns=MAX_TURNS,
             stderr=stderr.append,
