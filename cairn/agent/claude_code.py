@@ -234,8 +234,11 @@ class ClaudeCodeModel:
         session = _Session(ClaudeSDKClient(options), calls, scratch, stderr=stderr)
         try:
             await session.client.connect()
-        except BaseException:
+        except BaseException as exc:
             await session.close()
+            if isinstance(exc, ClaudeSDKError) and not isinstance(exc, CLINotFoundError):
+                detail = _last(session.stderr) or " ".join(str(exc).split())
+                raise errors.not_started(self.name, cli, detail) from exc
             raise
         session.stream = session.client.receive_messages().__aiter__()
         return session

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import signal
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from pydantic_ai.exceptions import (
@@ -68,6 +69,14 @@ def cli_not_found(model: str, detail: str) -> ClaudeCodeError:
         model,
         f"Claude Code CLI not found: {detail}; install Claude Code (or cairn's claude-code extra, which "
         "bundles it) or set CAIRN_CLAUDE_CODE_CLI to its path",
+    )
+
+
+def not_started(model: str, cli: Path, detail: str) -> ClaudeCodeError:
+    return ClaudeCodeError(
+        model,
+        f"Claude Code could not start ({' '.join(detail.split())[:200]}); check that `{cli} --version` runs, "
+        "or set CAIRN_CLAUDE_CODE_CLI to a Claude Code that does",
     )
 
 

@@ -252,6 +252,7 @@ FAILURES = {
     f"{datetime.fromtimestamp(RESET, UTC):%H:%M} UTC; indexing resumes then",
     "malformed": "ClaudeCodeMalformedReply: Claude Code got a malformed reply from the API; the batch stays "
     "and is indexed on a later run",
+    "broken-cli": "ClaudeCodeError: Claude Code could not start (",
     "no-cli": "ClaudeCodeError: Claude Code CLI not found: /nowhere/claude is not a file "
     "(CAIRN_CLAUDE_CODE_CLI); install Claude Code",
 }
@@ -276,6 +277,12 @@ def _break(case: str, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch, tmp_
             200, {}, raw=b"event: message_start\ndata: {not json\n\n", content_type="text/event-stream"
         )
         fake.replies.extend([garbage, garbage])
+    elif case == "broken-cli":  # not Claude Code, or one that dies at once
+        broken = tmp_path / "bin" / "claude"
+        broken.parent.mkdir()
+        broken.write_text("#!/bin/sh\nexit 3\n")
+        broken.chmod(0o755)
+        monkeypatch.setenv("CAIRN_CLAUDE_CODE_CLI", str(broken))
     elif case == "no-cli":
         monkeypatch.setenv("CAIRN_CLAUDE_CODE_CLI", "/nowhere/claude")
 
