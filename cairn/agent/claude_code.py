@@ -3,7 +3,7 @@
 Most people who would run cairn have a Claude Code login and no API key. This model lets the same
 pydantic-ai agent (same prompt, tools, structured result and executor) index through that login:
 each agent run holds one Claude Code session (`ClaudeSDKClient`, which runs the CLI), and each
-pydantic-ai request becomes one step of that session.
+pydantic-ai request becomes one step of that session (`cairn.agent.claude_code_session`).
 
 - The tools stay pydantic-ai's. The CLI sees them through an in-process MCP server whose handlers
   only wait for pydantic-ai's result (`cairn.agent.claude_code_tools`), so retries, usage limits and
@@ -31,18 +31,15 @@ when the next one starts; `aclose` closes whatever is left.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import tempfile
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from claude_agent_sdk import (
-    AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
     ClaudeSDKError,
@@ -50,39 +47,22 @@ from claude_agent_sdk import (
     CLINotFoundError,
     McpSdkServerConfig,
     ProcessError,
-    RateLimitEvent,
-    ResultMessage,
-    StreamEvent,
-    TextBlock,
-    ToolUseBlock,
 )
-from claude_agent_sdk.types import EffortLevel, Message
+from claude_agent_sdk.types import EffortLevel
 from pydantic_ai.exceptions import ModelAPIError
 from pydantic_ai.messages import (
-    ERROR_OUTCOMES,
     ModelMessage,
-    ModelRequest,
     ModelResponse,
-    ModelResponsePart,
-    RetryPromptPart,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
 )
 from pydantic_ai.models import check_allow_model_requests
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from pydantic_ai.usage import RequestUsage
 
 from cairn.agent import claude_code_errors as errors
+from cairn.agent.claude_code_session import STDERR_LINES, Session, prompt_text
 from cairn.agent.claude_code_tools import SERVER_NAME, TOOL_PREFIX, ParkedCalls, tool_server
 
-# Seconds an interrupt may take before the CLI is stopped anyway.
-INTERRUPT_TIMEOUT = 5.0
 # The CLI's own bound on agentic turns; pydantic-ai's request limit is the one that binds.
 MAX_TURNS = 100
-# The CLI's last stderr lines kept, to say why it exited.
-STDERR_LINES = 20
 # The run keys of the agent run in progress (see `ClaudeCodeModel.run_scope`).
 _RUN_KEYS: ContextVar[set[str] | None] = ContextVar("cairn_claude_code_run_keys", default=None)
 
@@ -104,29 +84,6 @@ class ClaudeCodeConfig:
     cli_setting: Path | None = None
 
 
-@dataclass
-class _Session:
-    """One agent run's Claude Code session and what it is waiting for."""
-
-    client: ClaudeSDKClient
-    calls: ParkedCalls
-    scratch: tempfile.TemporaryDirectory[str]
-    stream: AsyncIterator[Message] | None = None
-    resets_at: int | None = None  # a rate limit's reset, as the CLI reported it
-    stderr: deque[str] = field(default_factory=lambda: deque(maxlen=STDERR_LINES))
-
-    async def close(self) -> None:
-        """Stop the turn (so no further request is sent), then the CLI; never raises."""
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(self.client.interrupt(), INTERRUPT_TIMEOUT)
-        # Disconnecting cancels the parked handlers the MCP way; cancelling their futures first would
-        # tear the server down from inside and log it as a failure.
-        with contextlib.suppress(Exception):
-            await self.client.disconnect()
-        self.calls.cancel_all()
-        self.scratch.cleanup()
-
-
 class _RunScopedModel(FunctionModel):
     """A `FunctionModel` that closes a run's Claude Code session when pydantic-ai's run ends."""
 
@@ -145,7 +102,7 @@ class ClaudeCodeModel:
         self.config = config
         self.name = f"claude-code:{config.model}"
         self.model: FunctionModel = _RunScopedModel(self)
-        self._sessions: dict[str, _Session] = {}
+        self._sessions: dict[str, Session] = {}
 
     async def aclose(self) -> None:
         """Close every session still open (and so stop its CLI)."""
@@ -178,10 +135,10 @@ class ClaudeCodeModel:
                 else:
                     run_keys.add(key)
                 session = self._sessions[key] = await self._start(info)
-                await session.client.query(_prompt(messages[-1]))
+                await session.client.query(prompt_text(messages[-1]))
             else:
-                await _deliver(session, messages[-1])
-            return await self._read_response(session)
+                await session.deliver(messages[-1])
+            return await session.read_response()
         except BaseException as exc:
             if session is not None:
                 self._sessions.pop(key, None)
@@ -190,7 +147,7 @@ class ClaudeCodeModel:
                 raise self._failure(exc, session) from exc
             raise
 
-    async def _start(self, info: AgentInfo) -> _Session:
+    async def _start(self, info: AgentInfo) -> Session:
         # As every model that spends: tests forbid real model requests unless they opt in.
         check_allow_model_requests()
         cli = self.config.find_cli()
@@ -231,124 +188,25 @@ class ClaudeCodeModel:
             max_turns=MAX_TURNS,
             stderr=stderr.append,
         )
-        session = _Session(ClaudeSDKClient(options), calls, scratch, stderr=stderr)
+        session = Session(self.name, ClaudeSDKClient(options), calls, scratch, stderr=stderr)
         try:
             await session.client.connect()
         except BaseException as exc:
             await session.close()
             if isinstance(exc, ClaudeSDKError) and not isinstance(exc, CLINotFoundError):
-                detail = _last(session.stderr) or " ".join(str(exc).split())
+                detail = session.last_stderr() or " ".join(str(exc).split())
                 raise errors.not_started(self.name, cli, detail) from exc
             raise
         session.stream = session.client.receive_messages().__aiter__()
         return session
 
-    async def _read_response(self, session: _Session) -> ModelResponse:
-        """The model's next answer, as pydantic-ai parts, with the tokens it cost."""
-        assert session.stream is not None
-        parts: list[ModelResponsePart] = []
-        usage = RequestUsage()
-        own_tools = refused_tools = False
-        api_error: str | None = None
-        while True:
-            try:
-                message = await session.stream.__anext__()
-            except StopAsyncIteration:
-                raise errors.exited(self.name, None, _last(session.stderr)) from None
-            if isinstance(message, StreamEvent):
-                if message.parent_tool_use_id is None and _count(message.event, usage):
-                    if own_tools or (parts and not refused_tools):
-                        break
-                    # Only the CLI's own tools, which it refused itself: it goes on by itself.
-                    refused_tools = False
-            elif isinstance(message, AssistantMessage) and message.parent_tool_use_id is None:
-                if message.error is not None:
-                    api_error = message.error
-                    continue
-                for block in message.content:
-                    if isinstance(block, ToolUseBlock) and block.name.startswith(TOOL_PREFIX):
-                        name = block.name.removeprefix(TOOL_PREFIX)
-                        session.calls.announce(block.id, name, block.input)
-                        parts.append(ToolCallPart(name, block.input, tool_call_id=block.id))
-                        own_tools = True
-                    elif isinstance(block, ToolUseBlock):
-                        refused_tools = True
-                    elif isinstance(block, TextBlock):
-                        parts.append(TextPart(block.text))
-            elif isinstance(message, RateLimitEvent):
-                if message.rate_limit_info.resets_at is not None:
-                    session.resets_at = message.rate_limit_info.resets_at
-            elif isinstance(message, ResultMessage) and message.is_error:
-                raise self._result_failure(message, api_error, session)
-        return ModelResponse(parts=parts, usage=usage, model_name=self.name)
-
-    def _result_failure(
-        self, result: ResultMessage, api_error: str | None, session: _Session
-    ) -> ModelAPIError:
-        said = " ".join([result.result or "", *(result.errors or [])]).strip()
-        if api_error == "authentication_failed" or result.api_error_status == 401:
-            return errors.not_logged_in(self.name)
-        if api_error == "rate_limit" or result.api_error_status == 429:
-            return errors.rate_limited(self.name, session.resets_at)
-        if "malformed" in said.lower():
-            return errors.malformed(self.name)
-        return errors.api_failed(self.name, result.api_error_status, said or result.subtype)
-
-    def _failure(self, exc: ClaudeSDKError, session: _Session | None) -> ModelAPIError:
+    def _failure(self, exc: ClaudeSDKError, session: Session | None) -> ModelAPIError:
         if isinstance(exc, CLINotFoundError):
             return errors.cli_not_found(self.name, str(exc).splitlines()[0])
-        said = _last(session.stderr) if session is not None else ""
+        said = session.last_stderr() if session is not None else ""
         if isinstance(exc, ProcessError):
             return errors.exited(self.name, exc.exit_code, said)
         if isinstance(exc, CLIConnectionError):
             return errors.exited(self.name, None, said or str(exc))
         said = " ".join(str(exc).split())[:300]
         return errors.ClaudeCodeError(self.name, f"Claude Code failed ({type(exc).__name__}: {said})")
-
-
-def _last(lines: deque[str]) -> str:
-    return next((line.strip() for line in reversed(lines) if line.strip()), "")
-
-
-def _count(event: dict[str, Any], usage: RequestUsage) -> bool:
-    """Add a stream event's tokens to `usage`; True when it ends a message."""
-    kind = event.get("type")
-    if kind == "message_start":
-        counts = event.get("message", {}).get("usage") or {}
-        read = counts.get("cache_read_input_tokens") or 0
-        written = counts.get("cache_creation_input_tokens") or 0
-        usage.input_tokens += (counts.get("input_tokens") or 0) + read + written
-        usage.cache_read_tokens += read
-        usage.cache_write_tokens += written
-    elif kind == "message_delta":
-        usage.output_tokens += (event.get("usage") or {}).get("output_tokens") or 0
-    return kind == "message_stop"
-
-
-def _prompt(request: ModelMessage) -> str:
-    """The user's text of a run's first request (the batch)."""
-    assert isinstance(request, ModelRequest)
-    return "\n\n".join(
-        part.content
-        for part in request.parts
-        if isinstance(part, UserPromptPart) and isinstance(part.content, str)
-    )
-
-
-async def _deliver(session: _Session, request: ModelMessage) -> None:
-    """Hand pydantic-ai's tool results to the parked calls; anything else is a new user turn."""
-    assert isinstance(request, ModelRequest)
-    turn: list[str] = []
-    for part in request.parts:
-        if isinstance(part, ToolReturnPart) and session.calls.waiting(part.tool_call_id):
-            # A failed or retried call goes back as an MCP error, which the CLI sends as `is_error`.
-            text = part.model_response_str(wrap_if_error=False)
-            session.calls.release(part.tool_call_id, text, part.outcome in ERROR_OUTCOMES)
-        elif isinstance(part, RetryPromptPart) and session.calls.waiting(part.tool_call_id):
-            session.calls.release(part.tool_call_id, part.model_response(), True)
-        elif isinstance(part, RetryPromptPart):  # e.g. text where the output tool was due
-            turn.append(part.model_response())
-        elif isinstance(part, UserPromptPart) and isinstance(part.content, str):
-            turn.append(part.content)
-    if turn:
-        await session.client.query("\n\n".join(turn))
