@@ -4,6 +4,8 @@
 `cairn.agent.model_names`) into a pydantic-ai `Model` plus the request settings every run uses:
 
 - `offline` is the deterministic, network-free indexer (`cairn.agent.offline`).
+- `claude-code` / `claude-code:NAME` runs Claude through the user's Claude Code login
+  (`cairn.agent.claude_code`; NAME defaults to `claude_code_model`), if the optional extra is installed.
 - `anthropic:NAME` talks to the Messages API (or `ANTHROPIC_BASE_URL` / `model_base_url`, e.g. a proxy).
 - `openai-chat:NAME`, `openai:NAME` and `ollama:NAME` talk to OpenAI or an OpenAI-compatible local
   server at `model_base_url` (Ollama, llama.cpp, vLLM). With a base URL `openai:` means Chat
@@ -19,7 +21,9 @@ prompt, the tools and the batch.
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import httpx2
@@ -29,7 +33,7 @@ from pydantic_ai.retries import AsyncHTTPX2TenacityTransport, RetryConfig, wait_
 from pydantic_ai.settings import ModelSettings
 from tenacity import retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from cairn.agent.model_names import default_model, unknown_model_message
+from cairn.agent.model_names import CLAUDE_CODE, default_model, unknown_model_message
 from cairn.config import Settings
 
 OFFLINE = "offline"
@@ -59,18 +63,27 @@ class UnknownModelError(ModelConfigError):
 
 @dataclass
 class ModelChoice:
-    """A resolved model: the string it came from, the pydantic-ai model and its request settings."""
+    """A resolved model: the string it came from, the pydantic-ai model and its request settings.
+
+    What the choice opened for its model is its to close (pydantic-ai leaves clients passed in to their
+    owner): the HTTP client of an API model, the Claude Code sessions of `claude-code`. `closers` run
+    once, in order, on `aclose`; a copy made with `dataclasses.replace` (e.g. around a recording model)
+    takes them along.
+    """
 
     name: str
     model: Model
     settings: ModelSettings
     http_client: httpx2.AsyncClient | None = field(default=None, repr=False)
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list, repr=False)
 
     async def aclose(self) -> None:
-        """Close the HTTP client this choice created (pydantic-ai leaves clients passed in to their owner)."""
+        """Close what this choice opened: its HTTP client, then anything in `closers`."""
         if self.http_client is not None:
             await self.http_client.aclose()
             self.http_client = None
+        while self.closers:
+            await self.closers.pop(0)()
 
 
 def _raise_for_retryable_status(response: httpx2.Response) -> None:
@@ -168,6 +181,34 @@ def _ollama(name: str, model_name: str, settings: Settings) -> ModelChoice:
     return ModelChoice(name, OllamaModel(model_name, provider=provider), request_settings(settings), client)
 
 
+def _claude_code(name: str, settings: Settings) -> ModelChoice:
+    """Claude through the user's Claude Code; the SDK is imported only now (it is large and optional).
+
+    Only a missing SDK is a configuration error. A missing CLI, a logged-out one or a rate limit fails
+    each run with one line instead (`cairn.agent.claude_code_errors`), so the daemon keeps capturing
+    and pauses indexing until it is fixed.
+    """
+    from cairn.agent.claude_code_cli import INSTALL_HINT, cli_env, find_cli, sdk_installed
+
+    if not sdk_installed():
+        raise ModelConfigError(INSTALL_HINT)
+    from cairn.agent.claude_code import ClaudeCodeConfig, ClaudeCodeModel
+
+    model_name = name.partition(":")[2].strip() or settings.claude_code_model
+    env = cli_env(settings)
+    # The CLI picks its own output limit; cairn's bounds an indexing answer as for the API models.
+    env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(settings.model_max_tokens)
+    config = ClaudeCodeConfig(
+        model_name,
+        functools.partial(find_cli, settings),
+        env,
+        settings.claude_code_effort,
+        settings.claude_code_cli,
+    )
+    bridge = ClaudeCodeModel(config)
+    return ModelChoice(bridge.name, bridge.model, request_settings(settings), closers=[bridge.aclose])
+
+
 def resolve_model(settings: Settings, override: str | None = None) -> ModelChoice:
     """The model for indexing runs: `override`, else `settings.model`, else the default.
 
@@ -182,6 +223,8 @@ def resolve_model(settings: Settings, override: str | None = None) -> ModelChoic
         from cairn.agent.offline import offline_model
 
         return ModelChoice(OFFLINE, offline_model(), request_settings(settings, sdk_retries=True))
+    if name == CLAUDE_CODE or name.startswith(CLAUDE_CODE + ":"):
+        return _claude_code(name, settings)
     kind, _, model_name = name.partition(":")
     if model_name:
         if kind == "anthropic":

@@ -13,6 +13,7 @@ the same index; the caller decides when to delete it.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import time
 from collections.abc import Callable
@@ -203,7 +204,7 @@ async def run_indexing(
             "dataset": dataset.name,
         }
         wrapped = RecordingModel(choice.model, record, header=header, placeholders=placeholders)
-        choice = ModelChoice(choice.name, wrapped, choice.settings, choice.http_client)
+        choice = dataclasses.replace(choice, model=wrapped)
     replayer = replay_of(choice.model)
     started = time.perf_counter()
     settings_home.mkdir(parents=True, exist_ok=True)

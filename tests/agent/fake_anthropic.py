@@ -4,14 +4,22 @@ It lets the tests drive cairn's real Anthropic path — `AnthropicModel`, the SD
 transport, pydantic-ai's tool loop — without a network: each `POST /v1/messages` pops the next
 scripted reply (a tool call, the `final_result` output, or an HTTP error) and records the request
 body so a test can inspect what the model would have been sent.
+
+The Claude Code CLI (`cairn.agent.claude_code`) is a client too. It always asks for a stream, so a
+request with `"stream": true` is answered as server-sent events; it merges replies that share a
+message id, so every reply gets its own; and it names cairn's tools `mcp__cairn__NAME`, which
+`tool_prefix` adds to scripted calls (`builtin=True` scripts one of the CLI's own tools instead).
+`responder` answers a request the queue has nothing for (e.g. computed from the batch it carries), and
+`before_reply` runs in the server's thread just before a reply is sent (e.g. to kill the client).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -27,27 +35,40 @@ class Reply:
     status: int
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
+    # Sent as it is instead of `body` (e.g. a malformed reply), with this content type.
+    raw: bytes | None = None
+    content_type: str = "application/json"
 
 
-def _message(content: list[dict[str, Any]], stop_reason: str, model: str) -> dict[str, Any]:
+_MESSAGE_IDS = itertools.count(1)
+
+
+def message(
+    content: list[dict[str, Any]], stop_reason: str, model: str, usage: dict[str, int] | None = None
+) -> dict[str, Any]:
+    """A Messages API reply holding `content`."""
     return {
-        "id": "msg_fake",
+        "id": f"msg_fake_{next(_MESSAGE_IDS)}",
         "type": "message",
         "role": "assistant",
         "model": model,
         "content": content,
         "stop_reason": stop_reason,
         "stop_sequence": None,
-        "usage": {"input_tokens": 100, "output_tokens": 20},
+        "usage": usage or {"input_tokens": 100, "output_tokens": 20},
     }
 
 
 class FakeAnthropic:
     """Serve scripted replies; use as a context manager, then point `ANTHROPIC_BASE_URL` at `base_url`."""
 
-    def __init__(self, model: str = "claude-haiku-4-5") -> None:
+    def __init__(self, model: str = "claude-haiku-4-5", tool_prefix: str = "") -> None:
         self.model = model
+        self.tool_prefix = tool_prefix
         self.replies: deque[Reply] = deque()
+        self.responder: Callable[[dict[str, Any]], Reply] | None = None
+        self.before_reply: Callable[[dict[str, Any]], None] | None = None
+        self.usage: dict[str, int] | None = None  # every scripted reply's, e.g. with cache tokens
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -61,11 +82,27 @@ class FakeAnthropic:
 
     # Scripting
 
-    def tool_use(self, name: str, args: dict[str, Any]) -> FakeAnthropic:
-        """Queue a reply that calls the tool `name` with `args`."""
-        self._counter += 1
-        block = {"type": "tool_use", "id": f"toolu_{self._counter:04d}", "name": name, "input": args}
-        self.replies.append(Reply(200, _message([block], "tool_use", self.model)))
+    def tool_use(self, name: str, args: dict[str, Any], *, builtin: bool = False) -> FakeAnthropic:
+        """Queue a reply that calls the tool `name` with `args` (`builtin`: a tool of the client's own)."""
+        self.replies.append(Reply(200, self.tool_message(name, args, builtin=builtin)))
+        return self
+
+    def tool_message(self, name: str, args: dict[str, Any], *, builtin: bool = False) -> dict[str, Any]:
+        """A reply calling the tool `name` with `args`, with the next tool-use id."""
+        with self._lock:
+            self._counter += 1
+            tool_id = f"toolu_{self._counter:04d}"
+        block = {
+            "type": "tool_use",
+            "id": tool_id,
+            "name": name if builtin else self.tool_prefix + name,
+            "input": args,
+        }
+        return message([block], "tool_use", self.model, self.usage)
+
+    def text(self, text: str) -> FakeAnthropic:
+        """Queue a plain text answer (no tool call)."""
+        self.replies.append(Reply(200, message([{"type": "text", "text": text}], "end_turn", self.model)))
         return self
 
     def final(self, result: BaseModel | dict[str, Any]) -> FakeAnthropic:
@@ -118,11 +155,11 @@ class FakeAnthropic:
     def _next(self, body: dict[str, Any]) -> Reply:
         with self._lock:
             self.requests.append(body)
-            if not self.replies:
-                return Reply(
-                    500, {"type": "error", "error": {"type": "api_error", "message": "script exhausted"}}
-                )
-            return self.replies.popleft()
+            if self.replies:
+                return self.replies.popleft()
+        if self.responder is not None:
+            return self.responder(body)
+        return Reply(500, {"type": "error", "error": {"type": "api_error", "message": "script exhausted"}})
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
@@ -137,16 +174,52 @@ class FakeAnthropic:
                     )
                 else:
                     reply = fake._next(body)
-                data = json.dumps(reply.body).encode()
-                self.send_response(reply.status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                for key, value in reply.headers.items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(data)
+                    if fake.before_reply is not None:
+                        fake.before_reply(body)
+                data, kind = json.dumps(reply.body).encode(), reply.content_type
+                if reply.raw is not None:
+                    data = reply.raw
+                elif body.get("stream") and reply.status == 200:
+                    data, kind = sse(reply.body), "text/event-stream"
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("content-type", kind)
+                    self.send_header("content-length", str(len(data)))
+                    for key, value in reply.headers.items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:  # the client is gone (a test killed it): nobody to answer
+                    self.close_connection = True
 
             def log_message(self, format: str, *args: Any) -> None:
                 """Quiet: the tests inspect `requests` instead of the server log."""
 
         return Handler
+
+
+def sse(reply: dict[str, Any]) -> bytes:
+    """`reply` as the Messages API streams it: start, each block's start/delta/stop, delta, stop."""
+    usage = reply["usage"]
+    start = dict(reply, content=[], stop_reason=None, usage={**usage, "output_tokens": 0})
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
+    for index, block in enumerate(reply["content"]):
+        if block["type"] == "text":
+            first, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": block["text"]}
+        else:
+            first = dict(block, input={})
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        events += [
+            {"type": "content_block_start", "index": index, "content_block": first},
+            {"type": "content_block_delta", "index": index, "delta": delta},
+            {"type": "content_block_stop", "index": index},
+        ]
+    events += [
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": reply["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": usage["output_tokens"]},
+        },
+        {"type": "message_stop"},
+    ]
+    return "".join(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n" for event in events).encode()
