@@ -33,7 +33,7 @@ from pydantic_ai.retries import AsyncHTTPX2TenacityTransport, RetryConfig, wait_
 from pydantic_ai.settings import ModelSettings
 from tenacity import retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from cairn.agent.model_names import CLAUDE_CODE, default_model, unknown_model_message
+from cairn.agent.model_names import claude_code_target, default_model, unknown_model_message
 from cairn.config import Settings
 
 OFFLINE = "offline"
@@ -181,7 +181,7 @@ def _ollama(name: str, model_name: str, settings: Settings) -> ModelChoice:
     return ModelChoice(name, OllamaModel(model_name, provider=provider), request_settings(settings), client)
 
 
-def _claude_code(name: str, settings: Settings) -> ModelChoice:
+def _claude_code(model_name: str, settings: Settings) -> ModelChoice:
     """Claude through the user's Claude Code; the SDK is imported only now (it is large and optional).
 
     Only a missing SDK is a configuration error. A missing CLI, a logged-out one or a rate limit fails
@@ -194,7 +194,6 @@ def _claude_code(name: str, settings: Settings) -> ModelChoice:
         raise ModelConfigError(INSTALL_HINT)
     from cairn.agent.claude_code import ClaudeCodeConfig, ClaudeCodeModel
 
-    model_name = name.partition(":")[2].strip() or settings.claude_code_model
     env = cli_env(settings)
     # The CLI picks its own output limit; cairn's bounds an indexing answer as for the API models.
     env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(settings.model_max_tokens)
@@ -223,8 +222,8 @@ def resolve_model(settings: Settings, override: str | None = None) -> ModelChoic
         from cairn.agent.offline import offline_model
 
         return ModelChoice(OFFLINE, offline_model(), request_settings(settings, sdk_retries=True))
-    if name == CLAUDE_CODE or name.startswith(CLAUDE_CODE + ":"):
-        return _claude_code(name, settings)
+    if (claude := claude_code_target(name, settings.claude_code_model)) is not None:
+        return _claude_code(claude, settings)
     kind, _, model_name = name.partition(":")
     if model_name:
         if kind == "anthropic":
