@@ -87,11 +87,16 @@ def run_rows(data: dict[str, Any], billed: bool) -> dict[str, str]:
 
 
 def print_failures(data: dict[str, Any]) -> None:
-    """Each failed run on stderr, one line with its id and error."""
+    """Each failed run on stderr, one line with its id and error; then, when the daily token budget
+    stopped the job, that line on its own, whole (the table's cell may wrap it)."""
     for failure in data.get("failures") or []:
         err.print(
             Text(f"run {failure['run_id']} {failure['outcome']}", style="yellow")
             + plain_text(f": {failure['error']}")
+        )
+    if data.get("paused_until") and data.get("stopped"):
+        err.print(
+            Text("indexing paused: ", style="yellow") + plain_text(str(data["stopped"])), soft_wrap=True
         )
 
 
