@@ -92,7 +92,8 @@ def test_the_daemon_panel_and_health_page_say_indexing_is_paused_and_the_budget(
     cairn_home: Path, embedding_function: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A recorded pause shows as its one line (escaped), and today's tokens against the daily budget
-    in words: the three runs of `_troubles` spent 3 times (12,345 + 678) tokens of a model the budget holds."""
+    in words: the three runs of `_troubles` spent 3 times (12,345 + 678) tokens of a model the budget
+    holds."""
     monkeypatch.setenv("CAIRN_MODEL", "anthropic:claude-haiku-4-5")
     settings = Settings.load(cairn_home)
     asyncio.run(_troubles(settings, embedding_function))
