@@ -76,7 +76,9 @@ def run_rows(data: dict[str, Any], billed: bool) -> dict[str, str]:
     runs = f"{data.get('runs_ok', 0)} ok, {data.get('runs_failed', 0)} failed"
     if data.get("skipped_batches"):
         runs += f", {plural(int(data['skipped_batches']), 'batch', 'batches')} skipped"
-    if data.get("stopped"):
+    if data.get("paused_until"):
+        runs += "; stopped early: the daily token budget is spent (the line below says until when)"
+    elif data.get("stopped"):
         runs += f"; stopped early: {data['stopped']}"
     rows = {"runs": runs}
     if data.get("rejected"):

@@ -15,6 +15,7 @@ import shutil
 import socket
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from tests.agent.fake_anthropic import FakeAnthropic, Reply
 from tests.agent.test_indexer import _entry
 from tests.daemon.helpers import Daemons, cairn, enqueue, query, wait_for
 from tests.daemon.test_daemon import DEMO
+from tests.test_cli import cairn as run_cairn
 
 SESSION = "0b7c5e2a-3d41-4c8e-9f6a-cafe00000033"
 MAX_ATTEMPTS = 2
@@ -40,7 +42,7 @@ class HealingAnthropic(FakeAnthropic):
     """Answers `failing` (an HTTP status) to everything until the test sets it to None; then one idea per
     session update, and remembers which (file, line) each answered batch held."""
 
-    def __init__(self, failing: int) -> None:
+    def __init__(self, failing: int | None) -> None:
         super().__init__()
         self.failing: int | None = failing
         self.refused = 0
@@ -221,3 +223,61 @@ def test_an_unreachable_model_pauses_and_leaves_the_store_untouched(
     assert query(cairn_home, "SELECT count(*) FROM ideas") == [(0,)]
     [(indexed,)] = query(cairn_home, "SELECT indexed_line FROM transcript_files")
     assert indexed == 0 and _pending_messages(cairn_home) > 0
+
+
+OTHER = "0b7c5e2a-3d41-4c8e-9f6a-cafe00000034"
+
+
+def test_a_spent_budget_stops_a_backfill_with_one_line_and_the_daemon_waits_for_the_reset(
+    pausing_daemons: Daemons, cairn_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A budget of 1 token: the backfill's first session is indexed (a run started under the budget may
+    overrun it), the second is not, with the line on stderr and in --json, and its file queued for the
+    daemon until midnight. A hook's notification for it makes the daemon capture it, hit the budget
+    and defer it again, counting no attempt: a budget pause, shown by `cairn status`."""
+    monkeypatch.setenv("CAIRN_DAILY_TOKEN_BUDGET", "1")
+    root = tmp_path / "claude-projects"
+    first = root / "-work-one" / f"{SESSION}.jsonl"
+    second = root / "-work-two" / f"{OTHER}.jsonl"
+    for path in (first, second):
+        path.parent.mkdir(parents=True)
+        shutil.copy(DEMO, path)
+    # The second session is the newer one, so the backfill (oldest first) reaches it last.
+    lines = second.read_text().replace("2026-11-20T", "2026-11-21T")
+    second.write_text(lines)
+    key = {"ANTHROPIC_API_KEY": "sk-ant-test"}
+    with HealingAnthropic(failing=None) as fake:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
+        # Real processes: this one's tests forbid model requests in process.
+        result = run_cairn("backfill", str(root), "--json", env=key, check=False, real_process=True)
+        assert result.returncode == 0, result.stderr
+        data = json.loads(result.stdout)
+        line = data["stopped"]
+        assert line.startswith("daily indexing budget spent: 120 of 1 tokens today; indexing resumes after ")
+        assert line.endswith("midnight (00:00 local) — raise daily_token_budget to go on now")
+        assert data["paused_until"] and data["deferred_files"] == 1 and data["runs_ok"] == 1
+        assert [(s["session"], s["batches"]) for s in data["sessions"]] == [(SESSION, 1), (OTHER, 0)]
+        assert data["sessions_done"] == 1
+        [(event, next_try, attempts)] = query(
+            cairn_home, "SELECT event, next_try_at, attempts FROM work_queue WHERE path = ?", (str(second),)
+        )
+        assert (event, attempts) == ("paused", 0) and next_try is not None
+
+        wide = {**key, "COLUMNS": "300"}
+        human = run_cairn("index", str(second), env=wide, check=False, real_process=True)
+        assert human.returncode == 0, human.stderr
+        assert f"indexing paused: {line}" in human.stderr.replace("\n", " ")
+        assert "stopped early: the daily token budget is spent" in human.stdout
+
+        pausing_daemons.start()
+        enqueue(cairn_home, second, OTHER)  # a hook fires for the session: capture, then wait
+        wait_for(lambda: (_status()["pause"] or {}).get("kind") == "budget", 60, "the budget pause")
+        state = _status()
+        assert state["pause"]["line"].startswith(f"indexing paused: {line}; resumes ")
+        assert state["budget"]["exhausted"] is True and state["queue"]["parked"] == 0
+        [(status, attempts, event, next_try)] = [row for row in _queue(cairn_home) if row[0] == "pending"]
+        assert (status, attempts, event) == ("pending", 0, "paused")
+        assert str(next_try)[:10] >= datetime.now(UTC).date().isoformat()
+        assert len(fake.answered) == len(set(fake.answered)) and query(
+            cairn_home, "SELECT count(*) FROM index_runs"
+        ) == [(1,)], "one run, by the backfill; none after the budget was spent"
