@@ -206,10 +206,9 @@ async def test_a_spent_budget_stops_the_reindex_counting_the_scratch_runs_too(
     from pydantic_ai.models.function import AgentInfo, FunctionModel
     from pydantic_ai.usage import RequestUsage
 
+    from cairn.agent import batches
     from cairn.agent.models import ModelChoice, request_settings
     from cairn.reindex.run import reindex
-
-    from cairn.agent import batches
 
     await indexed(store, settings, SMALL)
     old = await rows(store, "SELECT id, content FROM ideas ORDER BY id")
