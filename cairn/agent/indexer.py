@@ -50,7 +50,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from functools import cache
 
 import httpx2
@@ -117,6 +117,9 @@ class RunOutcome:
     systemic: bool = False
     # When the model said it can be used again (a rate limit's reset), from the error's `resume_at`.
     resume_at: datetime | None = None
+    # A failure's own words for a person: the first line of the exception's message, without its type
+    # (a model adapter's errors say what to do in one line); `error` keeps the full record.
+    reason: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -237,12 +240,26 @@ def _classify(exc: BaseException) -> tuple[str, bool]:
     return FAILED, False
 
 
+MAX_REASON_CHARS = 300
+
+
+def _reason(exc: BaseException) -> str:
+    """The first line of `exc`'s message (its type when it has none), at most `MAX_REASON_CHARS`."""
+    lines = str(exc).strip().splitlines()
+    text = lines[0] if lines else type(exc).__name__
+    return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
+
+
 def _resume_at(exc: BaseException) -> datetime | None:
-    """When the failing model says it can be used again: a model adapter may set `resume_at` (an aware
-    datetime) on its error, e.g. a rate limit's reset time; anything else is ignored."""
+    """When the failing model says it can be used again: the `resume_at` a model adapter may set on its
+    error (an aware datetime, e.g. a rate limit's reset time), else the `retry_after` seconds an API
+    error carries (a 429's `Retry-After`, once the transport's own retries are spent); else None."""
     value = getattr(exc, "resume_at", None)
     if isinstance(value, datetime) and value.tzinfo is not None:
         return value
+    wait = getattr(exc, "retry_after", None)
+    if isinstance(wait, int | float) and wait > 0:
+        return datetime.now(UTC) + timedelta(seconds=float(wait))
     return None
 
 
@@ -321,6 +338,7 @@ async def index_batch(
         failed = _outcome(await executor.record_failed_run(store.db, planned, record), record)
         failed.systemic = systemic
         failed.resume_at = _resume_at(exc)
+        failed.reason = _reason(exc)
         return failed
 
     record = _record(choice, prompt, planned, usage, time.perf_counter() - started)

@@ -130,8 +130,10 @@ class Daemon:
             return False
         return True
 
-    async def serve(self) -> None:
-        """Cycle until stopped, or until the queue has been empty for `idle_exit_seconds`."""
+    async def take_over(self) -> None:
+        """Pick up what an earlier daemon left: items it left running, its indexing pause (tried again
+        now: its deferred items are made due, while its failure count keeps the backoff growing), and
+        vectors of runs it applied just before a crash (the next runs' lookups must see them)."""
         requeued = await queue.requeue_running(self.store.db)
         if requeued:
             log.info("requeued %s item(s) left running by an earlier daemon", requeued)
@@ -140,10 +142,13 @@ class Daemon:
             woken = await queue.wake_deferred(self.store.db)
             log.info("indexing was paused (%s): trying again now, %s item(s) due", self.pause.reason, woken)
         try:
-            # Vectors of runs applied just before a crash: the next runs' lookups must see them.
             await self.store.sync_vectors()
         except VectorStoreError as exc:
             log.warning("vector sync at start failed (the outbox keeps the work): %s", exc)
+
+    async def serve(self) -> None:
+        """Cycle until stopped, or until the queue has been empty for `idle_exit_seconds`."""
+        await self.take_over()
         idle_since = time.monotonic()
         while not self.stopping:
             if self.index_lock.locked():  # a socket client's index or backfill: not idle
@@ -312,7 +317,7 @@ class Daemon:
         self._set_pause(
             Pause(
                 kind=MODEL,
-                reason=(run.error or run.outcome).splitlines()[0],
+                reason=run.reason or (run.error or run.outcome).splitlines()[0],
                 model=self.choice.name,
                 since=earlier.since if earlier is not None else now,
                 until=until,

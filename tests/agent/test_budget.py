@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic_ai.exceptions import ModelAPIError
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
@@ -21,7 +22,7 @@ from pydantic_ai.usage import RequestUsage
 from cairn.agent import batches
 from cairn.agent.batches import plan_batches
 from cairn.agent.budget import budget_state, budget_words, day_window, spent_line, state_of
-from cairn.agent.indexer import OK, index_pending
+from cairn.agent.indexer import OK, index_batch, index_pending
 from cairn.agent.models import ModelChoice, request_settings
 from cairn.agent.schema import extract_batch
 from cairn.config import Settings
@@ -172,3 +173,39 @@ def test_the_day_is_local(monkeypatch: pytest.MonkeyPatch) -> None:
     finally:
         monkeypatch.delenv("TZ")
         time.tzset()
+
+
+class RateLimited(ModelAPIError):
+    """A model adapter's error: one clear line, and when the limit resets (or only `retry_after`)."""
+
+    def __init__(self, resume_at: datetime | None, retry_after: float | None = None) -> None:
+        message = "Claude usage limit reached\nresets at 15:00"
+        super().__init__("claude-code:claude-haiku-4-5", message, retry_after=retry_after)
+        self.resume_at = resume_at
+
+
+@pytest.mark.parametrize("retry_after", [None, 30.0])
+async def test_a_systemic_failure_carries_its_line_and_when_to_resume(
+    cairn_home: Path, long_history: list[Path], retry_after: float | None
+) -> None:
+    """What the daemon's pause is built from: `systemic`, the error's own first line (`reason`), and
+    `resume_at` from the error's attribute, else from its `retry_after` seconds."""
+    settings = Settings.load(cairn_home)
+    resets = None if retry_after else datetime.now(UTC) + timedelta(hours=2)
+
+    def limited(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        raise RateLimited(resets, retry_after)
+
+    choice = ModelChoice("claude-code:claude-haiku-4-5", FunctionModel(limited), request_settings(settings))
+    async with await Store.open(settings) as store:
+        await sync_paths(store, long_history, settings, vectors=False)
+        [planned, *_] = await plan_batches(store.db)
+        before = datetime.now(UTC)
+        run = await index_batch(store, planned, choice, settings)
+    assert run.systemic and not run.ok and run.reason == "Claude usage limit reached"
+    assert run.error is not None and run.error.startswith("RateLimited: Claude usage limit reached")
+    if retry_after is None:
+        assert run.resume_at == resets
+    else:
+        assert run.resume_at is not None
+        assert before + timedelta(seconds=30) <= run.resume_at <= datetime.now(UTC) + timedelta(seconds=30)
