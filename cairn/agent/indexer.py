@@ -13,6 +13,10 @@ file's later batches are not run in this pass: applying them would move the curs
 that were never indexed. A failure that is not the batch's own (the API is down after retries, the
 key is bad) ends the pass, since every later batch would fail alike and be recorded for nothing.
 A run that answers only after the tools' soft budget notice is applied and recorded `tool_budget`.
+Before every batch the pass also reads the daily token budget (`cairn.agent.budget`); once today's
+runs have spent it, the pass stops with one line in `IndexReport.stopped` and the reset time in
+`paused_until`, leaving the rest pending for the next day. A failed run carries what a pause needs:
+`systemic`, its own one-line `reason` and, when the model said so, `resume_at`.
 
 Seed 003's open questions, decided:
 

@@ -36,7 +36,8 @@ def status(
     as_json: JsonOpt = False,
     runs: Annotated[int, typer.Option("--runs", min=0, help="How many recent index runs to list.")] = 10,
 ) -> None:
-    """Show the daemon, its queue, parked items, recent index runs and today's token spend.
+    """Show the daemon, its queue, parked items, recent index runs, today's token spend against the
+    daily indexing budget, and whether indexing is paused (why, and when it resumes).
 
     Reads the store read-only, so it works the same whether or not the daemon owns the store.
     """

@@ -1,5 +1,9 @@
 """`cairn status`: one look at the daemon, its queue, what failed, and what indexing cost today.
 
+Besides the UTC day's spend (`Today`, as providers bill), it shows the daily token budget on the
+user's local day (`Budget`, `cairn.agent.budget`) whenever one applies, and the daemon's indexing
+pause (`IndexingPause`, from `cairn.daemon.pause`) while the store does not show it to be over.
+
 The daemon owns the store while it runs, so this never opens a `Store` (which takes the store lock)
 and never goes through the daemon either: it reads through a read-only SQLite connection
 (`mode=ro`), which WAL lets it do while the daemon writes — the same way `cairn daemon status`
