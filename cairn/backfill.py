@@ -444,22 +444,4 @@ def estimate_tables(data: dict[str, Any]) -> list[Table | str]:
         f"input). List prices as of {data['prices_as_of']}, without caching discounts; override them "
         "under \\[prices] in config.toml."
     )
-    budget = data.get("budget")
-    if budget:
-        note += (
-            f" The daily indexing budget is {budget['limit']:,} tokens ({budget['remaining']:,} left today): "
-            f"about {plural_days(budget['days'])} of indexing at that pace."
-        )
     return [sessions, per_model, note]
-
-
-def plural_days(days: int) -> str:
-    return "1 day" if days == 1 else f"{days} days"
-
-
-def budget_estimate(limit: int, remaining: int, total_tokens: int) -> dict[str, int]:
-    """How a dry run's tokens fit the daily budget: `days` of indexing, today's `remaining` first (a
-    backfill goes on each day after midnight, `cairn.agent.budget`)."""
-    rest = max(0, total_tokens - remaining)
-    days = 1 + -(-rest // limit) if total_tokens else 0
-    return {"limit": limit, "remaining": remaining, "tokens": total_tokens, "days": days}

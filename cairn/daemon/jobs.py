@@ -202,17 +202,6 @@ async def index_phase(
     return indexed
 
 
-async def _dry_run_budget(store: Store, settings: Settings, model: str, total: Any) -> dict[str, int] | None:
-    """How a dry run's estimate fits the daily budget of `model`; None when no budget applies."""
-    from cairn.agent.budget import applies, budget_state
-    from cairn.backfill import budget_estimate
-
-    if not applies(settings, model):
-        return None
-    state = await budget_state(store.db, settings)
-    return budget_estimate(state.limit, state.remaining or 0, total.input_tokens + total.output_tokens)
-
-
 async def defer_rest(store: Store, report: Any, paths: list[str] | None) -> None:
     """When the daily budget stopped indexing, queue the files left (of `paths`; None: all) for the
     daemon, deferred until the budget's reset: the daemon then indexes them on its own, within the next
@@ -315,7 +304,6 @@ async def backfill_job(
                 "messages_added": captured.messages_added,
                 "sessions": rows,
                 "total": total.as_dict(prices, model_name),
-                "budget": await _dry_run_budget(store, settings, model_name, total),
             }
         assert choice is not None
         async with embedding_alongside(store, settings, phases, should_stop) as vectors_written:
