@@ -58,6 +58,7 @@ log = logging.getLogger("cairn.daemon")
 CLAIM_LIMIT = 50
 POLL_SECONDS = 0.2
 RETRY_BACKOFF_SECONDS = 5.0
+BUDGET_RECHECK_SECONDS = 30.0  # how often a budget pause reads daily_token_budget again
 CONTINUE_EVENT = "continue"  # a follow-up the daemon queues for itself: the file had more than one run
 
 
@@ -101,6 +102,7 @@ class Daemon:
         # An earlier daemon's pause: its failure count and start carry on, so the backoff keeps growing
         # and `since` stays the first failure; `serve` makes it due at once (a start is a good time to try).
         self.pause: Pause | None = read_pause(settings.home)
+        self._budget_checked = time.monotonic()
         self.message_tokens = settings.continuous_token_budget // 2
         self._stopping = asyncio.Event()
         # Held by every cycle and by the socket's index/backfill/reindex_vectors ops, so the loop and
@@ -151,6 +153,7 @@ class Daemon:
         await self.take_over()
         idle_since = time.monotonic()
         while not self.stopping:
+            await self._recheck_budget()
             if self.index_lock.locked():  # a socket client's index or backfill: not idle
                 idle_since = time.monotonic()
             idle_since = max(idle_since, self.last_request)
@@ -255,6 +258,30 @@ class Daemon:
         report.done, report.continued = len(outcome["done"]), len(outcome["continue"])
         return report
 
+    async def _recheck_budget(self) -> None:
+        """End a budget pause early when the user raised `daily_token_budget` (the pause's line tells
+        them to): every `BUDGET_RECHECK_SECONDS` the setting is read again from config.toml, and with a
+        budget no longer spent the deferred items are made due now. A config that cannot be read now
+        changes nothing: the daemon keeps the settings it started with."""
+        if self.pause is None or self.pause.kind != BUDGET:
+            return
+        if time.monotonic() - self._budget_checked < BUDGET_RECHECK_SECONDS:
+            return
+        self._budget_checked = time.monotonic()
+        try:
+            fresh = Settings.load(self.settings.home).daily_token_budget
+        except ValueError:  # ConfigError, or a value pydantic refuses
+            return
+        if fresh == self.settings.daily_token_budget:
+            return
+        self.settings = self.settings.model_copy(update={"daily_token_budget": fresh})
+        if await self._budget_spent():  # still spent under the new budget: the line says the new figures
+            return
+        log.info("daily_token_budget is now %s: indexing goes on", fresh)
+        self.pause = None
+        clear_pause(self.settings.home)
+        await queue.wake_deferred(self.store.db)
+
     def _paused(self) -> Pause | None:
         """The pause in force now, if any (one whose time has come lets the next run probe the model)."""
         if self.pause is not None and self.now() < self.pause.until:
@@ -274,12 +301,17 @@ class Daemon:
         budget pause begins, until its reset at local midnight)."""
         if self._paused() is not None:
             return False
+        return not await self._budget_spent()
+
+    async def _budget_spent(self) -> bool:
+        """Whether today's budget is spent; if so the budget pause is set (or renewed with today's
+        figures), until its reset at local midnight."""
         if not applies(self.settings, self.choice.name):
-            return True
+            return False
         now = self.now()
         state = await budget_state(self.store.db, self.settings, now)
         if not state.exhausted:
-            return True
+            return False
         self._set_pause(
             Pause(
                 kind=BUDGET,
@@ -291,7 +323,7 @@ class Daemon:
                 failures=0,
             )
         )
-        return False
+        return True
 
     async def _run(self, planned: PlannedBatch, report: CycleReport) -> RunOutcome:
         """One run; a systemic failure starts (or extends) the model pause, a success lifts any pause."""

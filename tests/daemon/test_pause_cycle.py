@@ -23,11 +23,11 @@ from pydantic_ai.usage import RequestUsage
 from cairn.agent.budget import day_window
 from cairn.agent.models import ModelChoice, request_settings
 from cairn.config import Settings
-from cairn.daemon import queue
+from cairn.daemon import loop, queue
 from cairn.daemon.loop import Daemon
 from cairn.daemon.pause import BUDGET, MODEL, read_pause
 from cairn.store.store import Store, iso_utc
-from tests.agent.test_indexer import CONVERSATION, SESSION, write_transcript
+from tests.agent.test_indexer import CONVERSATION, SESSION, _entry, write_transcript
 
 LINE = "Claude Code is not logged in: run `claude` and log in"
 
@@ -154,6 +154,43 @@ async def test_a_spent_budget_pauses_until_local_midnight_then_goes_on(
     report = await daemon.cycle(await _claim(store, clock))
     assert (report.runs, report.done, report.paused) == (1, 1, None)
     assert read_pause(settings.home) is None and model.calls == 2
+
+
+async def test_raising_the_budget_lifts_its_pause_without_a_restart(
+    store: Store, transcript: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The budget line says "raise daily_token_budget to go on now": a daemon in a budget pause reads
+    the setting again from config.toml and goes on with the deferred items."""
+    monkeypatch.setattr(loop, "BUDGET_RECHECK_SECONDS", 0.0)
+    settings = store.settings.model_copy(update={"daily_token_budget": 1_000})
+    model, clock = Model(), Clock()
+    daemon = _daemon(settings, store, model, clock)
+    async with store.db.write() as conn:
+        await conn.execute(
+            "INSERT INTO index_runs (model, prompt_version, mode, input_tokens, output_tokens, outcome) "
+            "VALUES ('claude-code:claude-haiku-4-5', 'v1', 'continuous', 1000, 0, 'ok')"
+        )
+    await queue.enqueue(store.db, str(transcript), SESSION, "Stop")
+    report = await daemon.cycle(await _claim(store, clock))
+    assert (report.runs, report.deferred) == (0, 1) and daemon.pause is not None
+    assert await _claim(store, clock) == []
+
+    settings.config_path.write_text("daily_token_budget = 1500\n")  # 1,000 spent < 1,500: go on
+    await daemon._recheck_budget()
+    assert daemon.pause is None and read_pause(settings.home) is None
+    report = await daemon.cycle(await _claim(store, clock))
+    assert (report.runs, report.done) == (1, 1)
+
+    # Spent again (2,000 of 1,500); raised too little (1,800): the pause stays, with the new figures.
+    with transcript.open("a") as out:
+        out.write(_entry(SESSION, 99, "user", "One more question about the budget") + "\n")
+    await queue.enqueue(store.db, str(transcript), SESSION, "Stop")
+    report = await daemon.cycle(await _claim(store, clock))
+    assert (report.runs, report.deferred) == (0, 1)
+    settings.config_path.write_text("daily_token_budget = 1800\n")
+    await daemon._recheck_budget()
+    pause = read_pause(settings.home)
+    assert pause is not None and pause.reason.startswith("daily indexing budget spent: 2,000 of 1,800 tokens")
 
 
 async def test_a_new_daemon_takes_over_an_earlier_pause_and_tries_at_once(
