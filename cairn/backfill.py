@@ -330,6 +330,7 @@ async def run_backfill(
             on_session(result)
         if indexed.stopped is not None:
             report.index.stopped = indexed.stopped
+            report.index.paused_until = indexed.paused_until
             break
     return report
 

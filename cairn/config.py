@@ -277,6 +277,14 @@ class Settings(BaseSettings):
     queue_max_attempts: int = Field(
         default=5, ge=1, description="Failed runs of a queue item before it is parked for `cairn status`."
     )
+    pause_backoff_seconds: float = Field(
+        default=60,
+        gt=0,
+        le=1800,
+        description="After a failure of the model itself (unreachable, logged out, rate limited without a "
+        "reset time) the daemon pauses indexing this long, doubling per failure up to 30 minutes, then "
+        "tries one run; capture goes on meanwhile.",
+    )
     continuous_token_budget: int = Field(
         default=10_000,
         ge=1_000,

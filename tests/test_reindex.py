@@ -194,3 +194,44 @@ async def test_project_selection_resolves_as_everywhere_else(store: Store, setti
 
     assert [s.id for s in inside] == [viewer_session]
     assert viewer_session in [s.id for s in substring]
+
+
+async def test_a_spent_budget_stops_the_reindex_counting_the_scratch_runs_too(
+    store: Store, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The re-index records a session's runs in its scratch store until the swap: the budget counts them
+    with the store's, so a budget smaller than one run lets exactly one run go, then stops with the line;
+    the stopped session keeps its old generation."""
+    from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai.usage import RequestUsage
+
+    from cairn.agent import batches
+    from cairn.agent.models import ModelChoice, request_settings
+    from cairn.reindex.run import reindex
+
+    await indexed(store, settings, SMALL)
+    old = await rows(store, "SELECT id, content FROM ideas ORDER BY id")
+    monkeypatch.setattr(batches, "BACKFILL_MESSAGE_TOKENS", 600)  # several batches per session
+
+    def nothing(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(
+            parts=[ToolCallPart(info.output_tools[0].name, {})],
+            usage=RequestUsage(input_tokens=900, output_tokens=100),
+        )
+
+    budgeted = settings.model_copy(update={"daily_token_budget": 500})
+    choice = ModelChoice("function:nothing", FunctionModel(nothing), request_settings(budgeted))
+    selection = Selection()
+    sessions = await select_sessions(store.db, selection)
+    report = await reindex(store, budgeted, sessions, choice, selection, embed=None)
+    assert len(report.index.runs) == 1 and report.index.runs[0].ok
+    assert report.index.stopped is not None and report.index.paused_until is not None
+    assert report.index.stopped.startswith("daily indexing budget spent: 1,000 of 500 tokens today")
+    assert not report.interrupted
+    spent = await rows(
+        store, "SELECT sum(input_tokens + output_tokens) FROM index_runs WHERE model = ?", choice.name
+    )
+    assert spent == [(1_000,)], "the one run is accounted in the store, swapped or not"
+    assert not any(s.swapped for s in report.sessions), "stopped inside its first session"
+    assert await rows(store, "SELECT id, content FROM ideas ORDER BY id") == old

@@ -13,6 +13,10 @@ file's later batches are not run in this pass: applying them would move the curs
 that were never indexed. A failure that is not the batch's own (the API is down after retries, the
 key is bad) ends the pass, since every later batch would fail alike and be recorded for nothing.
 A run that answers only after the tools' soft budget notice is applied and recorded `tool_budget`.
+Before every batch the pass also reads the daily token budget (`cairn.agent.budget`); once today's
+runs have spent it, the pass stops with one line in `IndexReport.stopped` and the reset time in
+`paused_until`, leaving the rest pending for the next day. A failed run carries what a pause needs:
+`systemic`, its own one-line `reason` and, when the model said so, `resume_at`.
 
 Seed 003's open questions, decided:
 
@@ -48,8 +52,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime, timedelta
 from functools import cache
 
 import httpx2
@@ -66,12 +71,14 @@ from pydantic_ai.exceptions import (
 
 from cairn.agent import executor
 from cairn.agent.batches import PlannedBatch, plan_batches
+from cairn.agent.budget import Clock, applies, budget_state, spent_line, utc_now
 from cairn.agent.entities import Embed
 from cairn.agent.executor import ApplyStats, RunRecord, StaleBatchError
 from cairn.agent.models import ModelChoice, resolve_model
 from cairn.agent.schema import IndexResult, Mode, render_batch_prompt
 from cairn.config import Settings
 from cairn.prompts import Prompt, load_prompt
+from cairn.store.db import Database
 from cairn.store.store import Store
 from cairn.store.vectors import VectorStoreError
 from cairn.tools import ToolDeps, indexing_toolset
@@ -112,6 +119,11 @@ class RunOutcome:
     vectors_error: str | None = None
     # The failure is the API's or the configuration's, not this batch's: later batches would fail alike.
     systemic: bool = False
+    # When the model said it can be used again (a rate limit's reset), from the error's `resume_at`.
+    resume_at: datetime | None = None
+    # A failure's own words for a person: the first line of the exception's message, without its type
+    # (a model adapter's errors say what to do in one line); `error` keeps the full record.
+    reason: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -127,6 +139,10 @@ class IndexReport:
     runs: list[RunOutcome] = field(default_factory=list)
     skipped_batches: int = 0
     stopped: str | None = None
+    # The pass stopped because the daily budget is spent; indexing may go on at this time (aware).
+    paused_until: datetime | None = None
+    # Files left unindexed that were handed to the daemon for after `paused_until` (`cairn.daemon.jobs`).
+    deferred_files: int = 0
     stats: ApplyStats = field(default_factory=ApplyStats)
 
     @property
@@ -228,6 +244,29 @@ def _classify(exc: BaseException) -> tuple[str, bool]:
     return FAILED, False
 
 
+MAX_REASON_CHARS = 300
+
+
+def _reason(exc: BaseException) -> str:
+    """The first line of `exc`'s message (its type when it has none), at most `MAX_REASON_CHARS`."""
+    lines = str(exc).strip().splitlines()
+    text = lines[0] if lines else type(exc).__name__
+    return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
+
+
+def _resume_at(exc: BaseException) -> datetime | None:
+    """When the failing model says it can be used again: the `resume_at` a model adapter may set on its
+    error (an aware datetime, e.g. a rate limit's reset time), else the `retry_after` seconds an API
+    error carries (a 429's `Retry-After`, once the transport's own retries are spent); else None."""
+    value = getattr(exc, "resume_at", None)
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        return value
+    wait = getattr(exc, "retry_after", None)
+    if isinstance(wait, int | float) and wait > 0:
+        return datetime.now(UTC) + timedelta(seconds=float(wait))
+    return None
+
+
 def _record(
     choice: ModelChoice, prompt: Prompt, planned: PlannedBatch, usage: RunUsage, seconds: float
 ) -> RunRecord:
@@ -302,6 +341,8 @@ async def index_batch(
         )
         failed = _outcome(await executor.record_failed_run(store.db, planned, record), record)
         failed.systemic = systemic
+        failed.resume_at = _resume_at(exc)
+        failed.reason = _reason(exc)
         return failed
 
     record = _record(choice, prompt, planned, usage, time.perf_counter() - started)
@@ -347,6 +388,8 @@ async def index_pending(
     on_batch: BatchCallback | None = None,
     should_stop: Callable[[], bool] | None = None,
     embed: Embed | None = None,
+    now: Clock = utc_now,
+    budget_dbs: Sequence[Database] | None = None,
 ) -> IndexReport:
     """Index every stored, not-yet-indexed message (of `paths`, default all) in planned batches.
 
@@ -358,17 +401,28 @@ async def index_pending(
     failure that is not the batch's own (API down, bad key) ends the pass: every later batch would
     fail the same way and be recorded for nothing. `should_stop`, asked before every batch, ends the
     pass early at a batch boundary.
+
+    Before every batch the daily token budget (`cairn.agent.budget`, any model but offline) is read
+    at `now()`, counting the runs recorded in `budget_dbs` (default: the store's own); once it is
+    spent the pass stops with one line in `stopped` and the reset time in `paused_until`. The
+    batches left keep their cursors, so a later pass indexes them.
     """
     owned = not isinstance(model, ModelChoice)
     choice = model if isinstance(model, ModelChoice) else resolve_model(settings, model)
     report = IndexReport()
     blocked: set[int] = set()
+    budgeted = applies(settings, choice.name)
+    ledgers = list(budget_dbs) if budget_dbs is not None else [store.db]
     try:
         for planned in await plan_batches(store.db, mode=mode, paths=paths):
             if should_stop is not None and should_stop():
                 break
             report.batches += 1
             files = {cursor.file_id for cursor in planned.cursors}
+            if report.stopped is None and budgeted:
+                budget = await budget_state(ledgers, settings, now())
+                if budget.exhausted:
+                    report.stopped, report.paused_until = spent_line(budget), budget.resets_at
             if report.stopped is not None or files & blocked:
                 report.skipped_batches += 1
                 continue

@@ -36,7 +36,8 @@ def status(
     as_json: JsonOpt = False,
     runs: Annotated[int, typer.Option("--runs", min=0, help="How many recent index runs to list.")] = 10,
 ) -> None:
-    """Show the daemon, its queue, parked items, recent index runs and today's token spend.
+    """Show the daemon, its queue, parked items, recent index runs, today's token spend against the
+    daily indexing budget, and whether indexing is paused (why, and when it resumes).
 
     Reads the store read-only, so it works the same whether or not the daemon owns the store.
     """
@@ -56,6 +57,8 @@ def status(
         return
     if state.error:
         raise fail(state.error)
+    if state.pause is not None:
+        console.print(plain_text(state.pause.line, style="yellow"), soft_wrap=True)
     today = state.today
     summary: dict[str, Any] = {
         "queue": f"{state.depth} waiting ({counts(state.queue)})",
@@ -67,6 +70,10 @@ def status(
             f"{today.runs} run(s), {today.failed_runs} failed, "
             f"{today.input_tokens:,} tokens in, {today.output_tokens:,} out"
         )
+    if state.budget is not None:
+        summary["indexing budget"] = state.budget.words
+    if state.pause is not None:
+        summary["indexing"] = f"paused since {state.pause.since} ({state.pause.model})"
     recall = state.recall
     summary["recall"] = recall_summary(
         recall.injections, recall.hits, recall.hit_rate, recall.drops, recall.drops_by_reason

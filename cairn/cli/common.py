@@ -616,7 +616,18 @@ def render_stats(stats: Any) -> None:
     data["learning"] = learning_summary(
         data.pop("learning_sessions_by_status", {}), data.pop("search_associations", 0)
     )
+    today = data.pop("indexing_today", None)
+    if isinstance(today, dict):  # an older daemon's stats have none
+        offline = today.get("limit") and not today.get("applies")
+        data["indexing_today"] = (
+            f"{int(today.get('spent') or 0):,} tokens today (the offline model indexes: no budget applies)"
+            if offline
+            else today["words"]
+        )
+    paused = data.pop("indexing_paused", None)
     console.print(key_value_table("cairn stats", data))
+    if paused:
+        console.print(plain_text(paused, style="yellow"), soft_wrap=True)
 
 
 def files_summary(documents: int, chunks: int, requests: dict[str, int]) -> str:

@@ -30,7 +30,8 @@ from cairn.cli.safe import plain_text
 
 @app.command()
 def stats(as_json: JsonOpt = False) -> None:
-    """Show what the store holds: projects, sessions, messages, ideas, vectors, queue, files, learning."""
+    """Show what the store holds: projects, sessions, messages, ideas, vectors, queue, files, learning,
+    and today's indexing tokens against the daily budget (with the pause line while indexing waits)."""
     data = run_async(request(load_settings(), "stats"))
     if as_json:
         print_json(data)

@@ -76,7 +76,9 @@ def run_rows(data: dict[str, Any], billed: bool) -> dict[str, str]:
     runs = f"{data.get('runs_ok', 0)} ok, {data.get('runs_failed', 0)} failed"
     if data.get("skipped_batches"):
         runs += f", {plural(int(data['skipped_batches']), 'batch', 'batches')} skipped"
-    if data.get("stopped"):
+    if data.get("paused_until"):
+        runs += "; stopped early: the daily token budget is spent (the line below says until when)"
+    elif data.get("stopped"):
         runs += f"; stopped early: {data['stopped']}"
     rows = {"runs": runs}
     if data.get("rejected"):
@@ -87,11 +89,16 @@ def run_rows(data: dict[str, Any], billed: bool) -> dict[str, str]:
 
 
 def print_failures(data: dict[str, Any]) -> None:
-    """Each failed run on stderr, one line with its id and error."""
+    """Each failed run on stderr, one line with its id and error; then, when the daily token budget
+    stopped the job, that line on its own, whole (the table's cell may wrap it)."""
     for failure in data.get("failures") or []:
         err.print(
             Text(f"run {failure['run_id']} {failure['outcome']}", style="yellow")
             + plain_text(f": {failure['error']}")
+        )
+    if data.get("paused_until") and data.get("stopped"):
+        err.print(
+            Text("indexing paused: ", style="yellow") + plain_text(str(data["stopped"])), soft_wrap=True
         )
 
 

@@ -73,7 +73,9 @@ def _uri(path: str) -> str:
 
 
 def enqueue(db_path: str, rows: list[tuple[str, str | None, str]]) -> None:
-    """Insert the rows as pending, collapsing into an already pending row of the same path."""
+    """Insert the rows as pending, collapsing into an already pending row of the same path; a row the
+    daemon deferred because indexing is paused becomes due now, so the new lines get captured
+    (`cairn.daemon.queue`)."""
     import sqlite3  # here, not at the top: the recall hook imports this module and never needs SQLite
 
     conn = sqlite3.connect(_uri(db_path), uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
@@ -82,7 +84,8 @@ def enqueue(db_path: str, rows: list[tuple[str, str | None, str]]) -> None:
         conn.execute("BEGIN IMMEDIATE")
         conn.executemany(
             "INSERT INTO work_queue (path, session_id, event) VALUES (?, ?, ?) "
-            "ON CONFLICT (path) WHERE status = 'pending' DO NOTHING",
+            "ON CONFLICT (path) WHERE status = 'pending' DO UPDATE SET next_try_at = NULL "
+            "WHERE work_queue.event = 'paused'",
             rows,
         )
         conn.execute("COMMIT")

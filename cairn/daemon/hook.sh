@@ -106,7 +106,8 @@ out=$(
            SELECT path, session_id, event FROM temp.e
             WHERE event IN ('UserPromptSubmit', 'Stop', 'SubagentStop', 'PreCompact', 'SessionEnd')
               AND substr(path, -6) = '.jsonl'
-           ON CONFLICT (path) WHERE status = 'pending' DO NOTHING" \
+           ON CONFLICT (path) WHERE status = 'pending'
+             DO UPDATE SET next_try_at = NULL WHERE work_queue.event = 'paused'" \
         2>&1
 )
 rc=$?

@@ -121,6 +121,10 @@ def index_json(report: Any) -> dict[str, Any]:
         "runs_failed": len(report.failures),
         "skipped_batches": report.skipped_batches,
         "stopped": report.stopped,
+        # Set when the daily token budget stopped the job: when indexing may go on (local ISO time).
+        "paused_until": report.paused_until.isoformat(timespec="seconds") if report.paused_until else None,
+        # Files left to index that were queued for the daemon until then (`defer_rest`).
+        "deferred_files": report.deferred_files,
         "applied": asdict(report.stats),
         "rejected": report.rejected,
         "input_tokens": report.input_tokens,
@@ -189,11 +193,33 @@ async def index_phase(
         phases.advance("index", planned.message_count, **_batch_counts(run, billed))
 
     try:
-        return await index_pending(
+        indexed = await index_pending(
             store, settings, model=choice, paths=paths, on_batch=on_batch, should_stop=should_stop
         )
     finally:
         phases.end("index")
+    await defer_rest(store, indexed, paths)
+    return indexed
+
+
+async def defer_rest(store: Store, report: Any, paths: list[str] | None) -> None:
+    """When the daily budget stopped indexing, queue the files left (of `paths`; None: all) for the
+    daemon, deferred until the budget's reset: the daemon then indexes them on its own, within the next
+    day's budget, where it would otherwise never hear of them (no hook fires for an old session).
+    Their messages are stored and their cursors unmoved, so nothing is indexed twice, whoever gets
+    there first — the daemon or a rerun of the command. Sets `report.deferred_files`."""
+    from cairn.agent.batches import pending_files
+    from cairn.daemon import queue
+
+    if report.paused_until is None:
+        return
+    rest = await pending_files(store.db, paths)
+    report.deferred_files = await queue.defer_paths(
+        store.db,
+        [(path, session) for _id, path, session, _line in rest],
+        report.paused_until,
+        report.stopped or "daily indexing budget spent",
+    )
 
 
 def _batch_counts(run: Any, billed: bool) -> dict[str, int]:
@@ -319,7 +345,7 @@ async def _index_sessions(
     started = time.perf_counter()
     billed = _billed(settings, choice)
     try:
-        return await run_backfill(
+        report = await run_backfill(
             store,
             settings,
             sessions,
@@ -339,6 +365,8 @@ async def _index_sessions(
         )
     finally:
         phases.end("index")
+    await defer_rest(store, report.index, [p for s in sessions for p in session_paths(s)])
+    return report
 
 
 async def reindex_job(

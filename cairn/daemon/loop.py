@@ -16,6 +16,14 @@ Why the outcomes are safe:
 - A failed run over several files is retried file by file in the same cycle, so one bad session costs
   the others at most that one run; only the files that fail alone go back with an attempt count and
   a next-try time (`retry`), and are parked after `queue_max_attempts`.
+- A failure that is the model's, not a file's (`RunOutcome.systemic`: logged out, rate limited,
+  unreachable), and a spent daily token budget (`cairn.agent.budget`) pause indexing instead: the
+  claimed files are still captured (and embedded), so search sees new messages, but not indexed;
+  their items go back deferred to the pause's end without counting an attempt (`queue.defer`), so
+  none is ever parked for it. The pause lasts until the model's own `resume_at`, the budget's reset
+  at local midnight, or a backoff (`pause_backoff_seconds`, doubling to 30 minutes) after which one
+  run probes the model. It is recorded in `indexing-pause.json` (`cairn.daemon.pause`) for `cairn
+  status`, `cairn stats` and the viewer, and lifted by the first run that succeeds.
 """
 
 from __future__ import annotations
@@ -29,11 +37,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from cairn.agent.batches import pending_files, plan_batches
-from cairn.agent.indexer import index_batch
+from cairn.agent.batches import PlannedBatch, pending_files, plan_batches
+from cairn.agent.budget import Clock, applies, budget_state, spent_line, utc_now
+from cairn.agent.indexer import RunOutcome, index_batch
 from cairn.agent.models import ModelChoice, ModelConfigError, resolve_model
 from cairn.config import Settings
 from cairn.daemon import queue
+from cairn.daemon.pause import BUDGET, MODEL, Pause, backoff, clear_pause, read_pause, write_pause
 from cairn.daemon.process import remove_pidfile, remove_warm_marker, write_pidfile, write_warm_marker
 from cairn.daemon.server import SocketServer
 from cairn.ingest import sync_file
@@ -48,6 +58,7 @@ log = logging.getLogger("cairn.daemon")
 CLAIM_LIMIT = 50
 POLL_SECONDS = 0.2
 RETRY_BACKOFF_SECONDS = 5.0
+BUDGET_RECHECK_SECONDS = 30.0  # how often a budget pause reads daily_token_budget again
 CONTINUE_EVENT = "continue"  # a follow-up the daemon queues for itself: the file had more than one run
 
 
@@ -63,6 +74,8 @@ class CycleReport:
     done: int = 0
     continued: int = 0
     retried: int = 0
+    deferred: int = 0  # put back until the pause ends, no attempt counted
+    paused: str | None = None  # why indexing is paused after this cycle
 
 
 def subagent_files(path: Path) -> list[Path]:
@@ -79,10 +92,17 @@ def subagent_files(path: Path) -> list[Path]:
 class Daemon:
     """One daemon process: owns `store`, indexes with `choice`, stops when `stop()` is called."""
 
-    def __init__(self, settings: Settings, store: Store, choice: ModelChoice) -> None:
+    def __init__(
+        self, settings: Settings, store: Store, choice: ModelChoice, *, now: Clock = utc_now
+    ) -> None:
         self.settings = settings
         self.store = store
         self.choice = choice
+        self.now = now
+        # An earlier daemon's pause: its failure count and start carry on, so the backoff keeps growing
+        # and `since` stays the first failure; `serve` makes it due at once (a start is a good time to try).
+        self.pause: Pause | None = read_pause(settings.home)
+        self._budget_checked = time.monotonic()
         self.message_tokens = settings.continuous_token_budget // 2
         self._stopping = asyncio.Event()
         # Held by every cycle and by the socket's index/backfill/reindex_vectors ops, so the loop and
@@ -112,18 +132,28 @@ class Daemon:
             return False
         return True
 
-    async def serve(self) -> None:
-        """Cycle until stopped, or until the queue has been empty for `idle_exit_seconds`."""
+    async def take_over(self) -> None:
+        """Pick up what an earlier daemon left: items it left running, its indexing pause (tried again
+        now: its deferred items are made due, while its failure count keeps the backoff growing), and
+        vectors of runs it applied just before a crash (the next runs' lookups must see them)."""
         requeued = await queue.requeue_running(self.store.db)
         if requeued:
             log.info("requeued %s item(s) left running by an earlier daemon", requeued)
+        if self.pause is not None:
+            self.pause.until = min(self.pause.until, self.now())
+            woken = await queue.wake_deferred(self.store.db)
+            log.info("indexing was paused (%s): trying again now, %s item(s) due", self.pause.reason, woken)
         try:
-            # Vectors of runs applied just before a crash: the next runs' lookups must see them.
             await self.store.sync_vectors()
         except VectorStoreError as exc:
             log.warning("vector sync at start failed (the outbox keeps the work): %s", exc)
+
+    async def serve(self) -> None:
+        """Cycle until stopped, or until the queue has been empty for `idle_exit_seconds`."""
+        await self.take_over()
         idle_since = time.monotonic()
         while not self.stopping:
+            await self._recheck_budget()
             if self.index_lock.locked():  # a socket client's index or backfill: not idle
                 idle_since = time.monotonic()
             idle_since = max(idle_since, self.last_request)
@@ -145,7 +175,7 @@ class Daemon:
             idle_since = time.monotonic()
             log.info(
                 "cycle: %s claimed, %s skipped, %s new message(s), %s run(s), %s done, %s continued, "
-                "%s retried",
+                "%s retried, %s deferred%s",
                 report.claimed,
                 report.skipped,
                 report.messages_added,
@@ -153,6 +183,8 @@ class Daemon:
                 report.done,
                 report.continued,
                 report.retried,
+                report.deferred,
+                f" (indexing paused: {report.paused})" if report.paused else "",
             )
 
     async def cycle(self, items: list[queue.QueueItem]) -> CycleReport:
@@ -190,6 +222,10 @@ class Daemon:
         failed = await self._index(keys, report) if keys and not self.stopping else {}
         failed.update(capture_errors)
         report.failed_files = failed
+        pause = self._paused()
+        if pause is not None:
+            report.paused = pause.reason
+            await self._embed_captured()
 
         waiting = {path for _id, path, _session, _line in await pending_files(db, keys)} if keys else set()
         by_item = {item.id: item for item in items}
@@ -207,7 +243,11 @@ class Daemon:
                 )
                 report.retried += 1
             elif any(k in waiting for k in item_keys):
-                outcome["continue"].append(item)
+                if pause is not None:
+                    await queue.defer(db, item, pause.until, pause.reason)
+                    report.deferred += 1
+                else:
+                    outcome["continue"].append(item)
             else:
                 outcome["done"].append(item)
         for item in outcome["continue"]:
@@ -218,40 +258,147 @@ class Daemon:
         report.done, report.continued = len(outcome["done"]), len(outcome["continue"])
         return report
 
+    async def _recheck_budget(self) -> None:
+        """End a budget pause early when the user raised `daily_token_budget` (the pause's line tells
+        them to): every `BUDGET_RECHECK_SECONDS` the setting is read again from config.toml, and with a
+        budget no longer spent the deferred items are made due now. A config that cannot be read now
+        changes nothing: the daemon keeps the settings it started with."""
+        if self.pause is None or self.pause.kind != BUDGET:
+            return
+        if time.monotonic() - self._budget_checked < BUDGET_RECHECK_SECONDS:
+            return
+        self._budget_checked = time.monotonic()
+        try:
+            fresh = Settings.load(self.settings.home).daily_token_budget
+        except ValueError:  # ConfigError, or a value pydantic refuses
+            return
+        if fresh == self.settings.daily_token_budget:
+            return
+        self.settings = self.settings.model_copy(update={"daily_token_budget": fresh})
+        if await self._budget_spent():  # still spent under the new budget: the line says the new figures
+            return
+        log.info("daily_token_budget is now %s: indexing goes on", fresh)
+        self.pause = None
+        clear_pause(self.settings.home)
+        await queue.wake_deferred(self.store.db)
+
+    def _paused(self) -> Pause | None:
+        """The pause in force now, if any (one whose time has come lets the next run probe the model)."""
+        if self.pause is not None and self.now() < self.pause.until:
+            return self.pause
+        return None
+
+    async def _embed_captured(self) -> None:
+        """Embed what was captured while paused: search must find new messages by meaning too, and the
+        vectors are local work, not the model's. The indexing runs do this when they run."""
+        try:
+            await self.store.sync_vectors()
+        except VectorStoreError as exc:
+            log.warning("vector sync while indexing is paused failed (the outbox keeps the work): %s", exc)
+
+    async def _may_run(self) -> bool:
+        """Whether a run may start now: not paused, and the daily token budget not spent (else the
+        budget pause begins, until its reset at local midnight)."""
+        if self._paused() is not None:
+            return False
+        return not await self._budget_spent()
+
+    async def _budget_spent(self) -> bool:
+        """Whether today's budget is spent; if so the budget pause is set (or renewed with today's
+        figures), until its reset at local midnight."""
+        if not applies(self.settings, self.choice.name):
+            return False
+        now = self.now()
+        state = await budget_state(self.store.db, self.settings, now)
+        if not state.exhausted:
+            return False
+        self._set_pause(
+            Pause(
+                kind=BUDGET,
+                reason=spent_line(state),
+                model=self.choice.name,
+                since=self.pause.since if self.pause is not None and self.pause.kind == BUDGET else now,
+                until=state.resets_at,
+                last_failure=now,
+                failures=0,
+            )
+        )
+        return True
+
+    async def _run(self, planned: PlannedBatch, report: CycleReport) -> RunOutcome:
+        """One run; a systemic failure starts (or extends) the model pause, a success lifts any pause."""
+        run = await index_batch(self.store, planned, self.choice, self.settings)
+        report.runs += 1
+        if run.ok:
+            if self.pause is not None:
+                log.info("indexing resumed: a run succeeded after the pause (%s)", self.pause.reason)
+                self.pause = None
+                clear_pause(self.settings.home)
+        elif run.systemic:
+            self._model_failed(run)
+        return run
+
+    def _model_failed(self, run: RunOutcome) -> None:
+        now = self.now()
+        earlier = self.pause if self.pause is not None and self.pause.kind == MODEL else None
+        failures = earlier.failures + 1 if earlier is not None else 1
+        if run.resume_at is not None and run.resume_at > now:
+            until = run.resume_at
+        else:
+            until = now + backoff(self.settings.pause_backoff_seconds, failures)
+        self._set_pause(
+            Pause(
+                kind=MODEL,
+                reason=run.reason or (run.error or run.outcome).splitlines()[0],
+                model=self.choice.name,
+                since=earlier.since if earlier is not None else now,
+                until=until,
+                last_failure=now,
+                failures=failures,
+            )
+        )
+
+    def _set_pause(self, pause: Pause) -> None:
+        self.pause = pause
+        log.warning("indexing paused until %s: %s", pause.until.isoformat(timespec="seconds"), pause.reason)
+        try:
+            write_pause(self.settings.home, pause)
+        except OSError as exc:  # the pause holds in this process; only its display is missing
+            log.warning("could not record the indexing pause: %s", exc)
+
     async def _index(self, keys: list[str], report: CycleReport) -> dict[str, str]:
         """One agent run over the first continuous batch of `keys`; the files that failed, with errors.
 
         When a run over several files fails for a reason of its own (not the API's), each of its files
-        gets one run alone, so only the file at fault is held back.
+        gets one run alone, so only the file at fault is held back. A failure of the model itself, or
+        a spent budget, fails no file: it pauses indexing (`self.pause`) and the caller defers them.
         """
         planned = await plan_batches(
             self.store.db, mode="continuous", paths=keys, message_tokens=self.message_tokens
         )
-        if not planned:
+        if not planned or not await self._may_run():
             return {}
         first = planned[0]
-        run = await index_batch(self.store, first, self.choice, self.settings)
-        report.runs += 1
-        if run.ok:
+        run = await self._run(first, report)
+        if run.ok or run.systemic:
             return {}
         files = sorted({cursor.path for cursor in first.cursors})
         error = run.error or run.outcome
-        if run.systemic or len(files) == 1:
+        if len(files) == 1:
             log.warning("indexing run over %s file(s) failed: %s", len(files), error)
-            return dict.fromkeys(keys if run.systemic else files, error)
+            return dict.fromkeys(files, error)
         log.warning("indexing run over %s files failed (%s); retrying them one by one", len(files), error)
         failed: dict[str, str] = {}
         for path in files:
-            if self.stopping:
+            if self.stopping or not await self._may_run():
                 break
             alone = await plan_batches(
                 self.store.db, mode="continuous", paths=[path], message_tokens=self.message_tokens
             )
             if not alone:
                 continue
-            single = await index_batch(self.store, alone[0], self.choice, self.settings)
-            report.runs += 1
-            if not single.ok:
+            single = await self._run(alone[0], report)
+            if not single.ok and not single.systemic:
                 failed[path] = single.error or single.outcome
         return failed
 

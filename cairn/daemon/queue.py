@@ -10,6 +10,13 @@ UNIQUE index on `path WHERE status = 'pending'`): a busy session fires a hook pe
 answer, and the daemon only needs to know that the file changed, not how often. A `running` row does
 not absorb new notifications, so bytes appended while a batch reads the file are never missed.
 
+While indexing is paused (the model logged out, rate limited, unreachable, or the daily token budget
+spent: `cairn.daemon.loop`), a claimed item is captured and then `defer`red: back to pending, marked
+with the `paused` event and a `next_try_at` at the pause's end, its attempts untouched — a pause is
+nobody's fault and must never park an item. A new notification for a deferred path makes it due at
+once (the `ON CONFLICT ... DO UPDATE` of every enqueue, the hooks' included), so the daemon captures
+the new lines while the pause lasts and defers the item again.
+
 Every state change is one `db.write()` transaction; a daemon killed between `claim` and `done` leaves
 rows `running`, which `requeue_running` puts back on the next start.
 """
@@ -28,6 +35,9 @@ STATUSES = ("pending", "running", "parked", "done")
 
 MAX_BACKOFF_SECONDS = 3600.0
 """A float backoff doubles per attempt; past an hour a failing file waits no longer between tries."""
+
+PAUSED_EVENT = "paused"
+"""The event of an item deferred by a pause: a notification for its path makes it due again."""
 
 Backoff = float | Callable[[int], float]
 
@@ -85,14 +95,21 @@ def backoff_seconds(backoff: Backoff, attempts: int) -> float:
 
 
 async def enqueue(db: Database, path: str, session_id: str | None = None, event: str | None = None) -> bool:
-    """Add a pending row for `path`; False when one is already pending (the notification collapses)."""
+    """Add a pending row for `path`; False when one is already pending (the notification collapses,
+    and makes a row deferred by a pause due now)."""
     async with db.write() as conn:
-        cursor = await conn.execute(
-            "INSERT INTO work_queue (path, session_id, event) VALUES (?, ?, ?) "
-            "ON CONFLICT (path) WHERE status = 'pending' DO NOTHING",
-            (path, session_id, event),
+        found = await conn.execute("SELECT 1 FROM work_queue WHERE path = ? AND status = 'pending'", (path,))
+        if await found.fetchone() is not None:
+            await conn.execute(
+                "UPDATE work_queue SET next_try_at = NULL "
+                "WHERE path = ? AND status = 'pending' AND event = ?",
+                (path, PAUSED_EVENT),
+            )
+            return False
+        await conn.execute(
+            "INSERT INTO work_queue (path, session_id, event) VALUES (?, ?, ?)", (path, session_id, event)
         )
-        return cursor.rowcount > 0
+        return True
 
 
 async def claim(db: Database, now: datetime | str | None = None, limit: int = 50) -> list[QueueItem]:
@@ -175,6 +192,59 @@ async def retry(
     if row is None:
         raise LookupError(f"work_queue has no row {item.id}")
     return _item(row)
+
+
+async def defer(db: Database, item: QueueItem, until: datetime, reason: str) -> QueueItem | None:
+    """Put a claimed `item` back to pending until `until` because indexing is paused, counting no attempt.
+
+    When a notification queued a fresh pending row for the path meanwhile, this one is finished and
+    the fresh row stands for the file (it is due now, so what was appended gets captured); None then.
+    """
+    async with db.write() as conn:
+        cursor = await conn.execute(
+            "SELECT 1 FROM work_queue WHERE path = ? AND status = 'pending' AND id != ?", (item.path, item.id)
+        )
+        if await cursor.fetchone() is not None:
+            await conn.execute("UPDATE work_queue SET status = 'done' WHERE id = ?", (item.id,))
+            return None
+        cursor = await conn.execute(
+            "UPDATE work_queue SET status = 'pending', event = ?, next_try_at = ?, last_error = ? "
+            f"WHERE id = ? RETURNING {_COLUMNS}",
+            (PAUSED_EVENT, iso_utc(until), reason, item.id),
+        )
+        row = await cursor.fetchone()
+    if row is None:
+        raise LookupError(f"work_queue has no row {item.id}")
+    return _item(row)
+
+
+async def defer_paths(
+    db: Database, entries: Iterable[tuple[str, str | None]], until: datetime, reason: str
+) -> int:
+    """Queue (path, session) pairs as deferred until `until`, for the daemon to index after a pause
+    (the rest of a backfill the daily budget stopped); a path already pending is left as it is.
+    How many rows were added."""
+    added = 0
+    async with db.write() as conn:
+        for path, session_id in entries:
+            cursor = await conn.execute(
+                "INSERT INTO work_queue (path, session_id, event, next_try_at, last_error) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (path) WHERE status = 'pending' DO NOTHING",
+                (path, session_id, PAUSED_EVENT, iso_utc(until), reason),
+            )
+            added += cursor.rowcount
+    return added
+
+
+async def wake_deferred(db: Database) -> int:
+    """Make every item deferred by a pause due now (a daemon starting, or a pause lifted early)."""
+    async with db.write() as conn:
+        cursor = await conn.execute(
+            "UPDATE work_queue SET next_try_at = NULL WHERE status = 'pending' AND event = ? "
+            "AND next_try_at IS NOT NULL",
+            (PAUSED_EVENT,),
+        )
+        return cursor.rowcount
 
 
 async def requeue_running(db: Database) -> int:

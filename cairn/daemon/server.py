@@ -68,12 +68,23 @@ class BadArgumentsError(ValueError):
 async def _stats(store: Store) -> Any:
     """The store's statistics, plus the recall hook's drop counts (`recall_drops`, per reason in
     `recall_drops_by_reason`): the hook counts them in a file of the home, since it never opens the store."""
+    from dataclasses import asdict
+
+    from cairn.agent.budget import budget_state, utc_now
     from cairn.daemon.recall_drops import read_drops
+    from cairn.daemon.status import as_budget, budget_applies, current_pause
 
     data = (await store.stats()).model_dump(mode="json")
     drops = read_drops(store.settings.home)
     data["recall_drops"] = drops["total"]
     data["recall_drops_by_reason"] = drops["by_reason"]
+    # Today's indexing tokens (local day, any model but offline) against the daily budget, and the
+    # daemon's pause while it holds (`cairn.daemon.pause`).
+    now = utc_now()
+    today = as_budget(await budget_state(store.db, store.settings, now))
+    data["indexing_today"] = {**asdict(today), "applies": budget_applies(store.settings)}
+    pause = await current_pause(store.db, store.settings, now)
+    data["indexing_paused"] = pause.line if pause is not None else None
     return data
 
 

@@ -250,6 +250,8 @@ async def _one_session(
             on_batch=batch_done,
             should_stop=should_stop,
             embed=embed,
+            # The scratch records this session's runs aside until the swap: both count today.
+            budget_dbs=[scratch_db, store.db],
         )
         report.index.batches += indexed.batches
         report.index.skipped_batches += indexed.skipped_batches
@@ -262,6 +264,7 @@ async def _one_session(
             )
             await copy_runs(store.db, scratch_db)
             report.index.stopped = report.index.stopped or indexed.stopped
+            report.index.paused_until = report.index.paused_until or indexed.paused_until
             report.interrupted = report.interrupted or (not indexed.failures and not indexed.stopped)
             return indexed.stopped is not None or report.interrupted
         try:

@@ -65,11 +65,13 @@ def query(home: Path, sql: str, params: tuple[object, ...] = ()) -> list[tuple[o
 
 
 def enqueue(home: Path, path: Path, session: str, event: str = "Stop") -> None:
-    """What the hook does: one row into work_queue, collapsing into a pending row for the same path."""
+    """What the hook does: one row into work_queue, collapsing into a pending row for the same path (and
+    making one deferred by an indexing pause due now)."""
     with contextlib.closing(sqlite3.connect(home / "cairn.db", timeout=10)) as conn, conn:
         conn.execute(
             "INSERT INTO work_queue (path, session_id, event) VALUES (?, ?, ?) "
-            "ON CONFLICT (path) WHERE status = 'pending' DO NOTHING",
+            "ON CONFLICT (path) WHERE status = 'pending' DO UPDATE SET next_try_at = NULL "
+            "WHERE work_queue.event = 'paused'",
             (str(path), session, event),
         )
 

@@ -358,3 +358,20 @@ def test_a_huge_binary_payload_logs_one_short_line(store: Settings, kind: str) -
     log = (store.logs_dir / "hook.log").read_bytes() if (store.logs_dir / "hook.log").exists() else b""
     assert all(len(line) < 1200 for line in log.splitlines()), max(map(len, log.splitlines()), default=0)
     assert rows(store) == []
+
+
+def test_a_notification_makes_an_item_deferred_by_a_pause_due(store: Settings, kind: str) -> None:
+    """While indexing is paused the daemon defers items to the pause's end; a hook's notification must
+    make its path due again so the new lines get captured (and leave other deferrals alone)."""
+    payload = {"session_id": "s", "transcript_path": str(MAIN), "hook_event_name": "Stop"}
+    with sqlite3.connect(store.db_path) as conn:
+        conn.execute(
+            "INSERT INTO work_queue (path, event, next_try_at, attempts) VALUES "
+            "(?, 'paused', '2999-01-01T00:00:00.000Z', 0), (?, 'Stop', '2999-01-01T00:00:00.000Z', 2)",
+            (str(MAIN), str(AGENT)),
+        )
+    run_hook(store, kind, payload)
+    run_hook(store, kind, {**payload, "transcript_path": str(AGENT)})
+    with sqlite3.connect(store.db_path) as conn:
+        due = conn.execute("SELECT path, status, next_try_at FROM work_queue ORDER BY id").fetchall()
+    assert due == [(str(MAIN), "pending", None), (str(AGENT), "pending", "2999-01-01T00:00:00.000Z")]

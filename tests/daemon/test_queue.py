@@ -111,3 +111,51 @@ async def test_requeue_running_recovers_a_crashed_daemon_s_claims(db: Database) 
     ]
     assert await queue.requeue_running(db) == 3
     assert await queue.requeue_running(db) == 0
+
+
+async def test_defer_puts_an_item_back_until_the_pause_ends_without_an_attempt(db: Database) -> None:
+    await queue.enqueue(db, "/t/a.jsonl", "s", "Stop")
+    [item] = await queue.claim(db, NOW, 1)
+    until = NOW + timedelta(hours=3)
+    deferred = await queue.defer(db, item, until, "Claude Code is not logged in")
+    assert deferred is not None and deferred.id == item.id
+    assert (deferred.status, deferred.attempts, deferred.event) == ("pending", 0, queue.PAUSED_EVENT)
+    assert (deferred.next_try_at, deferred.last_error) == (iso_utc(until), "Claude Code is not logged in")
+    assert await queue.claim(db, NOW, 10) == [], "not due before the pause ends"
+    for _ in range(10):  # deferred again and again: never an attempt, never parked
+        [again] = await queue.claim(db, until, 1)
+        assert await queue.defer(db, again, until, "still paused") is not None
+    assert await queue.counts(db) == {"pending": 1, "running": 0, "parked": 0, "done": 0}
+    assert (await queue.claim(db, until, 1))[0].attempts == 0
+
+
+async def test_a_notification_makes_a_deferred_item_due_and_wake_deferred_all(db: Database) -> None:
+    await queue.enqueue(db, "/t/a.jsonl", "s", "Stop")
+    await queue.enqueue(db, "/t/b.jsonl", "s", "Stop")
+    later = NOW + timedelta(hours=1)
+    for item in await queue.claim(db, NOW, 10):
+        await queue.defer(db, item, later, "paused")
+    assert not await queue.enqueue(db, "/t/a.jsonl", "s", "Stop")  # collapses, and is due now
+    assert [i.path for i in await queue.claim(db, NOW, 10)] == ["/t/a.jsonl"]
+    assert await queue.wake_deferred(db) == 1
+    assert [i.path for i in await queue.claim(db, NOW, 10)] == ["/t/b.jsonl"]
+
+
+async def test_defer_merges_into_a_fresh_pending_row(db: Database) -> None:
+    await queue.enqueue(db, "/t/a.jsonl", "s", "Stop")
+    [item] = await queue.claim(db, NOW, 1)
+    await queue.enqueue(db, "/t/a.jsonl", "s", "UserPromptSubmit")  # the hook fired meanwhile
+    assert await queue.defer(db, item, NOW + timedelta(hours=1), "paused") is None
+    [fresh] = await queue.claim(db, NOW, 10)
+    assert fresh.event == "UserPromptSubmit", "the fresh row is due now: its new lines get captured"
+    assert await queue.counts(db) == {"pending": 0, "running": 1, "parked": 0, "done": 1}
+
+
+async def test_defer_paths_queues_the_rest_of_a_stopped_backfill(db: Database) -> None:
+    await queue.enqueue(db, "/t/a.jsonl", "s", "Stop")
+    until = NOW + timedelta(hours=5)
+    added = await queue.defer_paths(db, [("/t/a.jsonl", "s"), ("/t/b.jsonl", "t")], until, "budget")
+    assert added == 1, "a path already pending is left as it is"
+    assert [i.path for i in await queue.claim(db, NOW, 10)] == ["/t/a.jsonl"]
+    [rest] = await queue.claim(db, until, 10)
+    assert (rest.path, rest.session_id, rest.event, rest.attempts) == ("/t/b.jsonl", "t", "paused", 0)

@@ -7,12 +7,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
 from cairn.config import Settings
+from cairn.daemon.pause import MODEL, Pause, write_pause
 from cairn.store.store import Store, iso_utc
 from cairn.store.vectors import VectorIndex
 from cairn.ui.app import create_app
@@ -84,6 +86,40 @@ def test_the_health_page_has_no_raw_keys(client: TestClient) -> None:
         assert raw not in page.text, raw
     assert "Switched on</dt><dd>yes" in page.text
     assert "the model refused &lt;script&gt;" in page.text and HOSTILE not in page.text
+
+
+def test_the_daemon_panel_and_health_page_say_indexing_is_paused_and_the_budget(
+    cairn_home: Path, embedding_function: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recorded pause shows as its one line (escaped), and today's tokens against the daily budget
+    in words: the three runs of `_troubles` spent 3 times (12,345 + 678) tokens of a model the budget
+    holds."""
+    monkeypatch.setenv("CAIRN_MODEL", "anthropic:claude-haiku-4-5")
+    settings = Settings.load(cairn_home)
+    asyncio.run(_troubles(settings, embedding_function))
+    now = datetime.now(UTC)
+    write_pause(
+        settings.home,
+        Pause(
+            kind=MODEL,
+            reason=f"Claude Code is not logged in {HOSTILE}",
+            model="anthropic:claude-haiku-4-5",
+            since=now - timedelta(minutes=10),
+            until=now + timedelta(minutes=5),
+            last_failure=now + timedelta(minutes=1),  # after every run above: the pause still holds
+            failures=3,
+        ),
+    )
+    app = create_app(settings, token=TOKEN, port=8377)
+    with TestClient(app, base_url="http://127.0.0.1:8377", headers={"x-cairn-token": TOKEN}) as client:
+        home, health = client.get("/").text, client.get("/health").text
+    pause = home.split('id="daemon-pause"', 1)[1].split("</dd>", 1)[0]
+    assert "indexing paused: Claude Code is not logged in &lt;script&gt;" in pause and "; resumes " in pause
+    assert "capture goes on" in pause and HOSTILE not in home
+    budget = home.split('id="daemon-budget"', 1)[1].split("</dd>", 1)[0]
+    assert "39,069 of 2,000,000 tokens today (2%); resets 00:00 local" in budget
+    assert "indexing paused: Claude Code is not logged in &lt;script&gt;" in health and HOSTILE not in health
+    assert "39,069 of 2,000,000 tokens today" in health.split('id="health-budget">', 1)[1]
 
 
 def _status(runs: list[dict[str, Any]], running: bool) -> dict[str, Any]:

@@ -63,6 +63,8 @@ LABELLED_STATS = frozenset(
         "search_associations",
         "recall_drops",
         "recall_drops_by_reason",
+        "indexing_today",
+        "indexing_paused",
     }
 )
 LABELLED_LEARNER = frozenset(
@@ -171,6 +173,9 @@ def daemon_now(
         "retrying": status.get("retrying") or [],
         "parked_items": status.get("parked") or [],
         "today": status.get("today"),
+        # The daemon's indexing pause (one line) and today's tokens against the daily budget.
+        "pause": status.get("pause"),
+        "budget": status.get("budget"),
         "error": status.get("error"),
         "busy": bool(current and not interrupted) or queue.get("pending", 0) + queue.get("running", 0) > 0,
     }
