@@ -10,7 +10,7 @@ as it is: it speaks of slash commands in a chat cairn does not have.
 from __future__ import annotations
 
 import signal
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +25,6 @@ from pydantic_ai.exceptions import (
 from cairn.agent.claude_code_cli import LOGIN_HINT
 
 RETRY_LATER = "the batch stays and is indexed on a later run"
-# When a rate limit's reset is unknown (an API key's 429 carries none; a plan login's does): long
-# enough not to spend the CLI's retries again at once, short enough not to idle for hours.
-UNKNOWN_RESET_WAIT = timedelta(minutes=15)
 
 
 class _ClaudeCodeFailure:
@@ -84,18 +81,21 @@ def not_logged_in(model: str) -> ClaudeCodeNotLoggedIn:
     return ClaudeCodeNotLoggedIn(model, f"Claude Code is not logged in: {LOGIN_HINT}")
 
 
-def rate_limited(model: str, resets_at: int | None, now: datetime | None = None) -> ClaudeCodeRateLimited:
-    """`resets_at` is the Unix time the CLI reported for the limit's reset, if any."""
+def rate_limited(model: str, resets_at: int | None) -> ClaudeCodeRateLimited:
+    """`resets_at` is the Unix time the CLI reported for the limit's reset, if any.
+
+    Without one (an API key's 429 carries none; a plan login's does) `resume_at` stays None and the
+    daemon's own backoff (`pause_backoff_seconds`, doubling) decides when to try again.
+    """
     if resets_at is None:
-        resume = (now or datetime.now(UTC)) + UNKNOWN_RESET_WAIT
-        line = (
-            "Claude Code is rate limited (it did not say until when); "
-            f"indexing tries again at {resume:%H:%M} UTC"
+        return ClaudeCodeRateLimited(
+            model,
+            "Claude Code is rate limited (it did not say until when); indexing pauses and tries again later",
         )
-    else:
-        resume = datetime.fromtimestamp(resets_at, UTC)
-        line = f"Claude Code is rate limited until {resume:%H:%M} UTC; indexing resumes then"
-    error = ClaudeCodeRateLimited(model, line)
+    resume = datetime.fromtimestamp(resets_at, UTC)
+    error = ClaudeCodeRateLimited(
+        model, f"Claude Code is rate limited until {resume:%H:%M} UTC; indexing resumes then"
+    )
     error.resume_at = resume
     return error
 
