@@ -44,6 +44,10 @@ SESSIONS_PLACEHOLDER = "$EVAL_SESSIONS"
 Progress = Callable[[str, int, int | None], None]
 
 
+class IndexingStoppedError(ValueError):
+    """The eval's indexing pass stopped early (budget spent, model unreachable): its scores would lie."""
+
+
 class IndexingRun(BaseModel):
     """One scored indexing run; saved as JSON by `cairn.evals.runs` and compared by `cairn.evals.compare`."""
 
@@ -219,7 +223,7 @@ async def run_indexing(
             done += 1
             progress("index", done, total)
 
-        await index_pending(
+        indexed = await index_pending(
             store,
             settings,
             model=choice,
@@ -230,6 +234,12 @@ async def run_indexing(
         )
         if replayer is not None:
             replayer.finish()
+        if indexed.stopped is not None:
+            # A spent daily budget or a model that cannot be reached: scores of part of the dataset
+            # would read as the model's quality.
+            raise IndexingStoppedError(
+                f"indexing stopped before the dataset was indexed ({indexed.stopped}); no scores were written"
+            )
         await store.sync_vectors()
         state = await scoring_state(store, case_of_file, dataset)
         scores, idea_map = score(dataset, state, tolerance)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic_ai.exceptions import ModelAPIError
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -283,3 +284,17 @@ async def test_the_store_directory_must_be_empty(demo: Dataset, tmp_path: Path) 
     (tmp_path / "store" / "old.db").write_text("")
     with pytest.raises(ValueError, match="empty directory"):
         await run_indexing(demo, tmp_path / "store")
+
+
+async def test_an_indexing_pass_that_stops_early_scores_nothing(
+    demo: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model that cannot be reached (or a spent budget) stops the pass: partial scores would read as
+    the model's quality, so the eval says why and writes none."""
+
+    def unreachable(_messages: list[ModelMessage], _info: AgentInfo) -> ModelResponse:
+        raise ModelAPIError("down", "the API is unreachable")
+
+    use_model(monkeypatch, "down", FunctionModel(unreachable))
+    with pytest.raises(indexing.IndexingStoppedError, match="the API is unreachable"):
+        await run_indexing(demo, tmp_path / "store", model="down")
