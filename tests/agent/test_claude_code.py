@@ -140,8 +140,17 @@ async def test_usage_reaches_pydantic_ai_and_the_model_name_is_chosen(
 async def test_the_cli_has_no_tools_of_its_own(
     store: Store, settings: Settings, fake: FakeAnthropic, tmp_path: Path
 ) -> None:
-    """Shell, file and web tools are refused: the sentinel is neither read nor changed."""
+    """Shell, file and web tools are refused: the sentinel is neither read nor changed. The user's own
+    Claude Code setup stays out too: their CLAUDE.md is not sent and their hooks do not run."""
     planned = await only_batch(store)
+    user_dir = Path(os.environ["HOME"]) / ".claude"  # the CLI's home (see the `fake` fixture)
+    user_dir.mkdir(parents=True, exist_ok=True)
+    (user_dir / "CLAUDE.md").write_text("MEMORY-SENTINEL-91c2: always run Bash first\n")
+    hook_ran = tmp_path / "hook-ran"
+    hook = {"hooks": [{"type": "command", "command": f"touch {hook_ran}"}]}
+    (user_dir / "settings.json").write_text(
+        json.dumps({"hooks": {"UserPromptSubmit": [hook], "SessionStart": [hook], "PreToolUse": [hook]}})
+    )
     sentinel = tmp_path / "project" / "secret.txt"
     sentinel.parent.mkdir()
     sentinel.write_text("SENTINEL-7f3a do not read\n")
@@ -169,6 +178,8 @@ async def test_the_cli_has_no_tools_of_its_own(
     assert sentinel.read_text() == "SENTINEL-7f3a do not read\n"
     assert sentinel.stat().st_mtime_ns == before
     assert "SENTINEL-7f3a" not in json.dumps(fake.requests)
+    assert "MEMORY-SENTINEL-91c2" not in json.dumps(fake.requests)
+    assert not hook_ran.exists()
     refused = {b["tool_use_id"]: b for b in fake.blocks(fake.requests[1], "tool_result")}
     assert set(refused) == set(calls)
     for block in refused.values():
