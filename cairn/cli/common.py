@@ -191,7 +191,8 @@ ModelOpt = Annotated[
     str | None,
     typer.Option(
         "--model",
-        help="Indexing model: 'offline', a pydantic-ai model string such as anthropic:claude-haiku-4-5, or "
+        help="Indexing model: 'offline', 'claude-code' (your Claude Code login; claude-code:NAME for another "
+        "model), a pydantic-ai model string such as anthropic:claude-haiku-4-5, or "
         "openai-chat:NAME / ollama:NAME with CAIRN_MODEL_BASE_URL. Default: CAIRN_MODEL, else Claude Haiku "
         "with ANTHROPIC_API_KEY, else offline.",
     ),
