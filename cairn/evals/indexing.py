@@ -37,7 +37,9 @@ from cairn.prompts import load_prompt
 from cairn.store.store import Store
 
 # Taken from the user's settings: how to reach the model, which says nothing about how cairn indexes.
-CONNECTION_SETTINGS = ("model_base_url", "model_retries")
+# The user's settings an eval keeps: how to reach the model, and the daily budget as a cap on one eval
+# run (its own store's ledger starts empty, so it does not share the daemon's day).
+CONNECTION_SETTINGS = ("model_base_url", "model_retries", "claude_code_cli", "daily_token_budget")
 SESSIONS_DIR = "sessions"
 SESSIONS_PLACEHOLDER = "$EVAL_SESSIONS"
 
@@ -73,7 +75,7 @@ def eval_settings(home: Path, base: Settings | None = None) -> Settings:
     """cairn's default settings for the store at `home`, ignoring `CAIRN_*` variables and config files.
 
     Every field is passed explicitly because explicit values outrank the environment; only the
-    connection fields are copied from `base` (the user's settings), when given.
+    connection fields and the budget are copied from `base` (the user's settings), when given.
     """
     values: dict[str, Any] = {
         name: info.get_default(call_default_factory=True)
@@ -196,6 +198,8 @@ async def run_indexing(
     if settings_home.exists() and any(settings_home.iterdir()):
         raise ValueError(f"{settings_home}: the eval needs an empty directory for its store")
     settings = eval_settings(settings_home, base_settings)
+    if replay is not None:  # a replay spends nothing: the recorded tokens must not stop it at a budget
+        settings = settings.model_copy(update={"daily_token_budget": 0})
     prompt = load_prompt("indexer", _prompt_version(prompt_version, replay))
     sessions = settings_home / SESSIONS_DIR
     placeholders = {str(sessions.resolve()): SESSIONS_PLACEHOLDER}

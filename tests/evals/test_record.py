@@ -16,12 +16,13 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart, Tool
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
+from cairn.config import Settings
 from cairn.evals import indexing
 from cairn.evals.dataset import Dataset, load_dataset
 from cairn.evals.indexing import IndexingRun, run_indexing
 from cairn.evals.record import RecordingError, ReplayMismatchError, read_recording
 from cairn.prompts import load_prompt
-from tests.evals import make_dataset
+from tests.evals import demo_labels, make_dataset
 from tests.evals.test_indexing import GOLD_SPECS, _scripted, use_model
 
 PAID = "anthropic:claude-haiku-4-5"
@@ -86,6 +87,23 @@ async def test_a_paid_model_replays_with_its_tokens_and_dollars(
     _same_results(recorded, replayed)
     with pytest.raises(ReplayMismatchError, match="recorded with model 'anthropic:claude-haiku-4-5'"):
         await run_indexing(demo, tmp_path / "three", model="offline", replay=recording)
+
+
+async def test_the_users_budget_caps_a_paid_eval_run_but_never_its_replay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_dataset(tmp_path / "dataset")
+    two_cases = load_dataset(make_dataset(root, {**demo_labels(), "case": "again"}, case="again"))
+    recording = tmp_path / "paid.jsonl"
+    with monkeypatch.context() as patch:
+        use_model(patch, PAID, FunctionModel(_paid_stand_in))
+        recorded = await run_indexing(two_cases, tmp_path / "one", model=PAID, record=recording)
+        assert recorded.cost["batches"] >= 2  # the budget is read before each batch
+        tight = Settings.load(tmp_path / "user", daily_token_budget=1000)
+        with pytest.raises(indexing.IndexingStoppedError, match="daily indexing budget spent"):
+            await run_indexing(two_cases, tmp_path / "two", model=PAID, base_settings=tight)
+    replayed = await run_indexing(two_cases, tmp_path / "three", replay=recording, base_settings=tight)
+    _same_results(recorded, replayed)
 
 
 async def test_a_changed_prompt_refuses_to_replay(
