@@ -18,6 +18,11 @@ LOG_NAME = "daemon.log"
 MAX_BYTES = 5 * 1024 * 1024
 BACKUPS = 3
 FORMAT = "%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"
+# Libraries that log failures of their own: claude-agent-sdk logs a Claude Code CLI that died mid-run
+# (`claude-code`; cairn records the same failure as its one line). With no handler configured for them,
+# logging's last resort writes those records to stderr, which is the log file: bare lines, without the
+# time or the source. They get the log's handlers and format instead, at their own level (warnings up).
+LIBRARY_LOGGERS = ("claude_agent_sdk",)
 
 
 def log_path(settings: Settings) -> Path:
@@ -40,9 +45,12 @@ def setup_logging(settings: Settings, *, console: bool = False) -> logging.Handl
     handler.setFormatter(logging.Formatter(FORMAT))
     root = logging.getLogger("cairn")
     root.setLevel(logging.INFO)
-    root.addHandler(handler)
+    loggers = [root, *(logging.getLogger(name) for name in LIBRARY_LOGGERS)]
+    for logger in loggers:
+        logger.addHandler(handler)
     if console:
         stream = logging.StreamHandler()
         stream.setFormatter(logging.Formatter(FORMAT))
-        root.addHandler(stream)
+        for logger in loggers:
+            logger.addHandler(stream)
     return handler

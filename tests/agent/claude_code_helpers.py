@@ -70,11 +70,12 @@ def descendants(pid: int | None = None) -> list[int]:
     return found
 
 
-def cli_processes() -> list[int]:
-    """This process's descendants that run the Claude Code CLI (live or zombie)."""
+def cli_processes(root: int | None = None) -> list[int]:
+    """The descendants of `root` (default this process; e.g. a daemon's pid) that run the Claude Code
+    CLI (live or zombie)."""
     cli = str(bundled_cli())
     pids = []
-    for pid in descendants():
+    for pid in descendants(root):
         try:
             command = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")[0].decode()
             name = (Path("/proc") / str(pid) / "comm").read_text().strip()

@@ -40,21 +40,30 @@ ERRORS = {
 
 class HealingAnthropic(FakeAnthropic):
     """Answers `failing` (an HTTP status) to everything until the test sets it to None; then one idea per
-    session update, and remembers which (file, line) each answered batch held."""
+    session update, and remembers which (file, line) each answered batch held. `tool_prefix` names the
+    result tool as a client expects it (the Claude Code CLI's `mcp__cairn__`); a subclass may fail in
+    other ways than a status (`refusal`)."""
 
-    def __init__(self, failing: int | None) -> None:
-        super().__init__()
-        self.failing: int | None = failing
+    def __init__(self, failing: int | str | None, tool_prefix: str = "") -> None:
+        super().__init__(tool_prefix=tool_prefix)
+        self.failing: int | str | None = failing
         self.refused = 0
         self.answered: list[tuple[str, int]] = []
         self._state = threading.Lock()
 
+    def refusal(self, failing: int | str) -> Reply:
+        """The reply to a request while failing: the API error of the status `failing`."""
+        assert isinstance(failing, int)
+        kind, message = ERRORS[failing]
+        return Reply(failing, {"type": "error", "error": {"type": kind, "message": message}})
+
     def _next(self, body: dict[str, Any]) -> Reply:
         with self._state:
-            if self.failing is not None:
+            failing = self.failing
+            if failing is not None:
                 self.refused += 1
-                kind, message = ERRORS[self.failing]
-                return Reply(self.failing, {"type": "error", "error": {"type": kind, "message": message}})
+        if failing is not None:
+            return self.refusal(failing)
         prompt = next(
             block["text"] for block in self.blocks(body, "text") if BATCH_OPEN in block.get("text", "")
         )
@@ -79,18 +88,7 @@ class HealingAnthropic(FakeAnthropic):
             for update in batch.updates
             if update.messages
         ]
-        block = {"type": "tool_use", "id": "toolu_final", "name": "final_result", "input": {"ideas": ideas}}
-        message = {
-            "id": "msg_fake",
-            "type": "message",
-            "role": "assistant",
-            "model": self.model,
-            "content": [block],
-            "stop_reason": "tool_use",
-            "stop_sequence": None,
-            "usage": {"input_tokens": 100, "output_tokens": 20},
-        }
-        return Reply(200, message)
+        return Reply(200, self.tool_message("final_result", {"ideas": ideas}))
 
 
 @pytest.fixture
