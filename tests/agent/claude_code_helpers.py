@@ -15,7 +15,7 @@ import pytest
 
 from cairn.agent.claude_code_cli import bundled_cli
 from cairn.agent.schema import BATCH_OPEN, extract_batch
-from tests.agent.fake_anthropic import FakeAnthropic, Reply
+from tests.agent.fake_anthropic import FakeAnthropic, Reply, idea_per_update
 
 TOOL_PREFIX = "mcp__cairn__"
 NO_CLI = "the claude-code tests need the optional extra: `.venv/bin/pip install -e '.[claude-code]'`"
@@ -102,17 +102,7 @@ def idea_per_session(fake: FakeAnthropic, body: dict[str, Any]) -> Reply:
     prompt = batch_prompt(body)
     assert prompt is not None, "a request without a batch"
     batch = extract_batch(prompt)
-    ideas = [
-        {
-            "session": update.session,
-            "source_file": update.file_path,
-            "source_line": update.messages[0].line,
-            "content": f"Claude Code indexed session {update.session} from line {update.messages[0].line}",
-            "intent": "conclusion",
-            "confidence": 0.9,
-            "importance": 0.5,
-        }
-        for update in batch.updates
-        if update.messages
-    ]
+    ideas = idea_per_update(
+        batch, lambda u: f"Claude Code indexed session {u.session} from line {u.messages[0].line}"
+    )
     return Reply(200, fake.tool_message("final_result", {"ideas": ideas}))

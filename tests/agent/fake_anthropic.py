@@ -27,6 +27,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from cairn.agent.schema import IndexBatch, SessionUpdate
+
 
 @dataclass
 class Reply:
@@ -223,3 +225,21 @@ def sse(reply: dict[str, Any]) -> bytes:
         {"type": "message_stop"},
     ]
     return "".join(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n" for event in events).encode()
+
+
+def idea_per_update(batch: IndexBatch, content: Callable[[SessionUpdate], str]) -> list[dict[str, Any]]:
+    """One conclusion per session update of `batch`, at its first message: what the scripted models of
+    the daemon, budget and Claude Code tests answer, each saying `content(update)`."""
+    return [
+        {
+            "session": update.session,
+            "source_file": update.file_path,
+            "source_line": update.messages[0].line,
+            "content": content(update),
+            "intent": "conclusion",
+            "confidence": 0.9,
+            "importance": 0.5,
+        }
+        for update in batch.updates
+        if update.messages
+    ]

@@ -28,6 +28,7 @@ from cairn.agent.schema import extract_batch
 from cairn.config import Settings
 from cairn.ingest import sync_paths
 from cairn.store.store import Store
+from tests.agent.fake_anthropic import idea_per_update
 from tests.agent.test_indexer import CONVERSATION, OTHER, SESSION, write_transcript
 
 INPUT, OUTPUT = 900, 100
@@ -47,19 +48,9 @@ class Clock:
 def one_idea_per_update(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     prompt = next(p.content for p in messages[0].parts if p.part_kind == "user-prompt")
     batch = extract_batch(str(prompt))
-    ideas = [
-        {
-            "session": update.session,
-            "source_file": update.file_path,
-            "source_line": update.messages[0].line,
-            "content": f"Batch of {update.session} from line {update.messages[0].line} was indexed",
-            "intent": "conclusion",
-            "confidence": 0.9,
-            "importance": 0.5,
-        }
-        for update in batch.updates
-        if update.messages
-    ]
+    ideas = idea_per_update(
+        batch, lambda update: f"Batch of {update.session} from line {update.messages[0].line} was indexed"
+    )
     return ModelResponse(
         parts=[ToolCallPart(info.output_tools[0].name, {"ideas": ideas})],
         usage=RequestUsage(input_tokens=INPUT, output_tokens=OUTPUT),

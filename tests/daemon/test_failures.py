@@ -21,7 +21,7 @@ import pytest
 
 from cairn.agent.schema import BATCH_OPEN, extract_batch
 from cairn.daemon.loop import RETRY_BACKOFF_SECONDS
-from tests.agent.fake_anthropic import FakeAnthropic, Reply
+from tests.agent.fake_anthropic import FakeAnthropic, Reply, idea_per_update
 from tests.daemon.helpers import Daemons, cairn, enqueue, query, wait_for
 from tests.daemon.test_daemon import DEMO
 
@@ -52,31 +52,10 @@ class PoisonAnthropic(FakeAnthropic):
             return Reply(
                 400, {"type": "error", "error": {"type": "invalid_request_error", "message": "poison"}}
             )
-        ideas = [
-            {
-                "session": update.session,
-                "source_file": update.file_path,
-                "source_line": update.messages[0].line,
-                "content": f"The daemon indexed session {update.session} despite a failing neighbour",
-                "intent": "conclusion",
-                "confidence": 0.9,
-                "importance": 0.5,
-            }
-            for update in batch.updates
-            if update.messages
-        ]
-        block = {"type": "tool_use", "id": "toolu_final", "name": "final_result", "input": {"ideas": ideas}}
-        message = {
-            "id": "msg_fake",
-            "type": "message",
-            "role": "assistant",
-            "model": self.model,
-            "content": [block],
-            "stop_reason": "tool_use",
-            "stop_sequence": None,
-            "usage": {"input_tokens": 100, "output_tokens": 20},
-        }
-        return Reply(200, message)
+        ideas = idea_per_update(
+            batch, lambda update: f"The daemon indexed session {update.session} despite a failing neighbour"
+        )
+        return Reply(200, self.tool_message("final_result", {"ideas": ideas}))
 
 
 @pytest.fixture

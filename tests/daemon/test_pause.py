@@ -23,7 +23,7 @@ import pytest
 
 from cairn.agent.schema import BATCH_OPEN, CONTEXT_ROLE, extract_batch
 from cairn.daemon.pause import PAUSE_FILE
-from tests.agent.fake_anthropic import FakeAnthropic, Reply
+from tests.agent.fake_anthropic import FakeAnthropic, Reply, idea_per_update
 from tests.agent.test_indexer import _entry
 from tests.daemon.helpers import Daemons, cairn, enqueue, query, wait_for
 from tests.daemon.test_daemon import DEMO
@@ -75,19 +75,9 @@ class HealingAnthropic(FakeAnthropic):
                 for message in update.messages
                 if message.role != CONTEXT_ROLE
             ]
-        ideas = [
-            {
-                "session": update.session,
-                "source_file": update.file_path,
-                "source_line": update.messages[0].line,
-                "content": f"The daemon indexed {update.session} from line {update.messages[0].line}",
-                "intent": "conclusion",
-                "confidence": 0.9,
-                "importance": 0.5,
-            }
-            for update in batch.updates
-            if update.messages
-        ]
+        ideas = idea_per_update(
+            batch, lambda update: f"The daemon indexed {update.session} from line {update.messages[0].line}"
+        )
         return Reply(200, self.tool_message("final_result", {"ideas": ideas}))
 
 
