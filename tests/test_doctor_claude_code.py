@@ -8,7 +8,6 @@ user's ~/.claude): logged out there, and logged in by `ANTHROPIC_API_KEY=fake` i
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -17,16 +16,14 @@ from typing import Any
 import pytest
 
 from cairn.agent.claude_code_cli import INSTALL_HINT
+from tests.agent.claude_code_helpers import hide_sdk, temp_user_home
 from tests.test_cli import cairn
 
 
 @pytest.fixture(autouse=True)
 def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cairn_home: Path) -> Path:
     """A temporary HOME: the CLI reads its login from ~/.claude, which must never be the real one."""
-    home = tmp_path / "user-home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+    home = temp_user_home(tmp_path, monkeypatch)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # nothing here may reach a real API
     return home
 
@@ -71,14 +68,8 @@ def test_a_configured_cli_that_is_not_there_is_named_with_the_fix() -> None:
 
 
 def test_without_the_sdk_doctor_gives_the_one_line_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The SDK is installed in this venv: the command runs in this process with `find_spec` answering
-    None for `claude_agent_sdk` alone, as it does where the extra is not installed."""
-    real = importlib.util.find_spec
-
-    def find_spec(name: str, package: str | None = None) -> Any:
-        return None if name.partition(".")[0] == "claude_agent_sdk" else real(name, package)
-
-    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    """The command runs in this process, which sees no SDK (`hide_sdk`)."""
+    hide_sdk(monkeypatch)
     code, checks = doctor(CAIRN_MODEL="claude-code")
     cc = checks["claude-code"]
     assert code == 1 and cc["ok"] is False and cc["fix"] == INSTALL_HINT

@@ -7,7 +7,6 @@ this process with `importlib.util.find_spec` answering None for `claude_agent_sd
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 
 from cairn.agent.claude_code_cli import INSTALL_HINT
 from cairn.pricing import cost
+from tests.agent.claude_code_helpers import hide_sdk
 from tests.conftest import VIEWER_SESSIONS
 from tests.test_cli import cairn
 
@@ -105,12 +105,7 @@ def test_api_models_count_against_the_budget_too_and_offline_does_not(cairn_home
 def test_the_dry_run_needs_no_sdk_and_says_indexing_will(
     cairn_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = importlib.util.find_spec
-
-    def find_spec(name: str, package: str | None = None) -> Any:
-        return None if name.partition(".")[0] == "claude_agent_sdk" else real(name, package)
-
-    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    hide_sdk(monkeypatch)
     assert dry_run("--model", "claude-code")["spend"]["needs"] == INSTALL_HINT
     shown = flat(cairn("backfill", SESSION, "--dry-run", "--model", "claude-code").stdout)
     assert f"Before indexing (this dry run needs nothing): {INSTALL_HINT}." in shown

@@ -7,6 +7,7 @@ the fake's URL and key, a home of its own (never the user's ~/.claude) and no no
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 from typing import Any
@@ -106,3 +107,24 @@ def idea_per_session(fake: FakeAnthropic, body: dict[str, Any]) -> Reply:
         batch, lambda u: f"Claude Code indexed session {u.session} from line {u.messages[0].line}"
     )
     return Reply(200, fake.tool_message("final_result", {"ideas": ideas}))
+
+
+def hide_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make this process see no claude-agent-sdk, as where the optional extra is not installed: the SDK
+    is installed in the test venv, so `find_spec` answers None for it alone (cairn asks nothing else)."""
+    real = importlib.util.find_spec
+
+    def find_spec(name: str, package: str | None = None) -> Any:
+        return None if name.partition(".")[0] == "claude_agent_sdk" else real(name, package)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+
+
+def temp_user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A temporary HOME for commands that run the CLI or edit ~/.claude (its login lives there): never
+    the real one, and the CLI's non-essential traffic off."""
+    home = tmp_path / "user-home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+    return home

@@ -21,6 +21,7 @@ import pytest
 
 from cairn.config import Settings
 from cairn.daemon import install as installer
+from tests.agent.claude_code_helpers import hide_sdk, temp_user_home
 from tests.test_cli import cairn
 
 QUESTION = (
@@ -32,10 +33,7 @@ QUESTION = (
 @pytest.fixture(autouse=True)
 def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cairn_home: Path) -> Path:
     """A temporary HOME: install edits ~/.claude, and the CLI's login lives there; never the real one."""
-    home = tmp_path / "user-home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+    home = temp_user_home(tmp_path, monkeypatch)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     return home
 
@@ -185,16 +183,8 @@ def test_a_configured_model_or_no_claude_code_means_no_question(
 def test_choosing_claude_code_without_the_sdk_says_how_to_install_it(
     cairn_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The SDK is installed in this venv: `find_spec` answers None for it alone, in this process."""
-    import importlib.util
-
     from cairn.agent.claude_code_cli import INSTALL_HINT
 
-    real = importlib.util.find_spec
-
-    def find_spec(name: str, package: str | None = None) -> Any:
-        return None if name.partition(".")[0] == "claude_agent_sdk" else real(name, package)
-
-    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    hide_sdk(monkeypatch)
     shown = " ".join(cairn("install", "--model", "claude-code", env={"COLUMNS": "400"}).stdout.split())
     assert INSTALL_HINT in shown and config_text(cairn_home) == 'model = "claude-code"\n'
