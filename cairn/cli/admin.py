@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -73,7 +74,8 @@ def status(
     if state.budget is not None:
         summary["indexing budget"] = state.budget.words
     if state.pause is not None:
-        summary["indexing"] = f"paused since {state.pause.since} ({state.pause.model})"
+        since = datetime.fromisoformat(state.pause.since).astimezone()
+        summary["indexing"] = f"paused since {since:%Y-%m-%d %H:%M} local ({state.pause.model})"
     recall = state.recall
     summary["recall"] = recall_summary(
         recall.injections, recall.hits, recall.hit_rate, recall.drops, recall.drops_by_reason
