@@ -34,7 +34,7 @@ import signal
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from cairn.agent.batches import PlannedBatch, pending_files, plan_batches
@@ -157,9 +157,21 @@ class Daemon:
             if self.index_lock.locked():  # a socket client's index or backfill: not idle
                 idle_since = time.monotonic()
             idle_since = max(idle_since, self.last_request)
-            if await queue.depth(self.store.db) == 0:
+            # Idle: nothing due before the idle exit would come. Items a pause deferred longer (a spent
+            # budget until midnight, a rate limit's reset) wait in the queue; the next hook starts a
+            # daemon, which tries them at once (`take_over`), so none sits up all night for them.
+            horizon = self.now() + timedelta(seconds=self.settings.idle_exit_seconds)
+            if await queue.depth(self.store.db, due_by=horizon) == 0:
                 if time.monotonic() - idle_since >= self.settings.idle_exit_seconds:
-                    log.info("queue empty for %.0fs: exiting", self.settings.idle_exit_seconds)
+                    if waiting := await queue.depth(self.store.db):
+                        log.info(
+                            "nothing due for %.0fs: exiting; %s item(s) wait for the indexing pause, "
+                            "which the daemon the next hook starts tries at once",
+                            self.settings.idle_exit_seconds,
+                            waiting,
+                        )
+                    else:
+                        log.info("queue empty for %.0fs: exiting", self.settings.idle_exit_seconds)
                     return
                 await self._sleep(POLL_SECONDS)
                 continue

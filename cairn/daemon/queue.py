@@ -269,9 +269,24 @@ async def requeue_running(db: Database) -> int:
         return merged + requeued + cursor.rowcount
 
 
-async def depth(db: Database) -> int:
-    """Items not yet settled (pending, including those backing off, plus running): 0 means idle."""
-    return int(await db.scalar("SELECT count(*) FROM work_queue WHERE status IN ('pending', 'running')") or 0)
+async def depth(db: Database, due_by: datetime | None = None) -> int:
+    """Items not yet settled (pending, including those backing off, plus running): 0 means idle.
+
+    With `due_by`, only those running or due by then: items an indexing pause deferred for hours do
+    not keep a daemon up (`cairn.daemon.loop`), since the next daemon to start tries them at once.
+    """
+    if due_by is None:
+        return int(
+            await db.scalar("SELECT count(*) FROM work_queue WHERE status IN ('pending', 'running')") or 0
+        )
+    return int(
+        await db.scalar(
+            "SELECT count(*) FROM work_queue WHERE status = 'running' OR (status = 'pending' "
+            "AND (next_try_at IS NULL OR next_try_at <= ?))",
+            (_stamp(due_by),),
+        )
+        or 0
+    )
 
 
 async def counts(db: Database) -> dict[str, int]:

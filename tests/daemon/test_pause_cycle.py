@@ -9,6 +9,7 @@ attempt, the first successful run lifts the pause, and a new daemon takes an ear
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -210,3 +211,31 @@ async def test_a_new_daemon_takes_over_an_earlier_pause_and_tries_at_once(
     model.failure = None
     report = await second.cycle([item])
     assert (report.runs, report.done) == (1, 1) and read_pause(settings.home) is None
+
+
+async def test_a_daemon_whose_items_all_wait_on_a_long_pause_exits_when_idle(
+    store: Store, transcript: Path, tmp_path: Path
+) -> None:
+    """A spent budget defers items to midnight: the daemon does not sit up for them. It exits after
+    `idle_exit_seconds` with the item still queued, and the next daemon tries it at once."""
+    settings = store.settings.model_copy(update={"daily_token_budget": 1_000, "idle_exit_seconds": 0.3})
+    model, clock = Model(), Clock()
+    daemon = _daemon(settings, store, model, clock)
+    other = write_transcript(
+        tmp_path / "projects" / "-home-dev-acme", "0b7c5e2a-3d41-4c8e-9f6a-cafe000000dd", CONVERSATION
+    )
+    await queue.enqueue(store.db, str(transcript), SESSION, "Stop")
+    await daemon.cycle(await _claim(store, clock))  # 1,000 tokens: the budget is spent
+    await queue.enqueue(store.db, str(other), None, "Stop")
+    await daemon.cycle(await _claim(store, clock))  # captured, deferred to midnight
+    assert daemon.pause is not None and daemon.pause.kind == BUDGET
+    waiting = [("pending", 0, queue.PAUSED_EVENT)]
+    assert [row[:3] for row in await _rows(store) if row[0] == "pending"] == waiting
+
+    await asyncio.wait_for(daemon.serve(), timeout=60)  # returns: idle, though an item waits
+
+    assert [row[:3] for row in await _rows(store) if row[0] == "pending"] == waiting
+    assert model.calls == 1
+    again = _daemon(settings, store, model, clock)
+    await again.take_over()  # the next daemon (a hook starts it) makes the waiting item due
+    assert [item.path for item in await _claim(store, clock)] == [str(other)]
