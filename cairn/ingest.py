@@ -22,6 +22,7 @@ from cairn.derive import Derived, derive, unmatched_outputs, wanted
 from cairn.files.index import DrainReport, drain_requests
 from cairn.store.store import Store
 from cairn.transcripts import NormaliseOptions, Normaliser, read_from
+from cairn.transcripts.reader import SETTLE_SECONDS
 from cairn.transcripts.tool_events import tool_events
 
 ProgressCallback = Callable[[Path], None]
@@ -91,8 +92,15 @@ def normalise_options(settings: Settings) -> NormaliseOptions:
     )
 
 
-async def sync_file(store: Store, path: Path, settings: Settings) -> FileSync:
-    """Read `path` from its stored offset and store what is new. Errors are reported, not raised."""
+async def sync_file(
+    store: Store, path: Path, settings: Settings, *, settle_seconds: float = SETTLE_SECONDS
+) -> FileSync:
+    """Read `path` from its stored offset and store what is new. Errors are reported, not raised.
+
+    An unterminated last line is taken once the file has been still for `settle_seconds`
+    (`cairn.transcripts.reader`); an eval reading finished files passes 0, else a fresh checkout's
+    mtime would decide whether a fixture's last message is stored.
+    """
     report = FileSync(path=str(path))
     try:
         cursor = await store.file_cursor(path)
@@ -103,6 +111,7 @@ async def sync_file(store: Store, path: Path, settings: Settings) -> FileSync:
             line=cursor.line if cursor else 0,
             inode=cursor.inode if cursor else None,
             max_line_bytes=settings.max_line_bytes,
+            settle_seconds=settle_seconds,
         )
         normaliser = Normaliser(normalise_options(settings))
         if unresolved := normaliser.unresolved_tool_ids(result.entries):
@@ -146,11 +155,13 @@ async def sync_paths(
     *,
     vectors: bool = True,
     on_file: ProgressCallback | None = None,
+    settle_seconds: float = SETTLE_SECONDS,
 ) -> SyncReport:
-    """Sync every file in `paths`, then (unless `vectors` is False) embed what the outbox holds."""
+    """Sync every file in `paths`, then (unless `vectors` is False) embed what the outbox holds.
+    `settle_seconds` as for `sync_file`."""
     report = SyncReport()
     for path in paths:
-        report.files.append(await sync_file(store, path, settings))
+        report.files.append(await sync_file(store, path, settings, settle_seconds=settle_seconds))
         if on_file:
             on_file(path)
     if vectors:

@@ -246,7 +246,8 @@ async def backfill(
         done += 1
         progress("capture", done, len(paths))
 
-    report = await sync_paths(store, paths, settings, vectors=False, on_file=captured)
+    # Finished files: a last line without its newline is read whatever the checkout's mtime says.
+    report = await sync_paths(store, paths, settings, vectors=False, on_file=captured, settle_seconds=0)
     if report.errors:
         raise BenchmarkError("; ".join(f"{f.path}: {f.error}" for f in report.errors))
     from cairn.agent.batches import plan_batches

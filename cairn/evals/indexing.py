@@ -126,7 +126,10 @@ async def _capture(
         done += 1
         progress("capture", done, len(case_of_file))
 
-    report = await sync_paths(store, [Path(p) for p in case_of_file], settings, on_file=advanced)
+    # Finished files, just copied (a fresh mtime): a last line without its newline is read at once.
+    report = await sync_paths(
+        store, [Path(p) for p in case_of_file], settings, on_file=advanced, settle_seconds=0
+    )
     if report.errors:
         raise OSError("; ".join(f"{f.path}: {f.error}" for f in report.errors))
     return case_of_file

@@ -298,3 +298,15 @@ async def test_an_indexing_pass_that_stops_early_scores_nothing(
     use_model(monkeypatch, "down", FunctionModel(unreachable))
     with pytest.raises(indexing.IndexingStoppedError, match="the API is unreachable"):
         await run_indexing(demo, tmp_path / "store", model="down")
+
+
+async def test_a_transcript_ending_without_a_newline_is_read_whole(tmp_path: Path) -> None:
+    """The eval copies each case's transcript just before reading it: the copy's fresh mtime must not
+    keep its last line (complete, newline missing) out of the store, as capture does for a live file."""
+    whole = await run_indexing(load_dataset(make_dataset(tmp_path / "whole")), tmp_path / "a")
+    root = make_dataset(tmp_path / "cut")
+    transcript = root / "sessions" / "demo.jsonl"
+    transcript.write_bytes(transcript.read_bytes().rstrip(b"\n"))
+    cut = await run_indexing(load_dataset(root), tmp_path / "b")
+    assert cut.cost["messages"] == whole.cost["messages"]
+    assert cut.metrics["ideas"] == whole.metrics["ideas"]
