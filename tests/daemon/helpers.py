@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import sqlite3
@@ -10,6 +11,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +25,13 @@ def cairn(
 ) -> subprocess.CompletedProcess[str]:
     """`python -m cairn ARGS` like `tests.test_cli.cairn`, but returning failures for the test to inspect."""
     return run_cairn(*args, check=False, timeout=timeout, env=env)
+
+
+def status_json() -> dict[str, Any]:
+    """`cairn status --json`, which must succeed."""
+    proc = cairn("status", "--json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
 
 
 def wait_for(predicate: Callable[[], object], timeout: float = DEFAULT_TIMEOUT, what: str = "") -> None:

@@ -11,7 +11,6 @@ ideas; and it does not hold back another file indexed in the same cycle. A failu
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +21,7 @@ import pytest
 from cairn.agent.schema import BATCH_OPEN, extract_batch
 from cairn.daemon.loop import RETRY_BACKOFF_SECONDS
 from tests.agent.fake_anthropic import FakeAnthropic, Reply, idea_per_update
-from tests.daemon.helpers import Daemons, cairn, enqueue, query, wait_for
+from tests.daemon.helpers import Daemons, cairn, enqueue, query, status_json, wait_for
 from tests.daemon.test_daemon import DEMO
 
 GOOD = "0b7c5e2a-3d41-4c8e-9f6a-cafe00000001"
@@ -105,12 +104,6 @@ def _queue_row(home: Path, path: Path) -> tuple[str, int, str | None, str | None
     return str(status), int(attempts), next_try, error  # type: ignore[return-value]
 
 
-def _status_json() -> dict[str, Any]:
-    proc = cairn("status", "--json")
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
-
-
 def test_failing_file_is_retried_then_parked_without_holding_back_another(
     failing_daemons: Daemons, cairn_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -144,7 +137,7 @@ def test_failing_file_is_retried_then_parked_without_holding_back_another(
         assert (indexed, ideas) == (0, 0), "a failed run moves no cursor and applies nothing"
         good_ideas = _file_state(cairn_home, good)[2]
 
-        state = _status_json()
+        state = status_json()
         assert state["daemon"]["running"] is True
         [parked] = state["parked"]
         assert parked["path"] == str(bad) and parked["attempts"] == MAX_ATTEMPTS

@@ -25,7 +25,7 @@ from cairn.agent.schema import BATCH_OPEN, CONTEXT_ROLE, extract_batch
 from cairn.daemon.pause import PAUSE_FILE
 from tests.agent.fake_anthropic import FakeAnthropic, Reply, idea_per_update
 from tests.agent.test_indexer import _entry
-from tests.daemon.helpers import Daemons, cairn, enqueue, query, wait_for
+from tests.daemon.helpers import Daemons, cairn, enqueue, query, status_json, wait_for
 from tests.daemon.test_daemon import DEMO
 from tests.test_cli import cairn as run_cairn
 
@@ -98,12 +98,6 @@ def pausing_daemons(cairn_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
         started.cleanup()
 
 
-def _status() -> dict[str, Any]:
-    proc = cairn("status", "--json")
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
-
-
 def _queue(home: Path) -> list[tuple[object, ...]]:
     return query(home, "SELECT status, attempts, event, next_try_at FROM work_queue ORDER BY id")
 
@@ -133,10 +127,10 @@ def test_a_failing_model_pauses_indexing_capture_goes_on_and_it_resumes_by_itsel
         pausing_daemons.start()
         enqueue(cairn_home, transcript, SESSION)
 
-        wait_for(lambda: _status()["pause"] is not None, 60, "the daemon to pause indexing")
+        wait_for(lambda: status_json()["pause"] is not None, 60, "the daemon to pause indexing")
         # Several probes fail, each one more than the attempts that would park a file.
         wait_for(lambda: fake.refused > MAX_ATTEMPTS + 1, 60, "more failed probes than attempts")
-        state = _status()
+        state = status_json()
         pause = state["pause"]
         assert pause["kind"] == "model" and pause["model"] == "anthropic:claude-haiku-4-5"
         assert pause["line"].startswith("indexing paused: ") and "; resumes " in pause["line"]
@@ -164,13 +158,13 @@ def test_a_failing_model_pauses_indexing_capture_goes_on_and_it_resumes_by_itsel
         found = cairn("search", WORD, "--json")
         assert found.returncode == 0 and WORD in found.stdout, (found.stdout, found.stderr)
         assert query(cairn_home, "SELECT count(*) FROM ideas") == [(0,)]
-        assert _status()["pause"] is not None
+        assert status_json()["pause"] is not None
 
         fake.failing = None  # healed: the next probe succeeds and the daemon goes on by itself
         pausing_daemons.wait_idle(timeout=120)
         wait_for(lambda: _pending_messages(cairn_home) == 0, 60, "everything to be indexed")
 
-    state = _status()
+    state = status_json()
     assert state["pause"] is None and not (cairn_home / PAUSE_FILE).exists()
     assert state["queue"]["parked"] == 0
     assert len(fake.answered) == len(set(fake.answered)), "no message was in two applied runs"
@@ -205,7 +199,7 @@ def test_an_unreachable_model_pauses_and_leaves_the_store_untouched(
         return int(query(cairn_home, "SELECT count(*) FROM index_runs WHERE outcome = 'failed'")[0][0])  # type: ignore[call-overload]
 
     wait_for(lambda: failed_runs() > MAX_ATTEMPTS, 60, "more failed probes than attempts")
-    state = _status()
+    state = status_json()
     assert state["pause"] is not None and "connect" in state["pause"]["reason"].lower()
     assert state["queue"]["parked"] == 0 and state["retrying"] == []
     assert query(cairn_home, "SELECT count(*) FROM ideas") == [(0,)]
@@ -259,8 +253,8 @@ def test_a_spent_budget_stops_a_backfill_with_one_line_and_the_daemon_waits_for_
 
         pausing_daemons.start()
         enqueue(cairn_home, second, OTHER)  # a hook fires for the session: capture, then wait
-        wait_for(lambda: (_status()["pause"] or {}).get("kind") == "budget", 60, "the budget pause")
-        state = _status()
+        wait_for(lambda: (status_json()["pause"] or {}).get("kind") == "budget", 60, "the budget pause")
+        state = status_json()
         assert state["pause"]["line"].startswith(f"indexing paused: {line}; resumes ")
         assert state["budget"]["exhausted"] is True and state["queue"]["parked"] == 0
         [(status, attempts, event, next_try)] = [row for row in _queue(cairn_home) if row[0] == "pending"]

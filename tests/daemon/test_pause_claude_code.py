@@ -16,12 +16,10 @@ One daemon for all four keeps the suite short: each probe starts a CLI, which ta
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -30,7 +28,7 @@ from cairn.daemon.pause import PAUSE_FILE
 from tests.agent.claude_code_helpers import cli_processes, point_cli_at, require_cli
 from tests.agent.fake_anthropic import Reply
 from tests.agent.test_indexer import _entry
-from tests.daemon.helpers import Daemons, cairn, enqueue, query, wait_for
+from tests.daemon.helpers import Daemons, cairn, enqueue, query, status_json, wait_for
 from tests.daemon.test_daemon import DEMO
 from tests.daemon.test_pause import HealingAnthropic
 from tests.test_cli_claude_code import clis_of
@@ -97,12 +95,6 @@ def daemons(cairn_home: Path, fake: FailingClaudeCode) -> Iterator[Daemons]:
         started.cleanup()
 
 
-def _status() -> dict[str, Any]:
-    proc = cairn("status", "--json")
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
-
-
 def _count(home: Path, sql: str, params: tuple[object, ...] = ()) -> int:
     [(n,)] = query(home, sql, params)
     return int(n)  # type: ignore[call-overload]
@@ -136,7 +128,7 @@ def _append(transcript: Path, line: int, text: str) -> None:
 
 
 def _pause_says(cause: str) -> bool:
-    pause = _status()["pause"]
+    pause = status_json()["pause"]
     return pause is not None and cause in pause["reason"]
 
 
@@ -171,7 +163,7 @@ def test_each_claude_code_failure_pauses_with_one_line_keeps_the_store_and_index
             PROBES,
             f"probes to fail ({failing!r})",
         )
-        state = _status()
+        state = status_json()
         pause = state["pause"]
         assert (pause["kind"], pause["model"]) == ("model", MODEL), pause
         line = pause["line"]
@@ -200,12 +192,12 @@ def test_each_claude_code_failure_pauses_with_one_line_keeps_the_store_and_index
         )
         found = cairn("search", word, "--json")
         assert found.returncode == 0 and word in found.stdout, (found.stdout, found.stderr)
-        assert _status()["pause"] is not None
+        assert status_json()["pause"] is not None
 
         fake.failing = None  # healed: the next probe succeeds and the daemon goes on by itself
         wait_for(lambda: _pending_messages(cairn_home) == 0, SETTLE, f"indexing to resume after {failing!r}")
         daemons.wait_idle(timeout=SETTLE)
-        wait_for(lambda: _status()["pause"] is None, SETTLE, f"the {failing!r} pause to lift")
+        wait_for(lambda: status_json()["pause"] is None, SETTLE, f"the {failing!r} pause to lift")
         assert not (cairn_home / PAUSE_FILE).exists()
         # Every run closed its session: no CLI (nor an unreaped one) is left under the daemon.
         wait_for(lambda: cli_processes(fake.daemon) == [], 60, f"the CLIs of {failing!r} to be gone")
