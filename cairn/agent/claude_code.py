@@ -32,6 +32,7 @@ when the next one starts; `aclose` closes whatever is left.
 from __future__ import annotations
 
 import contextlib
+import logging
 import tempfile
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -49,7 +50,7 @@ from claude_agent_sdk import (
     ProcessError,
 )
 from claude_agent_sdk.types import EffortLevel
-from pydantic_ai.exceptions import ModelAPIError
+from pydantic_ai.exceptions import AgentRunError, ModelAPIError
 from pydantic_ai.messages import (
     ModelMessage,
     ModelResponse,
@@ -60,6 +61,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from cairn.agent import claude_code_errors as errors
 from cairn.agent.claude_code_session import STDERR_LINES, Session, prompt_text
 from cairn.agent.claude_code_tools import SERVER_NAME, TOOL_PREFIX, ParkedCalls, tool_server
+
+log = logging.getLogger(__name__)
 
 # The CLI's own bound on agentic turns; pydantic-ai's request limit is the one that binds.
 MAX_TURNS = 100
@@ -125,6 +128,8 @@ class ClaudeCodeModel:
                     await session.close()
 
     async def _request(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        # As every model that spends: tests forbid real model requests unless they opt in.
+        check_allow_model_requests()
         key = messages[0].run_id or str(id(messages[0]))
         session = self._sessions.get(key)
         run_keys = _RUN_KEYS.get()
@@ -145,11 +150,15 @@ class ClaudeCodeModel:
                 await session.close()
             if isinstance(exc, ClaudeSDKError):
                 raise self._failure(exc, session) from exc
+            if isinstance(exc, Exception) and not isinstance(exc, AgentRunError):
+                # The SDK raises plain exceptions too (a control request's timeout, a broken stream):
+                # they are Claude Code's failure, not the batch's, so the indexer must pause, not
+                # blame the batch. The traceback stays in the log, in case it is a bug of ours.
+                log.warning("Claude Code session failed", exc_info=True)
+                raise self._failure(exc, session) from exc
             raise
 
     async def _start(self, info: AgentInfo) -> Session:
-        # As every model that spends: tests forbid real model requests unless they opt in.
-        check_allow_model_requests()
         cli = self.config.find_cli()
         if cli is None:
             missing = self.config.cli_setting
@@ -162,7 +171,7 @@ class ClaudeCodeModel:
         tools = [*info.function_tools, *info.output_tools]
         calls = ParkedCalls()
         # Never the user's project: nothing there is the indexing run's business.
-        scratch = tempfile.TemporaryDirectory(prefix="cairn-claude-code-")
+        scratch = tempfile.TemporaryDirectory(prefix="cairn-claude-code-", ignore_cleanup_errors=True)
         stderr: deque[str] = deque(maxlen=STDERR_LINES)
         options = ClaudeAgentOptions(
             system_prompt=info.instructions or "",
@@ -193,14 +202,14 @@ class ClaudeCodeModel:
             await session.client.connect()
         except BaseException as exc:
             await session.close()
-            if isinstance(exc, ClaudeSDKError) and not isinstance(exc, CLINotFoundError):
+            if isinstance(exc, Exception) and not isinstance(exc, CLINotFoundError):
                 detail = session.last_stderr() or " ".join(str(exc).split())
                 raise errors.not_started(self.name, cli, detail) from exc
             raise
         session.stream = session.client.receive_messages().__aiter__()
         return session
 
-    def _failure(self, exc: ClaudeSDKError, session: Session | None) -> ModelAPIError:
+    def _failure(self, exc: Exception, session: Session | None) -> ModelAPIError:
         if isinstance(exc, CLINotFoundError):
             return errors.cli_not_found(self.name, str(exc).splitlines()[0])
         said = session.last_stderr() if session is not None else ""

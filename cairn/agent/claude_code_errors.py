@@ -18,7 +18,9 @@ from pydantic_ai.exceptions import (
     ModelAPIError,
     ModelAuthenticationError,
     ModelConnectionError,
+    ModelContextWindowExceededError,
     ModelRateLimitError,
+    ModelRequestRejectedError,
     ModelServerError,
 )
 
@@ -55,6 +57,14 @@ class ClaudeCodeExited(_ClaudeCodeFailure, ModelConnectionError):
 
 class ClaudeCodeMalformedReply(_ClaudeCodeFailure, ModelServerError):
     """The API answered something the CLI could not read."""
+
+
+class ClaudeCodeRejected(_ClaudeCodeFailure, ModelRequestRejectedError):
+    """The API refused this batch's request (400, 404, 422): the batch's fault, not a reason to pause."""
+
+
+class ClaudeCodeTooLong(_ClaudeCodeFailure, ModelContextWindowExceededError):
+    """The batch's request is longer than the model's context: the batch's fault, not a reason to pause."""
 
 
 class ClaudeCodeAPIError(_ClaudeCodeFailure, ModelServerError):
@@ -124,3 +134,13 @@ def api_failed(model: str, status: int | None, detail: str) -> ClaudeCodeAPIErro
     said = " ".join(detail.split())[:200] or "no detail"
     code = f"HTTP {status}" if status is not None else "no status"
     return ClaudeCodeAPIError(model, f"Claude Code's API request failed ({code}: {said}); {RETRY_LATER}")
+
+
+def rejected(model: str, status: int, detail: str) -> ClaudeCodeRejected:
+    said = " ".join(detail.split())[:200] or "no detail"
+    return ClaudeCodeRejected(model, f"Claude Code's API request was refused (HTTP {status}: {said})")
+
+
+def too_long(model: str, detail: str) -> ClaudeCodeTooLong:
+    said = " ".join(detail.split())[:200] or "prompt is too long"
+    return ClaudeCodeTooLong(model, f"the batch is too long for the model ({said})")

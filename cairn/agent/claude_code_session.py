@@ -65,15 +65,18 @@ class Session:
     stderr: deque[str] = field(default_factory=lambda: deque(maxlen=STDERR_LINES))
 
     async def close(self) -> None:
-        """Stop the turn (so no further request is sent), then the CLI; never raises."""
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(self.client.interrupt(), INTERRUPT_TIMEOUT)
-        # Disconnecting cancels the parked handlers the MCP way; cancelling their futures first would
-        # tear the server down from inside and log it as a failure.
-        with contextlib.suppress(Exception):
-            await self.client.disconnect()
-        self.calls.cancel_all()
-        self.scratch.cleanup()
+        """Stop the turn (so no further request is sent), then the CLI. Never raises but a cancellation,
+        and even a cancellation during the interrupt still stops the CLI."""
+        try:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.client.interrupt(), INTERRUPT_TIMEOUT)
+        finally:
+            # Disconnecting cancels the parked handlers the MCP way; cancelling their futures first
+            # would tear the server down from inside and log it as a failure.
+            with contextlib.suppress(Exception):
+                await self.client.disconnect()
+            self.calls.cancel_all()
+            self.scratch.cleanup()
 
     def last_stderr(self) -> str:
         """The CLI's last non-empty line on stderr, if any."""
@@ -102,7 +105,7 @@ class Session:
         assert self.stream is not None
         parts: list[ModelResponsePart] = []
         usage = RequestUsage()
-        own_tools = refused_tools = False
+        own_tools = refused_tools = started = False
         api_error: str | None = None
         while True:
             try:
@@ -110,6 +113,7 @@ class Session:
             except StopAsyncIteration:
                 raise errors.exited(self.model_name, None, self.last_stderr()) from None
             if isinstance(message, StreamEvent):
+                started = started or message.event.get("type") == "message_start"
                 if message.parent_tool_use_id is None and _count(message.event, usage):
                     if own_tools or (parts and not refused_tools):
                         break
@@ -130,10 +134,18 @@ class Session:
                     elif isinstance(block, TextBlock):
                         parts.append(TextPart(block.text))
             elif isinstance(message, RateLimitEvent):
-                if message.rate_limit_info.resets_at is not None:
-                    self.resets_at = message.rate_limit_info.resets_at
+                # Only a refusal's reset matters: a warning about another window (the week's) must
+                # not set when a later 429 of this window ends.
+                info = message.rate_limit_info
+                if info.status == "rejected" and info.resets_at is not None:
+                    self.resets_at = info.resets_at
             elif isinstance(message, ResultMessage) and message.is_error:
                 raise self._result_failure(message, api_error)
+            elif isinstance(message, ResultMessage) and started:
+                # The turn ended without a reply for pydantic-ai (an empty answer): hand over what
+                # there is, so its retry goes on, rather than wait for a message that never comes.
+                # A result before this reply started ends the previous turn (a text answer).
+                break
         return ModelResponse(parts=parts, usage=usage, model_name=self.model_name)
 
     def _result_failure(self, result: ResultMessage, api_error: str | None) -> ModelAPIError:
@@ -145,6 +157,10 @@ class Session:
             return errors.rate_limited(self.model_name, self.resets_at)
         if "malformed" in said.lower():
             return errors.malformed(self.model_name)
+        if "prompt is too long" in said.lower() or result.api_error_status == 413:
+            return errors.too_long(self.model_name, said)
+        if result.api_error_status is not None and 400 <= result.api_error_status < 500:
+            return errors.rejected(self.model_name, result.api_error_status, said or result.subtype)
         return errors.api_failed(self.model_name, result.api_error_status, said or result.subtype)
 
 

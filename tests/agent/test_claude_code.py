@@ -335,6 +335,52 @@ async def test_a_failure_is_one_line_keeps_the_batch_and_a_healthy_run_indexes_i
     assert len(await idea_contents(store)) == 1
 
 
+REFUSED = {
+    "bad-request": (
+        "invalid_request_error",
+        "tool_use ids must be unique",
+        "ClaudeCodeRejected: Claude Code's API request was refused (HTTP 400: ",
+    ),
+    "too-long": (
+        "invalid_request_error",
+        "prompt is too long: 210000 tokens > 200000 maximum",
+        "ClaudeCodeTooLong: the batch is too long for the model (",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+async def test_a_request_the_api_refuses_is_the_batchs_failure_not_a_pause(
+    store: Store, settings: Settings, fake: FakeAnthropic, case: str
+) -> None:
+    """A 400 (an invalid or too long request) fails again whenever it is sent: the batch is held back,
+    and nothing pauses indexing for every other file (`systemic` stays False)."""
+    kind, said, line = REFUSED[case]
+    fake.error(400, kind, said).error(400, kind, said)
+    planned = await only_batch(store)
+    outcome = await index_batch(store, planned, resolve_model(settings, "claude-code"), settings)
+    assert (outcome.outcome, outcome.systemic) == (FAILED, False)
+    assert outcome.error is not None and outcome.error.startswith(line), outcome.error
+    assert cli_processes() == [] and await indexed_line(store) == 0
+
+
+async def test_an_empty_answer_does_not_end_or_stall_the_run(
+    store: Store, settings: Settings, fake: FakeAnthropic
+) -> None:
+    """An answer with no text and no tool call: the run still ends with the next answer's result."""
+    planned = await only_batch(store)
+    fake.replies.append(Reply(200, message([], "end_turn", fake.model)))
+    fake.final(result(planned, ideas=[idea(2, "acme keeps SQLite in WAL mode")]))
+    choice = resolve_model(settings, "claude-code")
+    try:
+        outcome = await asyncio.wait_for(index_batch(store, planned, choice, settings), timeout=120)
+    finally:
+        await choice.aclose()
+    assert outcome.outcome == OK, outcome.error
+    assert await idea_contents(store) == ["acme keeps SQLite in WAL mode"]
+    assert len(fake.requests) == 2, "the empty answer was followed by exactly one more request"
+
+
 async def test_a_plan_limit_carries_its_reset_time(
     store: Store, settings: Settings, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -385,3 +431,23 @@ async def test_a_call_without_a_tool_use_id_is_matched_by_name_and_arguments() -
     assert await by_args == ("for b", False)
     assert await by_id == ("for a", True)
     assert not calls.waiting("toolu_1")
+
+
+async def test_a_plain_exception_from_the_sdk_pauses_rather_than_blames_the_batch(
+    store: Store, settings: Settings, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK raises bare `Exception`s too (e.g. "Control request timeout: initialize"): a failure of
+    Claude Code, so systemic, in one line, with the CLI stopped."""
+    from cairn.agent import claude_code_session
+
+    async def timed_out(_session: object) -> None:
+        raise Exception("Control request timeout: initialize")
+
+    monkeypatch.setattr(claude_code_session.Session, "read_response", timed_out)
+    planned = await only_batch(store)
+    outcome = await index_batch(store, planned, resolve_model(settings, "claude-code"), settings)
+    assert (outcome.outcome, outcome.systemic) == (FAILED, True)
+    assert outcome.error == (
+        "ClaudeCodeError: Claude Code failed (Exception: Control request timeout: initialize)"
+    )
+    assert cli_processes() == [] and await indexed_line(store) == 0
