@@ -504,10 +504,10 @@ def _choose_model(
 
 def _claude_code_lines(settings: Settings, model: str, changed: bool) -> list[str]:
     """What a user who has just chosen `claude-code` needs to hear: the budget, the SDK, the login."""
-    from cairn.agent import claude_code_cli as cc
     from cairn.agent.model_names import claude_code_target
     from cairn.daemon import install as installer
     from cairn.daemon.process import running_pid
+    from cairn.doctor import check_claude_code
 
     if claude_code_target(model, settings.claude_code_model) is None:
         return []
@@ -517,18 +517,10 @@ def _claude_code_lines(settings: Settings, model: str, changed: bool) -> list[st
             f"the running daemon (pid {info.pid}) keeps its model until it restarts: `cairn daemon stop` "
             "(the next hook starts it again)"
         )
-    if not cc.sdk_installed():
-        lines.append(cc.INSTALL_HINT)
-        return lines
-    cli = cc.find_cli(settings)
-    if cli is None:
-        lines.append("no Claude Code CLI found: `cairn doctor` says what to do")
-        return lines
-    probe = cc.probe_cli(cli)
-    if probe.error is not None:
-        lines.append(f"Claude Code at {cli} did not answer ({probe.error}): `cairn doctor` says more")
-    elif not probe.logged_in:
-        lines.append(f"Claude Code is not logged in, so indexing waits: {cc.LOGIN_HINT}")
+    # The same check `cairn doctor` makes, so the two never say it differently.
+    check = check_claude_code(settings)
+    if not check.ok:
+        lines.append(check.detail + (f" → {check.fix}" if check.fix else ""))
     return lines
 
 

@@ -702,20 +702,7 @@ def record_answer(home: Path, question: str, answer: str) -> None:
     answers = read_answers(home)
     answers[question] = {"answer": answer, "at": datetime.now(UTC).isoformat(timespec="seconds")}
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
-    _write_json_atomically(home / ANSWERS_FILE, answers)
-
-
-def _write_json_atomically(path: Path, data: dict[str, Any]) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2)
-            fh.write("\n")
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    _replace_atomically(home / ANSWERS_FILE, (json.dumps(answers, indent=2) + "\n").encode(), 0o600)
 
 
 def should_ask_about_claude_code(settings: Settings) -> bool:

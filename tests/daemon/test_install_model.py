@@ -142,7 +142,8 @@ def test_on_a_terminal_yes_chooses_claude_code_once(cairn_home: Path) -> None:
     assert config_text(cairn_home) == 'model = "claude-code"\n'
     assert f"indexing: claude-code (set in {cairn_home / 'config.toml'})" in shown
     assert "Claude Code indexes at most 2,000,000 tokens per day, then waits for the next day" in shown
-    assert "Claude Code is not logged in, so indexing waits: run `claude` once and log in" in shown
+    assert "is not logged in: indexing pauses until you log in" in shown
+    assert "Run `claude` once and log in" in shown
     answers = json.loads((cairn_home / installer.ANSWERS_FILE).read_text())
     assert answers["claude_code"]["answer"] == "yes"
     code, again = on_a_terminal("install", answer="n\n")
