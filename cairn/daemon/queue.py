@@ -160,6 +160,9 @@ async def retry(
     If the hook queued a fresh pending row for the same path meanwhile, that row already stands for
     the next try, so this one merges into it (keeping the higher attempt count, the error and the
     later next-try time) instead of violating the one-pending-row-per-path index.
+
+    A failure of the item's own is no pause: a `paused` event is dropped, so the next notification
+    (or `wake_deferred`) does not wipe the backoff it now waits out.
     """
     attempts = item.attempts + 1
     moment = now if now is not None else datetime.now(UTC)
@@ -172,9 +175,9 @@ async def retry(
         if status == "pending":
             cursor = await conn.execute(
                 "UPDATE work_queue SET attempts = max(attempts, ?), last_error = ?, "
-                "next_try_at = max(coalesce(next_try_at, ''), ?) "
+                "next_try_at = max(coalesce(next_try_at, ''), ?), event = nullif(event, ?) "
                 "WHERE path = ? AND status = 'pending' AND id != ? RETURNING id",
-                (attempts, error, next_try, item.path, item.id),
+                (attempts, error, next_try, PAUSED_EVENT, item.path, item.id),
             )
             merged = await cursor.fetchone()
             if merged is not None:
@@ -184,9 +187,9 @@ async def retry(
                 )
                 return _item(await cursor.fetchone())
         cursor = await conn.execute(
-            "UPDATE work_queue SET status = ?, attempts = ?, next_try_at = ?, last_error = ? "
-            f"WHERE id = ? RETURNING {_COLUMNS}",
-            (status, attempts, next_try, error, item.id),
+            "UPDATE work_queue SET status = ?, attempts = ?, next_try_at = ?, last_error = ?, "
+            f"event = nullif(event, ?) WHERE id = ? RETURNING {_COLUMNS}",
+            (status, attempts, next_try, error, PAUSED_EVENT, item.id),
         )
         row = await cursor.fetchone()
     if row is None:
