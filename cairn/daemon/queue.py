@@ -275,8 +275,10 @@ async def requeue_running(db: Database) -> int:
 async def depth(db: Database, due_by: datetime | None = None) -> int:
     """Items not yet settled (pending, including those backing off, plus running): 0 means idle.
 
-    With `due_by`, only those running or due by then: items an indexing pause deferred for hours do
-    not keep a daemon up (`cairn.daemon.loop`), since the next daemon to start tries them at once.
+    With `due_by`, items an indexing pause deferred past then are left out: they need not keep a
+    daemon up for hours (`cairn.daemon.loop`), since the next daemon to start tries them at once. An
+    item backing off after a failure of its own still counts, however long its wait: only a pause's
+    wait is one the next daemon cuts short.
     """
     if due_by is None:
         return int(
@@ -285,8 +287,8 @@ async def depth(db: Database, due_by: datetime | None = None) -> int:
     return int(
         await db.scalar(
             "SELECT count(*) FROM work_queue WHERE status = 'running' OR (status = 'pending' "
-            "AND (next_try_at IS NULL OR next_try_at <= ?))",
-            (_stamp(due_by),),
+            "AND (event IS NOT ? OR next_try_at IS NULL OR next_try_at <= ?))",
+            (PAUSED_EVENT, _stamp(due_by)),
         )
         or 0
     )

@@ -183,3 +183,14 @@ async def test_a_failure_merged_into_a_deferred_row_keeps_its_backoff(db: Databa
     assert (merged.event, merged.next_try_at) == (None, iso_utc(NOW + timedelta(hours=9)))
     assert not await queue.enqueue(db, "/t/a.jsonl", "s", "Stop")
     assert await queue.claim(db, NOW + timedelta(hours=8), 10) == []
+
+
+async def test_depth_due_by_leaves_out_only_items_a_pause_deferred(db: Database) -> None:
+    await queue.enqueue(db, "/t/a.jsonl", "s", "Stop")
+    await queue.enqueue(db, "/t/b.jsonl", "s", "Stop")
+    a, b = await queue.claim(db, NOW, 10)
+    await queue.defer(db, a, NOW + timedelta(hours=9), "budget")
+    await queue.retry(db, b, "boom", max_attempts=5, backoff=3000.0, now=NOW)
+    horizon = NOW + timedelta(seconds=300)
+    assert await queue.depth(db, due_by=horizon) == 1, "a failure's far backoff still keeps the daemon"
+    assert await queue.depth(db) == 2
