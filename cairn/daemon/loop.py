@@ -135,11 +135,16 @@ class Daemon:
     async def take_over(self) -> None:
         """Pick up what an earlier daemon left: items it left running, its indexing pause (tried again
         now: its deferred items are made due, while its failure count keeps the backoff growing), and
-        vectors of runs it applied just before a crash (the next runs' lookups must see them)."""
+        vectors of runs it applied just before a crash (the next runs' lookups must see them).
+
+        A budget pause whose budget is still spent today stays as it is: waking its items would only
+        have them captured, planned and deferred to midnight again."""
         requeued = await queue.requeue_running(self.store.db)
         if requeued:
             log.info("requeued %s item(s) left running by an earlier daemon", requeued)
-        if self.pause is not None:
+        if self.pause is not None and self.pause.kind == BUDGET and await self._budget_spent():
+            log.info("indexing stays paused (%s)", self.pause.reason)
+        elif self.pause is not None:
             self.pause.until = min(self.pause.until, self.now())
             woken = await queue.wake_deferred(self.store.db)
             log.info("indexing was paused (%s): trying again now, %s item(s) due", self.pause.reason, woken)

@@ -122,5 +122,10 @@ def when(moment: datetime, now: datetime) -> str:
 
 
 def pause_line(pause: Pause, now: datetime) -> str:
-    """`indexing paused: <why>; resumes <when>`: the line `cairn status` and the viewer show."""
+    """`indexing paused: <why>; resumes <when>`: the line `cairn status` and the viewer show.
+
+    A budget pause's reason (`cairn.agent.budget.spent_line`) already says it resumes after midnight,
+    so the time is not said a second time."""
+    if pause.kind == BUDGET and "resumes" in pause.reason:
+        return f"indexing paused: {pause.reason}"
     return f"indexing paused: {pause.reason}; resumes {when(pause.until, now)}"

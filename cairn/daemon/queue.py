@@ -160,6 +160,9 @@ async def retry(
     If the hook queued a fresh pending row for the same path meanwhile, that row already stands for
     the next try, so this one merges into it (keeping the higher attempt count, the error and the
     later next-try time) instead of violating the one-pending-row-per-path index.
+
+    A failure of the item's own is no pause: a `paused` event is dropped, so the next notification
+    (or `wake_deferred`) does not wipe the backoff it now waits out.
     """
     attempts = item.attempts + 1
     moment = now if now is not None else datetime.now(UTC)
@@ -172,9 +175,9 @@ async def retry(
         if status == "pending":
             cursor = await conn.execute(
                 "UPDATE work_queue SET attempts = max(attempts, ?), last_error = ?, "
-                "next_try_at = max(coalesce(next_try_at, ''), ?) "
+                "next_try_at = max(coalesce(next_try_at, ''), ?), event = nullif(event, ?) "
                 "WHERE path = ? AND status = 'pending' AND id != ? RETURNING id",
-                (attempts, error, next_try, item.path, item.id),
+                (attempts, error, next_try, PAUSED_EVENT, item.path, item.id),
             )
             merged = await cursor.fetchone()
             if merged is not None:
@@ -184,9 +187,9 @@ async def retry(
                 )
                 return _item(await cursor.fetchone())
         cursor = await conn.execute(
-            "UPDATE work_queue SET status = ?, attempts = ?, next_try_at = ?, last_error = ? "
-            f"WHERE id = ? RETURNING {_COLUMNS}",
-            (status, attempts, next_try, error, item.id),
+            "UPDATE work_queue SET status = ?, attempts = ?, next_try_at = ?, last_error = ?, "
+            f"event = nullif(event, ?) WHERE id = ? RETURNING {_COLUMNS}",
+            (status, attempts, next_try, error, PAUSED_EVENT, item.id),
         )
         row = await cursor.fetchone()
     if row is None:
@@ -272,8 +275,10 @@ async def requeue_running(db: Database) -> int:
 async def depth(db: Database, due_by: datetime | None = None) -> int:
     """Items not yet settled (pending, including those backing off, plus running): 0 means idle.
 
-    With `due_by`, only those running or due by then: items an indexing pause deferred for hours do
-    not keep a daemon up (`cairn.daemon.loop`), since the next daemon to start tries them at once.
+    With `due_by`, items an indexing pause deferred past then are left out: they need not keep a
+    daemon up for hours (`cairn.daemon.loop`), since the next daemon to start tries them at once. An
+    item backing off after a failure of its own still counts, however long its wait: only a pause's
+    wait is one the next daemon cuts short.
     """
     if due_by is None:
         return int(
@@ -282,8 +287,8 @@ async def depth(db: Database, due_by: datetime | None = None) -> int:
     return int(
         await db.scalar(
             "SELECT count(*) FROM work_queue WHERE status = 'running' OR (status = 'pending' "
-            "AND (next_try_at IS NULL OR next_try_at <= ?))",
-            (_stamp(due_by),),
+            "AND (event IS NOT ? OR next_try_at IS NULL OR next_try_at <= ?))",
+            (PAUSED_EVENT, _stamp(due_by)),
         )
         or 0
     )

@@ -236,6 +236,36 @@ async def test_a_daemon_whose_items_all_wait_on_a_long_pause_exits_when_idle(
 
     assert [row[:3] for row in await _rows(store) if row[0] == "pending"] == waiting
     assert model.calls == 1
+    clock.at = day_window(clock())[1].astimezone(UTC) + timedelta(minutes=1)
     again = _daemon(settings, store, model, clock)
-    await again.take_over()  # the next daemon (a hook starts it) makes the waiting item due
+    await again.take_over()  # the next daemon (a hook starts it) after midnight makes the item due
     assert [item.path for item in await _claim(store, clock)] == [str(other)]
+
+
+async def test_a_new_daemon_leaves_a_budget_pause_alone_while_the_budget_is_still_spent(
+    store: Store, transcript: Path, tmp_path: Path
+) -> None:
+    """Waking the deferred items of a spent budget would only capture, plan and defer them again."""
+    settings = store.settings.model_copy(update={"daily_token_budget": 1_000})
+    model, clock = Model(), Clock()
+    first = _daemon(settings, store, model, clock)
+    other = write_transcript(
+        tmp_path / "projects" / "-home-dev-acme", "0b7c5e2a-3d41-4c8e-9f6a-cafe000000ee", CONVERSATION
+    )
+    await queue.enqueue(store.db, str(transcript), SESSION, "Stop")
+    await first.cycle(await _claim(store, clock))  # 1,000 tokens: the budget is spent
+    await queue.enqueue(store.db, str(other), None, "Stop")
+    await first.cycle(await _claim(store, clock))  # deferred to midnight
+    _start, midnight = day_window(clock())
+
+    second = _daemon(settings, store, model, clock)
+    await second.take_over()
+    assert second.pause is not None and (second.pause.kind, second.pause.until) == (BUDGET, midnight)
+    assert await _claim(store, clock) == [], "still spent today: the item waits for midnight"
+
+    clock.at = midnight.astimezone(UTC) + timedelta(minutes=1)
+    third = _daemon(settings, store, model, clock)
+    await third.take_over()
+    [item] = await _claim(store, clock)
+    report = await third.cycle([item])
+    assert (report.runs, report.done) == (1, 1) and model.calls == 2

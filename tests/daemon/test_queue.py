@@ -159,3 +159,38 @@ async def test_defer_paths_queues_the_rest_of_a_stopped_backfill(db: Database) -
     assert [i.path for i in await queue.claim(db, NOW, 10)] == ["/t/a.jsonl"]
     [rest] = await queue.claim(db, until, 10)
     assert (rest.path, rest.session_id, rest.event, rest.attempts) == ("/t/b.jsonl", "t", "paused", 0)
+
+
+async def test_a_deferred_item_that_then_fails_keeps_its_backoff_through_notifications(db: Database) -> None:
+    await queue.enqueue(db, "/t/a.jsonl", "s", "Stop")
+    [item] = await queue.claim(db, NOW, 1)
+    await queue.defer(db, item, NOW + timedelta(hours=1), "paused")
+    [again] = await queue.claim(db, NOW + timedelta(hours=1), 1)
+    failed = await queue.retry(db, again, "boom", max_attempts=5, backoff=600.0, now=NOW)
+    assert failed.event is None, "a failure of its own is no pause"
+    assert not await queue.enqueue(db, "/t/a.jsonl", "s", "Stop")
+    assert await queue.wake_deferred(db) == 0
+    assert await queue.claim(db, NOW + timedelta(seconds=599), 10) == [], "the backoff holds"
+    [due] = await queue.claim(db, NOW + timedelta(seconds=600), 10)
+    assert due.next_try_at == iso_utc(NOW + timedelta(seconds=600))
+
+
+async def test_a_failure_merged_into_a_deferred_row_keeps_its_backoff(db: Database) -> None:
+    await queue.enqueue(db, "/t/a.jsonl", "s", "Stop")
+    [item] = await queue.claim(db, NOW, 1)
+    await queue.defer_paths(db, [("/t/a.jsonl", "s")], NOW + timedelta(hours=9), "budget")
+    merged = await queue.retry(db, item, "boom", max_attempts=5, backoff=600.0, now=NOW)
+    assert (merged.event, merged.next_try_at) == (None, iso_utc(NOW + timedelta(hours=9)))
+    assert not await queue.enqueue(db, "/t/a.jsonl", "s", "Stop")
+    assert await queue.claim(db, NOW + timedelta(hours=8), 10) == []
+
+
+async def test_depth_due_by_leaves_out_only_items_a_pause_deferred(db: Database) -> None:
+    await queue.enqueue(db, "/t/a.jsonl", "s", "Stop")
+    await queue.enqueue(db, "/t/b.jsonl", "s", "Stop")
+    a, b = await queue.claim(db, NOW, 10)
+    await queue.defer(db, a, NOW + timedelta(hours=9), "budget")
+    await queue.retry(db, b, "boom", max_attempts=5, backoff=3000.0, now=NOW)
+    horizon = NOW + timedelta(seconds=300)
+    assert await queue.depth(db, due_by=horizon) == 1, "a failure's far backoff still keeps the daemon"
+    assert await queue.depth(db) == 2

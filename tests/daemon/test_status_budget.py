@@ -85,12 +85,12 @@ def test_status_shows_the_budget_spent_and_the_budget_pause(budgeted: tuple[Sett
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["pause"]["kind"] == "budget" and data["pause"]["reason"] == line
-    assert data["pause"]["line"] == f"indexing paused: {line}; resumes 00:00 local"
+    assert data["pause"]["line"] == f"indexing paused: {line}", "the time is said once"
     assert data["budget"]["spent"] == 3_300 and data["budget"]["exhausted"] is True
 
     table = runner.invoke(app, ["status"], env={"COLUMNS": "400"})
     assert table.exit_code == 0, table.output
-    assert f"indexing paused: {line}; resumes 00:00 local" in table.stdout
+    assert f"indexing paused: {line}" in table.stdout and "; resumes" not in table.stdout
     [budget_row] = [
         row for row in table.stdout.splitlines() if "indexing budget" in row and "paused" not in row
     ]
