@@ -6,10 +6,13 @@ plan limits used up overnight). So every model but `offline` shares one budget p
 `Settings.daily_token_budget` (0 turns it off).
 
 What counts: input plus output tokens of every `index_runs` row — any mode, any outcome, applied or
-failed, daemon, backfill, reindex or eval alike — except the offline model's (its counts are estimates
-of what a model would have been sent, and cost nothing). The day is the user's: from the local midnight
-of `now` on, since a person reads "today" on their own clock. `index_runs.started_at` is UTC text, so
-the window's start is converted to UTC and compared as text (the store's one time format).
+failed, daemon, backfill, sync or reindex alike — except the offline model's (its counts are estimates
+of what a model would have been sent, and cost nothing). An eval records its runs in its own temporary
+store, so the budget caps one eval run by itself and does not share the daemon's day.
+
+The day is the user's: from the local midnight of `now` on, since a person reads "today" on their own
+clock. `index_runs.started_at` is UTC text, so the window's start is converted to UTC and compared as
+text (the store's one time format).
 
 The budget is checked before a run starts, never inside one: a run started under the budget may end
 over it, by at most one run's tokens (bounded by `usage_limits`). That is the documented bar, ± one
@@ -57,16 +60,6 @@ class BudgetState:
     @property
     def enabled(self) -> bool:
         return self.limit > 0
-
-    def as_dict(self) -> dict[str, object]:
-        """JSON-able, `resets_at` as ISO text with the local offset (what a person reads)."""
-        return {
-            "spent": self.spent,
-            "limit": self.limit,
-            "remaining": self.remaining,
-            "resets_at": self.resets_at.isoformat(timespec="seconds"),
-            "exhausted": self.exhausted,
-        }
 
 
 def day_window(now: datetime) -> tuple[datetime, datetime]:

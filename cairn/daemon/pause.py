@@ -12,9 +12,9 @@ recall hook's drop counts (`recall-drops.json`); a file needs no schema step, an
 can still be read. It is rewritten whole through a temporary file and `os.replace`, so a reader never
 sees half of it, and it only ever has one writer: the daemon that owns the store.
 
-A pause can go stale when the daemon stops while paused: the reader decides (`is_current`) from
-what the store says since — an applied run after the pause's last failure, or a new day for a
-budget pause.
+A pause can go stale when the daemon stops while paused: the reader
+(`cairn.daemon.status.read_pause_state`) decides from what the store says since — an applied run
+after the pause's last failure, or a new day for a budget pause.
 """
 
 from __future__ import annotations
@@ -126,6 +126,6 @@ def pause_line(pause: Pause, now: datetime) -> str:
 
     A budget pause's reason (`cairn.agent.budget.spent_line`) already says it resumes after midnight,
     so the time is not said a second time."""
-    if pause.kind == BUDGET and "resumes" in pause.reason:
+    if pause.kind == BUDGET:
         return f"indexing paused: {pause.reason}"
     return f"indexing paused: {pause.reason}; resumes {when(pause.until, now)}"
