@@ -38,6 +38,7 @@ from cairn.agent.offline.entities import (
 )
 from cairn.agent.offline.gazetteer import find_technologies
 from cairn.agent.offline.given_up import given_up
+from cairn.agent.offline.learned import learned_candidates
 from cairn.agent.offline.naming import named_in_code
 from cairn.agent.offline.reading import Message, SessionView
 from cairn.agent.offline.text import MAX_CONTENT_CHARS, Segment, jaccard, overlap, shorten, term_set
@@ -601,6 +602,16 @@ def _answer_candidates(view: SessionView, candidates: list[Candidate]) -> list[C
     ]
 
 
+# A learned idea this close to an idea the rules found says the same statement.
+LEARNED_NEAR_LINES = 3
+
+
+def _learned_beside(learned: list[Candidate], found: list[Candidate]) -> list[Candidate]:
+    """The learned model's ideas where the rules found nothing near: what was said in words no rule knows."""
+    lines = [c.line for c in found]
+    return [c for c in learned if all(abs(c.line - line) > LEARNED_NEAR_LINES for line in lines)]
+
+
 def session_candidates(view: SessionView, *, open_problem: bool = False) -> list[Candidate]:
     """Every candidate idea of one session, in line order."""
     candidates: list[Candidate] = []
@@ -629,6 +640,7 @@ def session_candidates(view: SessionView, *, open_problem: bool = False) -> list
                 after_problem = True
             candidates.append(candidate)
     candidates.extend(_answer_candidates(view, candidates))
+    candidates.extend(_learned_beside(learned_candidates(view), candidates))
     candidates.extend(tool_fixes(view, candidates, causes))
     candidates.extend(reports.values())
     candidates.extend(_todo_write_candidates(view))

@@ -62,11 +62,9 @@ ANSWER_MIN_SHARED = 2
 TODO_MIN_SHARED = 3
 TODO_COVERAGE = 0.4
 # A decision that changes an earlier one ("changing the plan", "… instead") names some of what it
-# changes. Asking two shared words of a bare "instead" (tried) kept a team case's unrelated decision,
-# but let a real session's abandoned suspicion ("the EnableDotGitCommonDir suspicion is stronger now")
-# stand beside the decision that replaced it ("replace getStagedFiles … instead of go-git's
-# worktree.Status()"), and recall then handed the suspicion on.
-CHANGE_MIN_SHARED = 1
+# changes: two shared words, so one common word does not make an unrelated decision replaced.
+CHANGE_MIN_SHARED = 2
+FIX_MIN_SHARED = 2
 # A measured result names what it measures ("With bf16: peak memory …" after "Use bf16 autocast").
 MEASURED_MIN_SHARED = 1
 _BUILT_ON = ("decision", "solution")
@@ -335,7 +333,7 @@ def _fixes(
     view: SessionView, candidates: list[Candidate], replaced: set[int]
 ) -> list[tuple[Candidate, Candidate]]:
     """(fix, problem): the first fix or decision that held, at or after a problem the assistant found
-    in prose, sharing a word with it."""
+    in prose, sharing `FIX_MIN_SHARED` words with it: one common verb ("create") links unrelated work."""
     found: list[tuple[Candidate, Candidate]] = []
     for problem in candidates:
         message = view.by_line(problem.line)
@@ -351,7 +349,7 @@ def _fixes(
                 and c is not problem
                 and c.intent in ("solution", "decision")
                 and id(c) not in replaced
-                and problem.terms & c.terms
+                and len(problem.terms & c.terms) >= FIX_MIN_SHARED
             ),
             None,
         )
