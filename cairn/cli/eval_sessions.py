@@ -14,6 +14,9 @@ from cairn.cli.eval import (
     BenchKeepOpt,
     BenchModelOpt,
     OutOpt,
+    SharedOpt,
+    SplitOpt,
+    SplitsOpt,
     _bench_home,
     _progress_callback,
     _refuse,
@@ -21,32 +24,6 @@ from cairn.cli.eval import (
     eval_app,
 )
 
-SplitsOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--splits",
-        help="The splits file (which labelled session is train, validation or cross). "
-        "Default: the repository's evals/datasets/splits.json.",
-        show_default=False,
-    ),
-]
-SharedOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--shared",
-        help="The shared folder `{shared}` means in the splits file. Default: $CAIRN_SHARED, else the "
-        "folder `shared` beside the repository.",
-        show_default=False,
-    ),
-]
-SplitOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--split",
-        help="Only this split: train, validation or cross (repeatable). Default: every split the file has.",
-        show_default=False,
-    ),
-]
 SHOWN_MISSES = 8
 
 

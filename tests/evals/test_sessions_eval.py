@@ -1,7 +1,8 @@
 """`cairn eval sessions` end to end through the CLI on one small real session (fasthooks, 63 lines), listed
 twice in a splits file of our own — once as `train` with one set of labels, once as `validation` with
 another — so the run must keep the two splits apart. The kept stores are read back with plain sqlite3 to
-check the figures against what the indexer actually stored."""
+check the figures against what the indexer actually stored. `cairn eval recall --split` runs its
+SessionStart part over the same splits file."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from cairn.evals.sessions import WEIGHTS_ENV, offline_weights
+from tests.conftest import REAL_TRANSCRIPTS
 from tests.test_cli import cairn, cairn_json
 
 KEY = "fasthooks/sample_main_transcript.jsonl"
@@ -65,9 +67,9 @@ def near(line: int, targets: list[int]) -> bool:
     return any(abs(line - t) <= TOLERANCE for t in targets)
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
-    root = tmp_path_factory.mktemp("sessions-eval")
+def write_splits(root: Path) -> Path:
+    """Two sets over the repository's fixture transcripts, the one session in each: `a` train, `b`
+    validation."""
     (root / "train.json").write_text(json.dumps({KEY: TRAIN}))
     (root / "validation.json").write_text(json.dumps({KEY: VALIDATION}))
     transcripts = "{repo}/tests/fixtures/transcripts"
@@ -85,6 +87,13 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
             }
         )
     )
+    return root / "splits.json"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
+    root = tmp_path_factory.mktemp("sessions-eval")
+    write_splits(root)
     with pytest.MonkeyPatch.context() as mp:  # the `cairn_home` fixture's isolation, for the module
         for key in [k for k in os.environ if k.startswith("CAIRN_")]:
             mp.delenv(key)
@@ -167,3 +176,24 @@ def test_weights_are_set_for_the_run_and_restored(monkeypatch: pytest.MonkeyPatc
     assert WEIGHTS_ENV not in os.environ
     with offline_weights(None) as in_effect:
         assert in_effect is None
+
+
+def test_eval_recall_scores_session_start_on_a_split(cairn_home: Path, tmp_path: Path) -> None:
+    splits = write_splits(tmp_path)
+    qa = tmp_path / "qa.json"
+    question = {"id": "q1", "session": KEY, "question": "Why did running number_generator.py fail?",
+                "answer": "python: command not found", "category": "problem",
+                "evidence": [{"file": KEY, "line": 48}]}  # fmt: skip
+    qa.write_text(json.dumps([question]))
+    everyday = tmp_path / "everyday.json"
+    everyday.write_text(json.dumps(["thanks, looks good"]))
+    common = ("eval", "recall", str(qa), "--transcripts", str(REAL_TRANSCRIPTS), "--everyday", str(everyday))
+    run = cairn_json(*common, "--split", "train", "--splits", str(splits))
+    assert run["split"] == ["train"] and run["truth"] == "splits.json"
+    session_start = run["session_start"]
+    assert list(session_start["per_session"]) == [f"a/{KEY}"]  # the train session only, keyed by its set
+    assert (
+        session_start["totals"]["open"]["labels"] == 1 and session_start["totals"]["decisions"]["labels"] == 1
+    )
+    both = cairn(*common, "--split", "train", "--truth", str(tmp_path / "train.json"), check=False)
+    assert both.returncode == 2 and "--truth and --split exclude each other" in both.stderr
