@@ -69,9 +69,7 @@ def _render(run: dict[str, Any]) -> None:
     )
     for split, figures in run["splits"].items():
         table = Table(
-            title=f"{split}: coverage = labels with an idea of any kind within the tolerance; answered links "
-            "= right question and answer lines; SessionStart open = shown right / shown, labels found, "
-            "wrong opens",
+            title=f"{split} ({figures['totals']['sessions']} sessions)",
             title_justify="left",
             box=box.SIMPLE_HEAD,
             collapse_padding=True,
@@ -102,6 +100,12 @@ def _render(run: dict[str, Any]) -> None:
                 name = Path(session["key"]).name[:8]
                 table.add_row(*_cells(f"[dim]    {name}[/]", session, 1))
         console.print(table)
+    console.print(
+        f"decisions, fixes, closed, open: labels with an idea of any kind within ±{run['tolerance']} lines; "
+        "near a label: ideas within it of a labelled line; answered links: question and answer both at one "
+        "closed item; SS open: SessionStart's open items right / shown, labels found, wrong opens",
+        style="dim",
+    )
     missed = [
         (Path(s["key"]).name[:8], part, miss)
         for s in run["sessions"]
