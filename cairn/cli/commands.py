@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from typer.models import CommandInfo
 
 #: Each command or command group, in `cairn --help` order, and the `cairn.cli` modules that define it
-#: (`eval recall` lives apart from the other `eval` commands).
+#: (`eval recall` and `eval sessions` live apart from the other `eval` commands).
 COMMANDS: dict[str, tuple[str, ...]] = {
     "sync": ("capture",),
     "index": ("capture",),
@@ -57,7 +57,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "mcp": ("admin",),
     "ui": ("ui",),
     "daemon": ("daemon",),
-    "eval": ("eval", "eval_recall"),
+    "eval": ("eval", "eval_recall", "eval_sessions"),
     "learn": ("learn",),
 }
 

@@ -391,6 +391,34 @@ BenchKeepOpt = Annotated[
         "CAIRN_HOME=DIR cairn search ...",
     ),
 ]
+SplitsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--splits",
+        help="The splits file (which labelled session is train, validation or cross). "
+        "Default: the repository's evals/datasets/splits.json.",
+        show_default=False,
+    ),
+]
+SharedOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--shared",
+        help="The shared folder `{shared}` means in the splits file. Default: $CAIRN_SHARED, else the "
+        "folder `shared` beside the repository.",
+        show_default=False,
+    ),
+]
+SplitOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--split",
+        help="A split of the splits file: train, validation or cross (repeatable). Without it `eval "
+        "sessions` runs every split the file has; with it `eval recall` scores SessionStart on the "
+        "split's sessions instead of --truth.",
+        show_default=False,
+    ),
+]
 MISSES_SHOWN = 20
 # Where `cairn eval locomo` writes the converted transcripts, next to the store it builds from them.
 LOCOMO_TRANSCRIPTS = "sessions"

@@ -14,6 +14,9 @@ from cairn.cli.eval import (
     BenchKeepOpt,
     BenchModelOpt,
     OutOpt,
+    SharedOpt,
+    SplitOpt,
+    SplitsOpt,
     _bench_home,
     _progress_callback,
     _refuse,
@@ -107,9 +110,9 @@ def _render_session_start(run: dict[str, Any]) -> None:
     session_start = run["session_start"]
     if session_start is None:
         return
+    against = f"{run['truth']} {'+'.join(run['split'])}" if run.get("split") else run["truth"]
     table = Table(
-        title=f"SessionStart against {run['truth']} "
-        f"({session_start['sessions']} sessions, each backfilled alone)",
+        title=f"SessionStart against {against} ({session_start['sessions']} sessions, each backfilled alone)",
         title_justify="left",
         box=box.SIMPLE_HEAD,
         collapse_padding=True,
@@ -244,6 +247,9 @@ def recall(
         int,
         typer.Option("--tolerance", min=0, max=50, help="Lines an injected item may sit from its evidence."),
     ] = 3,
+    split: SplitOpt = None,
+    splits_file: SplitsOpt = None,
+    shared: SharedOpt = None,
     model: BenchModelOpt = None,
     as_json: JsonOpt = False,
     out: OutOpt = None,
@@ -251,21 +257,28 @@ def recall(
 ) -> None:
     """Score what recall injects into the coding agent, next to a baseline of the top 3 search results:
     per-prompt recall on QA questions (fired, hit rate, precision, tokens, latency), false fires on off-topic
-    prompts, the curve a score floor draws, and SessionStart against session-truth labels."""
+    prompts, the curve a score floor draws, and SessionStart against session-truth labels (a truth file, or
+    with --split the labelled sessions of that split in splits.json)."""
     from cairn.agent.models import ModelConfigError
     from cairn.cli.common import run_async
     from cairn.evals.locomo import load_conversation
     from cairn.evals.qa import load_qa, resolve_qa
     from cairn.evals.questions import BenchmarkError
     from cairn.evals.recall import DEFAULT_EVERYDAY, OffTopic, load_prompts, run_recall_eval
+    from cairn.evals.splits import as_truth_set, load_sessions, load_splits, select
     from cairn.evals.truth import DEFAULT_TRUTH, load_truth
 
+    if split and truth is not None:
+        raise _refuse("--truth and --split exclude each other: SessionStart is scored against one of them")
     try:
-        if truth is None and qa_file is None:
+        if truth is None and qa_file is None and not split:
             truth = DEFAULT_TRUTH
         qa_file, transcripts = resolve_qa(qa_file, transcripts)
         data = load_qa(qa_file, transcripts)
         truth_set = None if truth is None else load_truth(truth, transcripts)
+        if split:
+            splits = load_splits(splits_file, shared=shared)
+            truth_set = as_truth_set(splits, load_sessions(splits, select(splits, split)))
         off_topic = [OffTopic("everyday", p) for p in load_prompts(everyday or DEFAULT_EVERYDAY)]
         for path in locomo or []:
             conversation = load_conversation(path)
@@ -296,6 +309,8 @@ def recall(
                 )
         except (ModelConfigError, BenchmarkError, ValueError) as exc:
             raise fail(str(exc)) from exc
+    if split:
+        run["split"] = list(dict.fromkeys(split))  # SessionStart's sessions: this split of the splits file
     _save(run, out, as_json)
     if as_json:
         print_json(run)

@@ -382,6 +382,13 @@ async def _stored(store: Store) -> list[Stored]:
     ]
 
 
+async def session_start_of(store: Store, cwd: str) -> tuple[Any, list[Shown], list[Stored]]:
+    """What SessionStart shows in `cwd`'s project from `store` (the recall, its items as `Shown`) and every
+    idea the store holds as `Stored`: what `cairn eval recall` and `cairn eval sessions` score."""
+    recall = await context_for(store, "SessionStart", cwd, None)
+    return recall, await _shown(store, recall.ids, recall.sections), await _stored(store)
+
+
 async def _session_start(
     truth: TruthSet,
     home: Path,
@@ -400,9 +407,7 @@ async def _session_start(
         store = await Store.open(settings, embedding_mode="bulk")  # an eval is waited on, like a backfill
         try:
             await backfill(store, [truth.files[key].resolve()], settings, model)
-            recall = await context_for(store, "SessionStart", labels.cwd, None)
-            shown = await _shown(store, recall.ids, recall.sections)
-            stored = await _stored(store)
+            recall, shown, stored = await session_start_of(store, labels.cwd)
         finally:
             await store.close()
         per_session[key] = score_session(labels, shown, tolerance)
