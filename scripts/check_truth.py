@@ -74,7 +74,8 @@ def read(path: Path, chars: int) -> int:
             continue
         role = (record.get("message") or {}).get("role", "")
         side = " sidechain" if record.get("isSidechain") else ""
-        print(f"{number} {record.get('type', '?')}/{role}{side}: {' '.join(_record_text(record).split())[:chars]}")
+        text = " ".join(_record_text(record).split())[:chars]
+        print(f"{number} {record.get('type', '?')}/{role}{side}: {text}")
     return 0
 
 

@@ -3,7 +3,7 @@
 
     .venv/bin/python scripts/train_indexer.py                      # rebuild cairn/agent/offline/weights.json
     .venv/bin/python scripts/train_indexer.py --without-project entireio-cli --out /tmp/no-entire.json
-    .venv/bin/python scripts/train_indexer.py --check              # exit 1 unless the shipped file is rebuilt byte for byte
+    .venv/bin/python scripts/train_indexer.py --check   # exit 1 unless a fresh run rebuilds the shipped file
 
 Needs the `train` extra (scikit-learn) and the shared folder beside the repository (`../shared`, or
 `--shared`): the labelled transcripts live there. Only sessions whose split is `train` in
@@ -33,23 +33,13 @@ DIGITS = 5
 SEED = 0
 
 
-def _sessions(splits: Path, shared: Path, without: str | None) -> list[tuple[str, Path, object]]:
-    from cairn.evals.truth import SessionTruth
+def _sessions(splits_file: Path, shared: Path, without: str | None) -> list:
+    """The labelled sessions of the train split, less `without`'s (cairn.evals.splits checks them all)."""
+    from cairn.evals.splits import load_sessions, load_splits, select
 
-    data = json.loads(splits.read_text())
-    found = []
-    for entry in data["sessions"]:
-        if entry["split"] != "train" or entry["project"] == without:
-            continue
-        spec = data["sets"][entry["set"]]
-        truth_file = splits.parent / spec["truth"]
-        transcripts = Path(spec["transcripts"].replace("{repo}", str(REPO)).replace("{shared}", str(shared)))
-        truth = SessionTruth.model_validate(json.loads(truth_file.read_text())[entry["key"]])
-        path = transcripts / entry["key"]
-        if not path.is_file():
-            raise SystemExit(f"{path}: transcript not found; pass --shared with the shared folder")
-        found.append((entry["key"], path, truth))
-    return found
+    splits = load_splits(splits_file, shared=shared)
+    entries = [e for e in select(splits, ["train"]) if e.project != without]
+    return load_sessions(splits, entries)
 
 
 def train(splits: Path, shared: Path, without: str | None = None) -> dict:
@@ -66,10 +56,10 @@ def train(splits: Path, shared: Path, without: str | None = None) -> dict:
     targets: list[list[int]] = []
     talk: list[bool] = []
     keys = []
-    for key, path, truth in _sessions(splits, shared, without):
-        session = labelled_session(key, path, truth)
+    for labelled in _sessions(splits, shared, without):
+        session = labelled_session(labelled.name, labelled.path, labelled.truth)
         features = SessionFeatures(session.view)
-        keys.append(key)
+        keys.append(labelled.name)
         for index, message in enumerate(session.view.messages):
             rows.append(features.of(index))
             kinds = session.kinds_at(message.line)

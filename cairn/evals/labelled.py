@@ -44,7 +44,7 @@ def _batch_role(message: Message, compaction_file: bool) -> str:
 
 
 @dataclass
-class LabelledSession:
+class LabelledView:
     """One transcript read as the indexer reads it, each message's line span, and its labels."""
 
     key: str
@@ -82,6 +82,6 @@ def read_transcript(path: Path, session: str | None = None) -> tuple[SessionView
     return read_session(SessionUpdate(session=name, file_path=str(path), messages=batch)), spans
 
 
-def labelled_session(key: str, path: Path, truth: SessionTruth) -> LabelledSession:
+def labelled_session(key: str, path: Path, truth: SessionTruth) -> LabelledView:
     view, spans = read_transcript(path)
-    return LabelledSession(key, view, spans, label_lines(truth))
+    return LabelledView(key, view, spans, label_lines(truth))
