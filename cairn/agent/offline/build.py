@@ -47,14 +47,12 @@ class SessionDraft:
     candidates: list[Candidate] = field(default_factory=list)
 
 
-def read_batch(batch: IndexBatch, known: Known | None = None) -> list[SessionDraft]:
+def read_batch(batch: IndexBatch) -> list[SessionDraft]:
     """Every update of the batch, read, with its candidate ideas."""
-    known = known or Known()
     drafts: list[SessionDraft] = []
     for update in batch.updates:
         view = read_session(update)
-        open_problem = any(q.intent == "problem" for q in known.open_questions.get(update.session, []))
-        drafts.append(SessionDraft(view, session_candidates(view, open_problem=open_problem)))
+        drafts.append(SessionDraft(view, session_candidates(view)))
     return drafts
 
 
@@ -153,7 +151,7 @@ def build_result(batch: IndexBatch, known: Known, *, conservative: bool = False)
     used_anywhere: set[int] = set()
     resolved_before: set[int | str] = set()  # a stored question or todo is resolved once, by the first update
     keys = _Keys()
-    for draft in read_batch(batch, known):
+    for draft in read_batch(batch):
         view = draft.view
         kept: list[Candidate] = []
         for candidate in draft.candidates:

@@ -124,13 +124,16 @@ def carrying_sentence(message: Message, kind: str, weights: Weights | None = Non
     k = weights.kind_index(kind)
 
     def weight(segment: Segment) -> float:
-        return sum(v * weights.features[name][k] for name, v in sentence_words(segment.text).items()
-                   if name in weights.features)
+        return sum(
+            v * weights.features[name][k]
+            for name, v in sentence_words(segment.text).items()
+            if name in weights.features
+        )
 
     return max(message.prose, key=weight)
 
 
-def answers(scored: list[Scored], weights: Weights | None = None) -> dict[int, float]:
+def resolutions(scored: list[Scored], weights: Weights | None = None) -> dict[int, float]:
     """Lines of messages that resolve something (an answer, a confirmation, a fix that held), by
     probability, for linking a question to the message that answers it."""
     weights = weights or load_weights()

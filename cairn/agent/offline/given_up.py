@@ -34,7 +34,7 @@ def _failing(call: ToolCall | None, content: str) -> str:
 def given_up(view: SessionView, candidates: list[Candidate], cause: dict[int, str]) -> list[Candidate]:
     """`candidates` with each tool failure that repeats and never passes marked so (see the module).
 
-    `cause` holds the failing line of each failed tool result, by its line (`extract.failure_cause`).
+    `cause` holds the failing line of each failed tool result, by its line (`failures.failure_cause`).
     """
     failed = {id(c) for c in candidates if c.origin == "tool_error" and cause.get(c.line)}
     if not failed:

@@ -37,6 +37,8 @@ _INTENT: dict[str, Intent] = {
     "fix": "solution",
     "resolved": "conclusion",
 }
+
+
 def _intent(kind: str, sentence: str) -> Intent:
     if kind == "raised":
         return "question" if sentence.rstrip().endswith("?") else "todo"

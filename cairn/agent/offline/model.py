@@ -126,7 +126,7 @@ async def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelRespons
     tools = tool_parameters(info.function_tools)
     known = known_from(run, output_tool)
     if attempt == 0 and tools and len(rounds) < 2:
-        drafts = read_batch(batch, known)
+        drafts = read_batch(batch)
         candidates: dict[str, list[Candidate]] = {}
         for draft in drafts:
             candidates.setdefault(draft.view.session, []).extend(draft.candidates)
