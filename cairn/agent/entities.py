@@ -25,6 +25,7 @@ the name as first given (whitespace collapsed); first seen wins, later spellings
 from __future__ import annotations
 
 import asyncio
+import re
 import sqlite3
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -35,6 +36,7 @@ import numpy as np
 
 from cairn.agent.schema import EntityRef
 from cairn.store.db import Database
+from cairn.transcripts.redact import is_label
 
 Embed = Callable[[list[str]], list[list[float]]]
 
@@ -80,6 +82,45 @@ def entity_key(name: str, entity_type: str) -> EntityKey:
         if base != stem and len(base) >= _VERSION_STEM_MIN:
             return EntityKey(base, stem[len(base) :])
     return EntityKey(stem)
+
+
+# Directories every machine has: as a name on their own they are where a path passed, not a thing.
+_SYSTEM_DIRS = frozenset({"Users", "home", "usr", "tmp", "var", "etc", "opt", "mnt", "Volumes"})
+# Tool directories under a home or a project (`~/.claude/projects`).
+_DOT_DIRS = frozenset({".claude", ".config", ".cache", ".local", ".ssh", ".npm", ".venv", ".vscode", ".idea"})
+_FILE_NAME = re.compile(r"^(?:.+\.[A-Za-z0-9]{1,12}|\.[\w.-]+|[A-Z][A-Za-z]*file)$")
+_PATH_WORD = re.compile(r"^[a-z0-9_.@~-]+$")
+
+
+def path_fragment(name: str, entity_type: str) -> bool:
+    """Whether `name` is a piece of a path rather than a thing: a directory (`src/`, `/Users`), a path cut
+    short or one with no file at its end (`.claude/proj`, `src/components` as a file), a system or tool
+    directory on its own (`Users`, `.claude`). A file's whole path (`app/page.tsx`) and a slashed name
+    of capitals (`CI/CD`, `I/O`) are no fragments."""
+    text = name.strip().strip("`'\"").replace("\\", "/")
+    if text in _SYSTEM_DIRS or text in _DOT_DIRS or text in ("/", "~", ".", ".."):
+        return True
+    if "/" not in text:
+        return False
+    parts = [part for part in text.split("/") if part]
+    if text.endswith("/") or not parts:
+        return True
+    if entity_type == "file":
+        return parts[-1] in _DOT_DIRS or not _FILE_NAME.match(parts[-1])
+    if text.startswith(("/", "~", "./", "../")) or any(part.startswith(".") for part in parts):
+        return True
+    return all(_PATH_WORD.match(part) for part in parts)
+
+
+def refused(name: str, entity_type: str, label_kinds: frozenset[str] = frozenset()) -> str | None:
+    """Why `name` can never be an entity, or None: a redaction marker, the kind of one its text only
+    writes inside markers (`label_kinds`, `cairn.transcripts.redact.label_only_kinds`), or a piece of a
+    path. The executor rejects these from any model; the offline indexer never proposes them."""
+    if is_label(name) or name.strip().strip("[]") in label_kinds:
+        return "entity name is a redaction label: it stands for a removed secret, not a thing"
+    if path_fragment(name, entity_type):
+        return "entity name is a piece of a path, not a thing: a file is named by its path in the project"
+    return None
 
 
 @dataclass

@@ -399,8 +399,8 @@ class _Writer:
             idea_id = await self._insert(
                 """
                 INSERT INTO ideas (session_id, span_id, source_file_id, source_line, intent, content,
-                                   content_hash, confidence, importance)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                   content_hash, confidence, importance, state)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (source_file_id, source_line, content_hash) DO NOTHING
                 RETURNING id
                 """,
@@ -414,6 +414,7 @@ class _Writer:
                     new.content_hash,
                     idea.confidence,
                     idea.importance,
+                    idea.state,
                 ),
             )
             self.ids.append(idea_id)

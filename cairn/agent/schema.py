@@ -28,6 +28,7 @@ from cairn.store.vocab import ENTITY_TYPES as ENTITY_TYPES
 from cairn.store.vocab import INTENTS as INTENTS
 from cairn.store.vocab import RELATION_TYPES as RELATION_TYPES
 from cairn.store.vocab import EntityType as EntityType
+from cairn.store.vocab import IdeaState as IdeaState
 from cairn.store.vocab import Intent as Intent
 from cairn.store.vocab import RelationType as RelationType
 
@@ -134,6 +135,14 @@ class Idea(_Model):
     key: Key | None = Field(
         default=None,
         description="A local key (e.g. 'i3'), unique in the result, by which other items name this new idea.",
+    )
+    state: IdeaState | None = Field(
+        default=None,
+        description=(
+            "Only for a question, problem or todo the batch leaves open on purpose: 'deferred' when it "
+            'is put off ("in a separate PR", "log an issue", "later"), \'given_up\' for a failure '
+            "retried until the work moved on without it ever passing. Say it here, not in the content."
+        ),
     )
 
 

@@ -23,8 +23,12 @@ Decisions where seed 003 leaves room:
   means "this item was not applied".
 - **`related_to`**: unknown ids are dropped (each reported under `ideas.related_to`) and the idea is
   kept — a wrong cross-reference does not make the idea itself wrong. Entity names with nothing to
-  match on (`"..."`) are dropped the same way, under `ideas.entities`.
+  match on (`"..."`), redaction labels (`[REDACTED:jwt]`, or a marker's kind the batch writes only in
+  markers) and pieces of paths (`src/`, `.claude/proj`, `Users`) are dropped the same way, under
+  `ideas.entities` (`cairn.agent.entities.refused`).
 - **Importance** left out by the model gets seed 003's default for the intent, not the schema's 0.5.
+- **State** (deferred, given up) belongs to what can be open — a question, problem or todo; on any other
+  intent it is dropped (reported under `ideas.state`) and the idea kept.
 - **Keys** (prompt v2): a new idea's `key` lets the result's other items name it before it has an
   id; how keys resolve (several ideas with one key, a key of a rejected idea) is decided in
   `cairn.agent.links`. A reference that resolves nowhere is rejected with the reason, like an
@@ -61,7 +65,7 @@ import aiosqlite
 from pydantic import BaseModel
 
 from cairn.agent.batches import PlannedBatch
-from cairn.agent.entities import EntityKey, entity_key
+from cairn.agent.entities import EntityKey, entity_key, refused
 from cairn.agent.links import KeyTable, SupersedesGraph, Target
 from cairn.agent.schema import (
     CONTEXT_ROLE,
@@ -80,6 +84,8 @@ from cairn.agent.schema import (
     TopicUpdate,
 )
 from cairn.store.store import idea_hash
+from cairn.store.vocab import OPENABLE_INTENTS
+from cairn.transcripts.redact import label_only_kinds
 
 MIN_CONFIDENCE = 0.3
 
@@ -146,6 +152,10 @@ class BatchView:
                     frozenset(m.line for m in update.messages if m.role == CONTEXT_ROLE),
                 )
             )
+        # Kinds of redaction markers the batch writes only as markers: no entity may be named so.
+        self.label_kinds = label_only_kinds(
+            "\n".join(m.content for update in planned.batch.updates for m in update.messages)
+        )
         self.sessions: dict[str, list[BatchFile]] = {}
         for batch_file in self.files:
             self.sessions.setdefault(batch_file.session, []).append(batch_file)
@@ -424,17 +434,25 @@ def _cleaned(out: Checked, idea: Idea, related_to: list[IdeaRef]) -> Idea:
     entities: dict[tuple[str, EntityKey], EntityRef] = {}
     for ref in idea.entities:
         entity = entity_key(ref.name, ref.type)
-        if entity.stem:
+        reason = refused(ref.name, ref.type, out.view.label_kinds)
+        if not entity.stem:
+            reason = "entity name has no letters or digits"
+        if reason is None:
             entities.setdefault((ref.type, entity), ref)
         else:
-            item = _where(idea, name=ref.name, type=ref.type)
-            out.reject("ideas.entities", item, "entity name has no letters or digits")
+            out.reject("ideas.entities", _where(idea, name=ref.name, type=ref.type), reason)
     importance = idea.importance if "importance" in idea.model_fields_set else DEFAULT_IMPORTANCE[idea.intent]
+    state = idea.state
+    if state is not None and idea.intent not in OPENABLE_INTENTS:
+        reason = f"a {idea.intent} is never open, so it has no state"
+        out.reject("ideas.state", _where(idea, state=state), reason)
+        state = None
     update = {
         "content": idea.content.strip(),
         "related_to": related_to,
         "entities": list(entities.values()),
         "importance": importance,
+        "state": state,
     }
     return idea.model_copy(update=update)
 

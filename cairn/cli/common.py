@@ -208,7 +208,13 @@ ProjectOpt = Annotated[str | None, typer.Option("--project", help="Only this pro
 LimitOpt = Annotated[int, typer.Option("--limit", min=1, max=10_000, help="At most this many rows.")]
 
 
-OpenOpt = Annotated[bool, typer.Option("--open", help="Only those not yet resolved.")]
+OpenOpt = Annotated[
+    bool,
+    typer.Option(
+        "--open",
+        help="Only open ones: unresolved and left open by their session (put off, given up, or at its end).",
+    ),
+]
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:

@@ -117,7 +117,8 @@ def _list_tracked(
             },
         )
     )
-    _print_rows(kind, rows, ["id", "content", "project", done_column, "declined_at", "resolution"], as_json)
+    columns = ["id", "content", "project", "state", done_column, "declined_at", "resolution"]
+    _print_rows(kind, rows, columns, as_json)
 
 
 @app.command()

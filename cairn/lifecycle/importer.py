@@ -32,9 +32,10 @@ from typing import Any, TextIO
 
 import aiosqlite
 
-from cairn.lifecycle.tables import BY_NAME, FORMAT, FORMAT_VERSION, Table
+from cairn.lifecycle.tables import BY_NAME, FORMAT, FORMAT_VERSION, STATE_FORMAT_VERSION, Table
 from cairn.store.corrections import forgotten_at
 from cairn.store.db import Database
+from cairn.store.legacy_states import with_state
 from cairn.transcripts.redact import redact_with_count
 
 #: The longest line an import reads: far above any row cairn exports (a message's text is at most 256 K
@@ -123,9 +124,11 @@ def check_header(line: str | None) -> dict[str, Any]:
 
 
 class _Importer:
-    def __init__(self, conn: aiosqlite.Connection, report: ImportReport) -> None:
+    def __init__(self, conn: aiosqlite.Connection, report: ImportReport, *, states_in_text: bool) -> None:
         self.conn = conn
         self.report = report
+        # An older export keeps deferred/given-up in the ideas' words: read as migration 13 reads them.
+        self.states_in_text = states_in_text
         self.ids: dict[str, dict[Any, Any]] = {}
         self.columns: dict[str, set[str]] = {}
         self.late: list[tuple[str, Any, str, str, Any]] = []
@@ -150,6 +153,8 @@ class _Importer:
 
     async def add(self, table: Table, row: dict[str, Any]) -> None:
         row = self.redacted(row)
+        if table.name == "ideas" and self.states_in_text:
+            row = with_state(row)
         known = await self.table_columns(table.name)
         if not set(row) <= known or not set(table.key_columns) <= set(row):
             raise ValueError(f"columns do not match table {table.name}")
@@ -205,10 +210,10 @@ async def import_lines(db: Database, lines: Iterable[str | None]) -> ImportRepor
     """Import an export's lines (the first must be the header; None stands for a line too long to read,
     as `bounded_lines` gives them) in one transaction."""
     iterator = iter(lines)
-    check_header(next(iterator, ""))
+    head = check_header(next(iterator, ""))
     report = ImportReport()
     async with db.write() as conn:
-        importer = _Importer(conn, report)
+        importer = _Importer(conn, report, states_in_text=head["version"] < STATE_FORMAT_VERSION)
         for number, line in enumerate(iterator, start=2):
             if line is None:
                 report.bad(number, f"longer than {MAX_LINE_CHARS:,} characters")

@@ -173,5 +173,8 @@ BY_NAME = {table.name: table for table in TABLES}
 #: The export format this cairn writes and the newest it reads. 2 added `idea_corrections` and
 #: `ideas.declined_at`: a cairn that reads only 1 would skip every idea row of such a file as a bad
 #: line (a column it does not know), so it refuses the file whole instead. Version 1 files still import.
+#: 3 added `ideas.state` (deferred, given up), which versions 1 and 2 kept in the ideas' text: their
+#: ideas get it on import as migration 13 gives it to a store's (`cairn.store.legacy_states`).
 FORMAT = "cairn-export"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+STATE_FORMAT_VERSION = 3

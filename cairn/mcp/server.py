@@ -311,7 +311,8 @@ def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPS
         limit: Annotated[int, Field(description="At most this many of each, 1 to 200.", ge=1, le=200)] = 50,
     ) -> str:
         """Questions, problems and todos their sessions left open — raised at a session's end and not
-        answered, or put off on purpose — newest first; failed tool calls are not listed. A long list
+        answered, put off on purpose (state "deferred"), or failing until the work moved on (state
+        "given_up") — newest first; other failed tool calls are not listed. A long list
         keeps its newest entries and counts the rest in omitted; pass project or session to narrow it."""
         args = {"project": project, "session": session, "include_todos": include_todos, "limit": limit}
         result = await backend.call("open_questions", {k: v for k, v in args.items() if v is not None})

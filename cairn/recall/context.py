@@ -29,9 +29,9 @@ from cairn.recall.handoff import is_chatter, topic_name
 from cairn.recall.specific import TermRarity, prompt_terms, specificity
 from cairn.search.filters import SPAN_SAID_AT
 from cairn.search.models import MAX_LIMIT, MAX_QUERY_CHARS, SearchRequest, preview
-from cairn.search.open_items import FACTS, OPEN_QUESTION, OPEN_TODO, still_open
 from cairn.search.projects import resolve_projects
 from cairn.store.db import Database
+from cairn.store.open_ideas import OPEN_QUESTION, OPEN_TODO
 from cairn.tokens import count_tokens
 from cairn.transcripts.redact import redact
 
@@ -196,21 +196,18 @@ async def _current_topic(db: Database, project: Project) -> str | None:
 
 async def _idea_lines(db: Database, project: Project, state: str, key: str) -> list[_Line]:
     """The newest `SECTION_LINES` ideas in `state` that a hand-off would list (`cairn.recall.handoff`):
-    for open items only what the session left open, elsewhere no progress chatter."""
+    open items as `cairn.store.open_ideas` defines them, elsewhere no progress chatter."""
     marks = ",".join("?" * len(project.ids))
-    facts = f", {FACTS}" if key == "open" else ""  # what `still_open` reads: open items only
     rows = await db.fetchall(
         f"""
-        SELECT i.id, i.intent, i.content, i.said_at, i.source_line{facts} FROM ideas i
+        SELECT i.id, i.intent, i.content, i.said_at FROM ideas i
         WHERE i.session_id IN (SELECT id FROM sessions WHERE project_id IN ({marks}))
           AND {state} AND NOT {ABANDONED}
         ORDER BY i.said_at DESC, i.id DESC LIMIT ?
         """,
-        (*project.ids, SECTION_LINES * SECTION_POOL),
+        (*project.ids, SECTION_LINES if key == "open" else SECTION_LINES * SECTION_POOL),
     )
-    kept = [
-        row for row in rows if (still_open(row) if key == "open" else not is_chatter(str(row["content"])))
-    ]
+    kept = [row for row in rows if key == "open" or not is_chatter(str(row["content"]))]
     return [_line(row) for row in kept[:SECTION_LINES]]
 
 

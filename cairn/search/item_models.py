@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from cairn.search.models import ItemKind, Kind, SessionInfo, SourceLocation
+from cairn.store.vocab import IdeaState
 
 
 class IdeaBrief(BaseModel):
@@ -156,10 +157,14 @@ class Timeline(BaseModel):
 class OpenItem(IdeaBrief):
     session: SessionInfo | None = None
     importance: float | None = None
+    state: IdeaState | None = Field(
+        default=None,
+        description="'deferred' (put off on purpose) or 'given_up' (failed until the work moved on), if so.",
+    )
 
 
 class OpenItems(BaseModel):
-    """Unanswered questions and problems, uncompleted todos — newest first, superseded ones left out."""
+    """Open questions and problems, open todos (`cairn.store.open_ideas`) — newest first."""
 
     questions: list[OpenItem] = Field(default_factory=list)
     todos: list[OpenItem] = Field(default_factory=list)

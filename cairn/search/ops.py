@@ -245,7 +245,8 @@ async def open_questions(
     include_todos: bool | None = None,
     limit: int | None = None,
 ) -> Any:
-    """Unanswered questions and problems, and (unless turned off) uncompleted todos, newest first."""
+    """Open questions and problems, and (unless turned off) open todos, newest first
+    (`cairn.store.open_ideas`)."""
     from cairn.search.open_items import open_items
 
     args = parse_args(

@@ -7,9 +7,8 @@ source message's timestamp, which an insert trigger fills in), by the timestamp 
 lines hold the idea when that trigger found no message starting at its line, and by the index time
 only when neither exists — those are counted in `remembered.undated`, so the chart never hides them.
 
-"Open" is the store's plain definition, the one `cairn projects` counts and the board lists: a question
-or problem without an answer, a todo not completed, neither superseded. (`open_questions`, the op,
-is narrower: what a session left open at its end.)
+"Open" is the one definition every face uses (`cairn.store.open_ideas`): the home page counts what
+the `open_questions` op, `cairn projects`, the board and recall list.
 
 Everything is read in a few grouped queries — the ideas table once, the messages through their
 `(session_id, timestamp)` index, the sessions once — and folded in Python, so a store of 10K ideas and
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from cairn.search.errors import SearchError
 from cairn.store.injections import stats as recall_stats
+from cairn.store.open_ideas import OPEN_QUESTION, OPEN_TODO
 
 if TYPE_CHECKING:
     from cairn.store.store import Store
@@ -52,10 +52,7 @@ _IDEAS = f"""
            sum(said IS NULL) AS undated
     FROM (
         SELECT se.project_id AS project, i.intent, i.created_at, {_SAID} AS said,
-               (i.superseded_by IS NULL AND i.intent IN ('question', 'problem')
-                AND i.answered_at IS NULL AND i.declined_at IS NULL) AS open_question,
-               (i.superseded_by IS NULL AND i.intent = 'todo' AND i.completed_at IS NULL
-                AND i.declined_at IS NULL) AS open_todo
+               {OPEN_QUESTION} AS open_question, {OPEN_TODO} AS open_todo
         FROM ideas AS i LEFT JOIN sessions AS se ON se.id = i.session_id
     )
     GROUP BY project, intent, day

@@ -10,15 +10,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from cairn.store.db import Database
+from cairn.store.open_ideas import OPEN, OPEN_QUESTION
 
 #: `said_at` is when the idea's source message was said; the store falls back to the index time when that
 #: message has none, which these listings show as unknown (None) rather than as a time it was said.
-_IDEA_COLUMNS = """
+_IDEA_COLUMNS = f"""
     i.id, i.intent, i.content, i.confidence, i.importance, i.session_id AS session,
     p.name AS project, f.path AS source_file, i.source_line,
     CASE WHEN i.said_at <> i.created_at THEN i.said_at END AS said_at, i.created_at,
     i.answered_at, i.completed_at, i.declined_at, i.resolution, i.superseded_by, i.usage_count,
-    s.name AS topic
+    s.name AS topic, i.state, {OPEN} AS is_open
 """
 _IDEA_JOINS = """
     FROM ideas i
@@ -39,9 +40,9 @@ async def list_ideas(
     include_superseded: bool = False,
     limit: int = 50,
 ) -> list[dict[str, Any]]:
-    """Ideas newest first. `open_only` keeps unanswered questions/problems and uncompleted todos that
-    the person did not decline; `project_ids` are what `cairn.search.projects.resolve_projects` found
-    for the user's `--project`."""
+    """Ideas newest first, each with its `state` and whether it `is_open` (`cairn.store.open_ideas`).
+    `open_only` keeps the open ones; `project_ids` are what `cairn.search.projects.resolve_projects`
+    found for the user's `--project`."""
     where, params = ["1 = 1"], []
     if intents:
         where.append(f"i.intent IN ({','.join('?' * len(intents))})")
@@ -53,7 +54,7 @@ async def list_ideas(
         where.append(f"se.project_id IN ({','.join('?' * len(project_ids))})")
         params.extend(project_ids)
     if open_only:
-        where.append("i.answered_at IS NULL AND i.completed_at IS NULL AND i.declined_at IS NULL")
+        where.append(OPEN)
     if not include_superseded:
         where.append("i.superseded_by IS NULL")
     rows = await db.fetchall(
@@ -61,7 +62,7 @@ async def list_ideas(
         "ORDER BY i.created_at DESC, i.id DESC LIMIT ?",
         (*params, limit),
     )
-    return [dict(row) for row in rows]
+    return [{**dict(row), "is_open": bool(row["is_open"])} for row in rows]
 
 
 async def list_projects(db: Database, *, limit: int = 100) -> list[dict[str, Any]]:
@@ -69,15 +70,13 @@ async def list_projects(db: Database, *, limit: int = 100) -> list[dict[str, Any
     each covers: `worktrees` (checkouts other than the root), `paths` (each session cwd with its
     checkout and session count) and `claude_dirs` — every one of them a value `--project` accepts."""
     rows = await db.fetchall(
-        """
+        f"""
         SELECT p.id, p.name, p.path, p.found_by,
                count(DISTINCT s.id) AS sessions,
                (SELECT count(*) FROM ideas i JOIN sessions s2 ON s2.id = i.session_id
                 WHERE s2.project_id = p.id) AS ideas,
                (SELECT count(*) FROM ideas i JOIN sessions s2 ON s2.id = i.session_id
-                WHERE s2.project_id = p.id AND i.intent IN ('question', 'problem')
-                  AND i.answered_at IS NULL AND i.declined_at IS NULL AND i.superseded_by IS NULL)
-                  AS open_questions,
+                WHERE s2.project_id = p.id AND {OPEN_QUESTION}) AS open_questions,
                max(s.last_at) AS last_active
         FROM projects p LEFT JOIN sessions s ON s.project_id = p.id
         GROUP BY p.id

@@ -35,6 +35,9 @@ never handed to another row, so a stale id from a model or in Chroma can never h
 12. corrections: what a person said about an idea (answered, done, declined, wrong, its importance),
    kept by the idea's place so a re-created idea gets it again (`cairn.lifecycle.correct`), and
    `ideas.declined_at`; an idea's importance change re-queues its vector (its metadata carries it).
+13. idea state: `ideas.state` (deferred, given up) as data rather than words in the idea's text, filled
+   from those words for existing ideas (`cairn.store.legacy_states`), and an index of the person's
+   prompts per file, which the definition of open reads (`cairn.store.open_ideas`).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from dataclasses import dataclass
 
 import aiosqlite
 
+from cairn.store.legacy_states import backfill as backfill_states
 from cairn.store.projects import regroup
 
 
@@ -999,6 +1003,23 @@ _CORRECTIONS = Migration(
     ),
 )
 
+_IDEA_STATE = Migration(
+    13,
+    "idea state: ideas.state (deferred, given_up) moved out of the text; an index of prompts per file",
+    (
+        """
+        ALTER TABLE ideas ADD COLUMN state TEXT
+            CHECK (state IS NULL OR (state IN ('deferred', 'given_up')
+                                     AND intent IN ('question', 'problem', 'todo')))
+        """,
+        """
+        CREATE INDEX messages_prompts ON messages (file_id, line)
+            WHERE role = 'user' AND kind = 'text' AND is_sidechain = 0 AND is_noise = 0
+        """,
+    ),
+    then=backfill_states,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     _CAPTURE,
     _MEMORY,
@@ -1012,6 +1033,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _REINDEX,
     _PROJECTS,
     _CORRECTIONS,
+    _IDEA_STATE,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

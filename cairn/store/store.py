@@ -33,6 +33,7 @@ from cairn.config import Settings
 from cairn.store import outbox
 from cairn.store.db import Database, DatabaseError
 from cairn.store.failures import StoreReadOnlyError, disk_full, unwritable_reason
+from cairn.store.hashing import idea_hash as idea_hash
 from cairn.store.injections import stats as recall_stats
 from cairn.store.lock import StoreLock, StoreLockedError
 from cairn.store.projects import project_for_claude_dir, project_for_cwd
@@ -132,12 +133,6 @@ def message_hash(role: str, kind: str, text: str) -> str:
     """
     digest = hashlib.blake2b(f"{role}\x1f{kind}\x1f{text}".encode(), digest_size=16)
     return digest.hexdigest()
-
-
-def idea_hash(content: str) -> str:
-    """Hash of an idea's normalised content (lowercased, whitespace collapsed), for `ideas.content_hash`."""
-    normalised = " ".join(content.lower().split())
-    return hashlib.blake2b(normalised.encode(), digest_size=16).hexdigest()
 
 
 class Store:

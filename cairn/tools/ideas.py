@@ -1,4 +1,8 @@
-"""The idea tools: hybrid idea search, open questions and todos, recent ideas, an idea's relations."""
+"""The idea tools: hybrid idea search, open questions and todos, recent ideas, an idea's relations.
+
+The open tools list what nothing resolved yet — not answered, completed, declined, superseded or
+contradicted (`cairn.store.open_ideas.UNRESOLVED_QUESTION`): every item a new batch may still resolve,
+including those the definition of open takes as settled by a later prompt."""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import sqlite3
 
 from pydantic_ai import RunContext
 
+from cairn.store.open_ideas import UNRESOLVED_QUESTION, UNRESOLVED_TODO
 from cairn.store.vocab import Intent
 from cairn.tools.budget import metered
 from cairn.tools.common import IDEA_SELECT, MAX_ID, clamp, idea_brief, ideas_by_id, missing_session
@@ -76,7 +81,7 @@ async def get_open_questions(ctx: RunContext[ToolDeps], session: str, limit: int
     return await _session_ideas(
         ctx.deps,
         session,
-        "i.intent IN ('question', 'problem') AND i.answered_at IS NULL AND i.declined_at IS NULL",
+        UNRESOLVED_QUESTION,
         clamp(limit, 10),
     )
 
@@ -95,7 +100,7 @@ async def get_open_todos(ctx: RunContext[ToolDeps], session: str, limit: int = 1
     return await _session_ideas(
         ctx.deps,
         session,
-        "i.intent = 'todo' AND i.completed_at IS NULL AND i.declined_at IS NULL",
+        UNRESOLVED_TODO,
         clamp(limit, 10),
     )
 

@@ -577,3 +577,23 @@ def redact_with_count(text: str) -> tuple[str, int]:
 def redact(text: str) -> str:
     """``text`` with ``<private>`` sections and secrets replaced by markers."""
     return redact_with_count(text)[0]
+
+
+#: A marker `redact` leaves: ``[REDACTED:<kind>]`` (the kind in group 1) or ``[private]``.
+LABEL = re.compile(r"\[REDACTED:([a-z0-9_]+)\]|\[private\]")
+_LABEL_WORD = re.compile(r"\bREDACTED\b|\[private\]", re.I)
+
+
+def is_label(name: str) -> bool:
+    """Whether `name` is, or holds, a redaction marker (``[REDACTED:jwt]``, ``REDACTED``, ``[private]``)."""
+    return _LABEL_WORD.search(name) is not None
+
+
+def label_only_kinds(text: str) -> frozenset[str]:
+    """The kinds of the markers in `text` (``anthropic_api_key``) that it never writes outside a marker:
+    such a word there stands for a removed secret, so naming it as a thing would be reading the label."""
+    kinds = {match[1] for match in LABEL.finditer(text) if match[1]}
+    if not kinds:
+        return frozenset()
+    rest = LABEL.sub(" ", text)
+    return frozenset(k for k in kinds if not re.search(rf"(?<![\w-]){re.escape(k)}(?![\w-])", rest))

@@ -45,7 +45,7 @@ def test_a_question_whose_reply_defers_it_stays_open_with_the_words_that_did() -
     [question] = [i for i in result.ideas if i.intent == "question"]
     assert question.source_line == 1
     assert question.content.startswith("Does this mean we can remove our checkout shims?")
-    assert "(put off: But that's a separate PR.)" in question.content
+    assert question.state == "deferred" and "put off" not in question.content, "a state, not words"
     assert str(question.key) not in _answered(result), "put off is not answered"
     assert not [i for i in result.ideas if i.intent == "todo"], "the later restatement is the same item"
 
@@ -59,7 +59,7 @@ def test_a_question_answered_plainly_is_not_put_off() -> None:
         fresh(),
     )
     [question] = [i for i in result.ideas if i.intent == "question"]
-    assert "put off" not in question.content and str(question.key) in _answered(result)
+    assert question.state is None and str(question.key) in _answered(result)
 
 
 def test_a_plan_the_person_defers_is_an_open_todo_no_report_completes() -> None:
@@ -81,9 +81,9 @@ def test_a_plan_the_person_defers_is_an_open_todo_no_report_completes() -> None:
     )
     ideas = _by_line(result)
     [(intent, content)] = [i for i in ideas[1] if i[0] != "context"]
-    assert intent == "todo" and content.startswith("Deferred: I'll replace `getStagedFiles`")
-    assert "(the user: let's not make this change in this branch" in content
+    assert intent == "todo" and content.startswith("I'll replace `getStagedFiles`")
     [todo] = [i for i in result.ideas if i.intent == "todo"]
+    assert todo.state == "deferred" and "the user:" not in todo.content
     assert str(todo.key) not in _completed(result), "logging the issue is not doing the work"
     assert not [i for i in result.ideas if i.intent == "decision" and "getStagedFiles" in i.content]
 
@@ -114,7 +114,7 @@ def test_a_reply_that_takes_the_plan_up_and_puts_the_rest_off_keeps_the_plan() -
         ),
         fresh(),
     )
-    assert not [i for i in result.ideas if i.content.startswith("Deferred:")]
+    assert not [i for i in result.ideas if i.state == "deferred"]
 
 
 def test_a_recap_that_labels_a_bug_and_its_fix_settles_the_bug() -> None:
@@ -219,9 +219,9 @@ def test_a_failure_that_repeats_and_never_passes_stays_open() -> None:
     )
     [problem] = [i for i in result.ideas if i.intent == "problem"]
     assert problem.content == (
-        "`npm run build` fails: Build error occurred [TypeError: generate is not a function] "
-        "(failed 3 times, never passed)"
+        "`npm run build` fails: Build error occurred [TypeError: generate is not a function]"
     )
+    assert problem.state == "given_up"
     assert str(problem.key) not in _answered(result), "no statement settles a build that never passed"
 
 

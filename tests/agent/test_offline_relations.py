@@ -437,6 +437,6 @@ def test_a_plan_put_off_still_supersedes_the_stored_decision_it_changes() -> Non
         ),
         known(decided),
     )
-    [plan] = [idea for idea in result.ideas if idea.content.startswith("Deferred: ")]
+    [plan] = [idea for idea in result.ideas if idea.state == "deferred"]
     assert plan.intent == "todo"
     assert (1, 7, "supersedes") in related(result)

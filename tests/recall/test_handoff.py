@@ -1,52 +1,11 @@
-"""The hand-off rules of SessionStart (`cairn.recall.handoff`) and the open rule they share with the MCP
-`open_questions` tool (`cairn.search.open_items.still_open`), on the shapes real sessions produce."""
+"""The hand-off rules of SessionStart (`cairn.recall.handoff`), on the shapes real sessions produce. What
+is open is defined once, in `cairn.store.open_ideas`, and tested in `tests/search/test_open_state.py`."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import pytest
 
 from cairn.recall.handoff import is_chatter, topic_name
-from cairn.search.open_items import still_open
-
-
-def row(line: int, content: str = "Why does the hook fire twice?", **facts: Any) -> dict[str, Any]:
-    return {
-        "source_line": line,
-        "content": content,
-        "source_kind": facts.get("kind", "text"),
-        "last_prompt_line": facts.get("last", 100),
-        "reopened": facts.get("reopened", 0),
-    }
-
-
-def test_open_is_what_the_session_ended_on() -> None:
-    assert still_open(row(120)), "raised after the last prompt: nobody answered it"
-    assert not still_open(row(40)), "raised earlier: the turns after it dealt with it"
-    assert not still_open(row(100)), "the last prompt itself is answered by the reply that follows"
-    assert still_open(row(40, last=None)), "a session without a prompt from the person says nothing"
-
-
-@pytest.mark.parametrize(
-    "content",
-    [
-        "Let's not make this change in this branch. Can we log a linear issue with the details",
-        "Removing the checkout shims is a great follow-up",
-        "Out of scope here; next session we migrate the queue",
-        "Defer the retry change to a separate PR",
-        "Deferred: I'll replace getStagedFiles (the user: let's not make this change in this branch)",
-        "Can we remove the checkout shims? (put off: Let's do that in another PR.)",
-    ],
-)
-def test_work_put_off_stays_open_wherever_it_was_said(content: str) -> None:
-    assert still_open(row(40, content))
-
-
-def test_a_failed_tool_call_is_open_only_when_it_never_passed() -> None:
-    assert not still_open(row(120, "Bash call failed: python: command not found", kind="tool_result"))
-    never = "Bash call failed: Build error occurred (failed 4 times, never passed)"
-    assert still_open(row(40, never, kind="tool_result")), "wherever in the session it failed"
 
 
 @pytest.mark.parametrize(

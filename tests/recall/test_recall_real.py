@@ -163,14 +163,15 @@ def _section(text: str | None, heading: str) -> list[str]:
 async def test_work_put_off_is_what_session_start_lists_open(stores: dict[str, Path]) -> None:
     gc, _ = await _ask(stores[GC], GC, "SessionStart")
     todos = _section(gc, "Open todos:")
-    assert any("Deferred: I'll replace `getStagedFiles`" in line for line in todos), gc
+    assert any("I'll replace `getStagedFiles`" in line for line in todos), gc
+    assert not any("Deferred:" in line or "(the user:" in line for line in todos), "the state is no text"
     decisions = _section(gc, "Latest decisions:")
     assert not any("getStagedFiles" in line for line in decisions), "not carried out"
     # The plan (858) put off still replaces the suspicion it changed its mind about (603, an earlier batch).
     assert not any("EnableDotGitCommonDir" in line for line in decisions), decisions
     resume, _ = await _ask(stores[RESUME], RESUME, "SessionStart")
     [question] = _section(resume, "Open questions:")
-    assert "Does this mean we can remove our checkout shims? (put off: But that's a separate PR.)" in question
+    assert question.endswith("Does this mean we can remove our checkout shims?"), question
     assert resume is not None and "great follow-up" not in resume, "its restatement is the same item"
     checkpoint, _ = await _ask(stores[CHECKPOINT], CHECKPOINT, "SessionStart")
     assert checkpoint is not None and "Open " not in checkpoint, "the recap's fix settles the bug it labels"
@@ -180,8 +181,7 @@ async def test_a_failure_that_never_passed_is_listed_open(stores: dict[str, Path
     text, _ = await _ask(stores[VIEWER], VIEWER, "SessionStart")
     [item] = _section(text, "Open questions:")
     assert item.endswith(
-        "`npm run build` fails: Build error occurred [TypeError: generate is not a function] "
-        "(failed 4 times, never passed)"
+        "`npm run build` fails: Build error occurred [TypeError: generate is not a function]"
     ), text
     assert "No compilation errors" not in (text or ""), "the dev server's word is no fix of the build"
 

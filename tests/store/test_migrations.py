@@ -288,6 +288,21 @@ ROWS: dict[int, list[tuple[str, dict[str, Any]]]] = {
             },
         ),
     ],
+    13: [
+        (
+            "ideas",
+            {
+                "id": 40,
+                "session_id": "s-1",
+                "source_file_id": 1,
+                "source_line": 2,
+                "intent": "todo",
+                "content": "Move the retry change to its own branch",
+                "content_hash": "i40",
+                "state": "deferred",
+            },
+        ),
+    ],
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cairn.agent.entities import refused
 from cairn.agent.offline.candidate import Candidate
 from cairn.agent.offline.extract import session_candidates
 from cairn.agent.offline.inbatch import links as in_batch_links
@@ -30,11 +31,13 @@ from cairn.agent.schema import (
     CompletedTodo,
     EntityRef,
     Idea,
+    IdeaState,
     IndexBatch,
     IndexResult,
     Relation,
     SearchAssociation,
 )
+from cairn.store.vocab import OPENABLE_INTENTS
 
 MAX_SEARCH_ASSOCIATIONS = 5
 
@@ -56,6 +59,10 @@ def read_batch(batch: IndexBatch) -> list[SessionDraft]:
     return drafts
 
 
+# The origins that are a state of the idea, not only where it came from.
+_STATES: dict[str, IdeaState] = {"deferred": "deferred", "given_up": "given_up"}
+
+
 def _idea(candidate: Candidate, key: str | None = None) -> Idea:
     return Idea(
         key=key,
@@ -66,7 +73,12 @@ def _idea(candidate: Candidate, key: str | None = None) -> Idea:
         intent=candidate.intent,
         confidence=candidate.confidence,
         importance=candidate.importance,
-        entities=[EntityRef(name=e.name[:200], type=e.type) for e in candidate.entities],
+        entities=[
+            EntityRef(name=e.name[:200], type=e.type)
+            for e in candidate.entities
+            if not refused(e.name, e.type)  # a label or a piece of a path, whichever step found it
+        ],
+        state=_STATES.get(candidate.origin) if candidate.intent in OPENABLE_INTENTS else None,
     )
 
 

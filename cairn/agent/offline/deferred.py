@@ -3,12 +3,15 @@
 Work is put off in two plain ways, and each leaves an item open whatever is said around it:
 
 - **A question whose reply defers it.** "Does this mean we can remove our checkout shims?" — "Worth
-  running the regression tests to find out. But that's a separate PR." The question keeps the words
-  that put it off, so it reads as open and `cairn.search.open_items.still_open` keeps it open.
+  running the regression tests to find out. But that's a separate PR." The question is stored as
+  asked, with the state `deferred`, so it stays open (`cairn.store.open_ideas`).
 - **A plan the person defers.** The assistant says "I'll replace `getStagedFiles` with `git diff
   --cached`" and the person answers "let's not make this change in this branch, log an issue": the plan
-  was not carried out, so it is no decision — it is a todo, "Deferred: …" with the person's words,
-  which no report of the same session completes (logging the issue is not doing the work).
+  was not carried out, so it is no decision — it is a todo, the plan in its own words with the state
+  `deferred`, which no report of the same session completes (logging the issue is not doing the work).
+
+The state is data (`origin` here, `Idea.state` in the result), not words added to the idea: the
+idea reads as what was said, and readers never parse it back.
 
 An item is carried by the first statement that put it off: a later todo restating it ("investigating
 the shims removal is a great follow-up") says nothing new and is dropped.
@@ -24,7 +27,7 @@ from cairn.agent.offline.answers import reply_to
 from cairn.agent.offline.candidate import Candidate
 from cairn.agent.offline.cues import PUT_OFF
 from cairn.agent.offline.reading import Message, SessionView
-from cairn.agent.offline.text import shorten, term_set
+from cairn.agent.offline.text import term_set
 from cairn.agent.schema import DEFAULT_IMPORTANCE
 
 # A deferring sentence this short refers back ("But that's a separate PR."); a longer one must name
@@ -46,7 +49,7 @@ def _deferring(message: Message, about: frozenset[str]) -> str | None:
 
 
 def _questions_put_off(view: SessionView, candidates: list[Candidate]) -> list[Candidate]:
-    """The person's questions whose reply puts them off, marked with the words that did."""
+    """The person's questions whose reply puts them off, as deferred."""
     out = []
     for candidate in candidates:
         message = view.by_line(candidate.line)
@@ -54,8 +57,7 @@ def _questions_put_off(view: SessionView, candidates: list[Candidate]) -> list[C
             reply = reply_to(view, candidate.line, candidate.turn)
             said = _deferring(reply, candidate.terms) if reply is not None else None
             if said is not None:
-                content = shorten(f"{candidate.content} (put off: {said})")
-                candidate = replace(candidate, content=content, origin="deferred")
+                candidate = replace(candidate, origin="deferred")
         out.append(candidate)
     return out
 
@@ -74,10 +76,8 @@ def _plans_put_off(view: SessionView, candidates: list[Candidate]) -> list[Candi
         said = _deferring(message, plan.terms)
         if said is None or _APPROVES.match(said):
             continue  # "ok, do the lint thing now, the fragments go in a separate PR" puts off the rest
-        words = " ".join(s.text for s in message.prose).rstrip(".")
-        content = shorten(f"Deferred: {plan.content} (the user: {words})")
         deferred[id(plan)] = replace(
-            plan, intent="todo", content=content, importance=DEFAULT_IMPORTANCE["todo"], origin="deferred"
+            plan, intent="todo", importance=DEFAULT_IMPORTANCE["todo"], origin="deferred"
         )
     return [deferred.get(id(c), c) for c in candidates]
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from cairn.agent.offline.gazetteer import canonical, find_technologies
 from cairn.agent.schema import EntityType
+from cairn.transcripts.redact import LABEL
 
 MAX_ENTITIES_PER_IDEA = 6
 
@@ -189,12 +190,14 @@ def identifiers(text: str) -> list[str]:
 
 
 def extract(text: str, known_files: dict[str, str] | None = None) -> list[Entity]:
-    """Entities named in `text`: technologies, files and code identifiers, deduplicated, in that order.
+    """Entities named in `text`: technologies, files and code identifiers, deduplicated, in that order;
+    never a redaction marker's kind (`anthropic_api_key` of `[REDACTED:anthropic_api_key]`).
 
     `known_files` maps a basename to the fullest name it was seen with in this session.
     """
     known_files = known_files or {}
     found: dict[tuple[str, str], Entity] = {}
+    text = LABEL.sub(" ", text)  # `[REDACTED:github_token]` stands for a removed secret, not a name
 
     def add(name: str, kind: EntityType) -> None:
         key = (name.lower(), kind)

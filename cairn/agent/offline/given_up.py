@@ -5,9 +5,10 @@ never an open item by itself. One failure that comes back on every retry and nev
 thing: `npm run build` → "Build error occurred [TypeError: generate is not a function]", run four
 times, then the sub-agent checked the dev server instead and reported success. A teammate taking over
 needs that line. So when the same failure repeats `MIN_FAILURES` times in a batch and no later run of
-the same call succeeds, its problem says so, with the command: "`npm run build` fails: Build error
-occurred [TypeError: generate is not a function] (failed 4 times, never passed)". No statement of the
-batch settles it, only a later fix (`cairn.search.open_items.still_open` reads the mark).
+the same call succeeds, its problem names the command and the failure — "`npm run build` fails: Build
+error occurred [TypeError: generate is not a function]" — and has the state `given_up` (`origin` here,
+`Idea.state` in the result), which keeps it open wherever it happened (`cairn.store.open_ideas`). No
+statement of the batch settles it, only a later fix.
 """
 
 from __future__ import annotations
@@ -53,8 +54,7 @@ def given_up(view: SessionView, candidates: list[Candidate], cause: dict[int, st
                 for m in later
             )
             if failures >= MIN_FAILURES and not passed:
-                failing = shorten(f"{_failing(call, candidate.content)}: {detail}", 230)
-                content = f"{failing} (failed {failures} times, never passed)"
+                content = shorten(f"{_failing(call, candidate.content)}: {detail}", 230)
                 candidate = replace(candidate, content=content, origin="given_up")
         out.append(candidate)
     return out

@@ -90,8 +90,9 @@ def lanes(sessions: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def board_page(request: Request) -> Response:
-    """Per project: open questions/problems and todos, the resolved ones with what resolved them, and
-    those the person declined (no longer open, kept as history)."""
+    """Per project: open questions/problems and todos (`cairn.store.open_ideas`, as every face counts
+    them), the resolved ones with what resolved them, and those the person declined (no longer open,
+    kept as history)."""
     viewer = viewer_of(request)
     project = request.query_params.get("project", "").strip() or None
     projects = await viewer.ops.call("projects", {"limit": 200})
@@ -104,13 +105,16 @@ async def board_page(request: Request) -> Response:
         todos = await viewer.ops.call("ideas", {**args, "intents": ["todo"]})
         if not questions and not todos:
             continue
+        open_args = {**args, "open_only": True}
+        open_questions = await viewer.ops.call("ideas", {**open_args, "intents": ["question", "problem"]})
+        open_todos = await viewer.ops.call("ideas", {**open_args, "intents": ["todo"]})
         boards.append(
             {
                 "project": chosen_project["name"],
                 "path": chosen_project["path"],
-                "open_questions": [q for q in questions if not q["answered_at"] and not q["declined_at"]],
+                "open_questions": open_questions,
                 "answered": [q for q in questions if q["answered_at"]],
-                "open_todos": [t for t in todos if not t["completed_at"] and not t["declined_at"]],
+                "open_todos": open_todos,
                 "done": [t for t in todos if t["completed_at"]],
                 "declined": [
                     i
