@@ -1,7 +1,8 @@
 """Links between the new ideas of one session update: what the batch asks and answers, sets and
 finishes, guesses and corrects — all inside the batch, so the result names the ideas by key.
 
-- **Answered, completed.** A question, problem or todo is settled by the message of its own turn,
+- **Answered, completed.** A problem is answered by the first later fix of the batch that shares a word
+  with it, within two turns. Otherwise a question, problem or todo is settled by the message of its own turn,
   after it, that the learned model finds most likely to resolve something (its `resolved` kind past
   the model's threshold): the reply that answers, the report that it is done or fixed. Nothing past
   the threshold in the turn leaves it open; work put off and failures that never passed stay open.
@@ -87,9 +88,28 @@ def answered(
     for question in candidates:
         if question.intent not in ("question", "problem") or question.origin in ("deferred", "given_up"):
             continue
-        if hit := _resolution(view, question, resolving):
+        fix = _fix_of(question, candidates) if question.intent == "problem" else None
+        if hit := fix or _resolution(view, question, resolving):
             found.append((question, *hit))
     return found
+
+
+# A fix answers a problem it follows within this many turns, when the two share a word.
+FIX_REACH_TURNS = 2
+
+
+def _fix_of(problem: Candidate, candidates: list[Candidate]) -> tuple[int, str] | None:
+    """The first later fix of the batch (a solution idea) that takes the problem up: in its turn or
+    the next ones, sharing a word with it. The fix's own line, so the problem is answered *by* it."""
+    for candidate in candidates:
+        if (
+            candidate.intent == "solution"
+            and candidate.line > problem.line
+            and candidate.turn - problem.turn <= FIX_REACH_TURNS
+            and problem.terms & candidate.terms
+        ):
+            return candidate.line, candidate.content
+    return None
 
 
 def completed(

@@ -9,6 +9,7 @@ file, so the idea reads as what was done and still cites the call's line.
 
 from __future__ import annotations
 
+import math
 import re
 
 from cairn.agent.offline.candidate import Candidate
@@ -29,6 +30,10 @@ from cairn.agent.schema import DEFAULT_IMPORTANCE, Intent
 _TOOL_USE = re.compile(r"^\[tool_use (?P<name>[\w.:-]+)\]", re.MULTILINE)
 # How far back (in messages of the same turn) the words that introduce a tool call may be.
 _INTRO_REACH = 3
+# At most this many ideas per 100 messages of an update, the most likely first: twice the rate the model is
+# calibrated to on coding sessions, so a conversation unlike them (a chat with no tool calls, where most
+# messages look like statements) is not turned into an idea per message.
+MAX_PER_100_MESSAGES = 24
 # Fewer words than this ("yeah close it") say nothing on their own.
 MIN_WORDS = 4
 _INTENT: dict[str, Intent] = {
@@ -84,7 +89,10 @@ def learned_candidates(view: SessionView, weights: Weights | None = None) -> lis
     """Every idea the model finds in `view`, in line order."""
     weights = weights or load_weights()
     found: list[Candidate] = []
-    for scored in chosen(score_session(view, weights), weights):
+    picked = chosen(score_session(view, weights), weights)
+    room = math.ceil(MAX_PER_100_MESSAGES * len(view.messages) / 100)
+    kept = {id(s) for s in sorted(picked, key=lambda s: -s.best)[:room]}
+    for scored in (s for s in picked if id(s) in kept):
         kind = kind_of(scored, weights)
         content = _content(view, scored, kind, weights)
         if content is None or len(content.split()) < MIN_WORDS:
