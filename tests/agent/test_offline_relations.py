@@ -1,16 +1,21 @@
 """Offline relations on small hand-written cases: evidence, each relation type, negatives, lookups.
 
-Stored ideas are what the tools would have returned (`Known`); new ideas come from real batch text
-through `build_result`, or are built directly where a rule's threshold is the point.
+Stored ideas are what the tools would have returned (`Known`). New ideas are built directly: which
+sentence of a session is an idea is the learned model's call (tested in `test_offline_learned.py`,
+measured by `cairn eval sessions`), while these tests are about what the linking steps make of an idea
+once found. `stating` hands `build_result` the batch's ideas, so everything after extraction (answers,
+relations, activation) still runs as in the indexer.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from cairn.agent.offline import Known, build_result, read_batch
+from cairn.agent.offline import Known, build_result
 from cairn.agent.offline.candidate import Candidate
-from cairn.agent.offline.entities import Entity
+from cairn.agent.offline.entities import Entity, extract
 from cairn.agent.offline.evidence import (
     BARE_FILE_ANCHOR,
     FULL_ANCHOR,
@@ -29,8 +34,9 @@ from cairn.agent.offline.lookups import (
     follow_up,
     plan,
 )
+from cairn.agent.offline.reading import SessionView
 from cairn.agent.offline.relating import MAX_RELATIONS_PER_IDEA, relation_type, relations
-from cairn.agent.schema import BatchMessage, IndexBatch, IndexResult, SessionUpdate
+from cairn.agent.schema import DEFAULT_IMPORTANCE, BatchMessage, IndexBatch, IndexResult, SessionUpdate
 from cairn.tools.results import EntityIdeas, EntityInfo, EntityList, IdeaBrief
 
 SESSION = "s-1"
@@ -82,6 +88,35 @@ def related(result: IndexResult) -> list[tuple[int, int, str]]:
 
 def candidate(content: str, intent: str = "decision", *entities: Entity, at: str | None = NOW) -> Candidate:
     return Candidate(SESSION, FILE, 5, intent, content, 0.8, 1.0, 1, list(entities), at=at)  # type: ignore[arg-type]
+
+
+def said(line: int, intent: str, content: str, **flags: object) -> Candidate:
+    """The idea found at `line` of the session, with the entities its words name (as extraction gives)."""
+    importance = DEFAULT_IMPORTANCE[intent]  # type: ignore[index]
+    return Candidate(SESSION, FILE, line, intent, content, 0.8, importance, 1, extract(content), **flags)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def stating(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """`stating(*ideas)`: the ideas `build_result` finds in session `SESSION` of the batch (other sessions
+    say nothing), each at its message's line, turn and time as extraction would place it."""
+
+    def install(*ideas: Candidate) -> None:
+        def session_candidates(view: SessionView) -> list[Candidate]:
+            if view.session != SESSION:
+                return []
+            found = []
+            for idea in ideas:
+                message = view.by_line(idea.line)
+                assert message is not None, f"no message at line {idea.line}"
+                found.append(
+                    replace(idea, turn=message.turn, at=message.timestamp, entities=list(idea.entities))
+                )
+            return found
+
+        monkeypatch.setattr("cairn.agent.offline.build.session_candidates", session_candidates)
+
+    return install
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -145,21 +180,24 @@ def test_order_in_time_is_read_from_both_timestamps_and_unknown_counts_as_earlie
 # Each relation type
 
 
-def test_a_fix_about_a_stored_open_problem_answers_it_across_sessions() -> None:
+FIX = "Fixed by making `export_rows` skip any row without a user id."
+
+
+def test_a_fix_about_a_stored_open_problem_answers_it_across_sessions(stating) -> None:  # type: ignore[no-untyped-def]
     problem = KnownIdea(21, "problem", EXPORT_CRASH, "s-0", 8, at=EARLIER)
-    result = build_result(
-        batch(("assistant", "Fixed by making `export_rows` skip any row without a user id.")), known(problem)
-    )
+    stating(said(1, "solution", FIX))
+    result = build_result(batch(("assistant", FIX)), known(problem))
     assert [i.intent for i in result.ideas] == ["solution"]
     assert related(result) == [(1, 21, "answers")]
     assert [(a.question_idea_id, a.answered_at_line) for a in result.answered_questions] == [(21, 1)]
     assert result.activated_ideas == [21]
 
 
-def test_an_answer_to_another_session_of_the_batch_is_a_relation_only() -> None:
+def test_an_answer_to_another_session_of_the_batch_is_a_relation_only(stating) -> None:  # type: ignore[no-untyped-def]
     # The executor would look the answering line up in the problem's own session, which is in the batch.
     problem = KnownIdea(21, "problem", EXPORT_CRASH, "s-0", 8, at=EARLIER)
-    fix = batch(("assistant", "Fixed by making `export_rows` skip any row without a user id."))
+    stating(said(1, "solution", FIX))
+    fix = batch(("assistant", FIX))
     other = SessionUpdate(
         session="s-0", file_path="/p/s-0.jsonl", messages=[BatchMessage(line=1, role="user", content="ok")]
     )
@@ -169,29 +207,32 @@ def test_an_answer_to_another_session_of_the_batch_is_a_relation_only() -> None:
     assert result.answered_questions == []
 
 
-def test_an_answered_problem_is_not_answered_again() -> None:
+def test_an_answered_problem_is_not_answered_again(stating) -> None:  # type: ignore[no-untyped-def]
     problem = KnownIdea(21, "problem", EXPORT_CRASH, "s-0", 8, answered=True, at=EARLIER)
-    result = build_result(
-        batch(("assistant", "Fixed by making `export_rows` skip any row without a user id.")), known(problem)
-    )
+    stating(said(1, "solution", FIX))
+    result = build_result(batch(("assistant", FIX)), known(problem))
     assert result.answered_questions == []
     assert related(result) == [(1, 21, "relates_to")]
 
 
-def test_the_same_file_touched_again_builds_on_the_earlier_idea() -> None:
+MOVE_RESET = "Move the filter reset into `hooks/useTodos.ts` as well."
+
+
+def test_the_same_file_touched_again_builds_on_the_earlier_idea(stating) -> None:  # type: ignore[no-untyped-def]
     stored = KnownIdea(30, "decision", FILTERS_IN_HOOK, "s-0", 5, at=EARLIER)
-    result = build_result(
-        batch(("assistant", "Decision: move the filter reset into `hooks/useTodos.ts` as well.")),
-        known(stored),
-    )
+    stating(said(1, "decision", MOVE_RESET))
+    result = build_result(batch(("assistant", MOVE_RESET)), known(stored))
     assert related(result) == [(1, 30, "builds_on")]
 
 
-def test_a_relation_with_a_direction_never_points_forward_in_time() -> None:
-    text = "Decision: move the filter reset into `hooks/useTodos.ts` as well."
+def test_a_relation_with_a_direction_never_points_forward_in_time(stating) -> None:  # type: ignore[no-untyped-def]
     later = KnownIdea(30, "decision", FILTERS_IN_HOOK, "s-0", 5, at=LATER)
-    assert related(build_result(batch(("assistant", text)), known(later))) == [(1, 30, "relates_to")]
+    stating(said(1, "decision", MOVE_RESET))
+    assert related(build_result(batch(("assistant", MOVE_RESET)), known(later))) == [(1, 30, "relates_to")]
     change = "Actually, let's switch the orders database to PostgreSQL instead of SQLite."
+    # A change of mind as `relating` is meant to see one (flagged `supersession`; see the xfailed
+    # `test_a_change_of_mind_found_by_the_pipeline_supersedes_a_stored_decision` for who sets it).
+    stating(said(1, "decision", change, supersession=True))
     decided_later = KnownIdea(7, "decision", "We'll use SQLite for the orders database.", "s-0", 4, at=LATER)
     assert build_result(batch(("assistant", change)), known(decided_later)).relations == []
     decided_before = KnownIdea(
@@ -202,11 +243,11 @@ def test_a_relation_with_a_direction_never_points_forward_in_time() -> None:
     ]
 
 
-def test_a_new_problem_relates_to_a_stored_decision_about_the_same_file() -> None:
+def test_a_new_problem_relates_to_a_stored_decision_about_the_same_file(stating) -> None:  # type: ignore[no-untyped-def]
     stored = KnownIdea(30, "decision", FILTERS_IN_HOOK, "s-0", 5, at=EARLIER)
-    result = build_result(
-        batch(("user", "The build fails in `hooks/useTodos.ts`: the filter type is missing.")), known(stored)
-    )
+    build_fails = "The build fails in `hooks/useTodos.ts`: the filter type is missing."
+    stating(said(1, "problem", build_fails))
+    result = build_result(batch(("user", build_fails)), known(stored))
     assert [i.intent for i in result.ideas] == ["problem"]
     assert related(result) == [(1, 30, "relates_to")]
 
@@ -272,14 +313,14 @@ def test_the_rules_by_intent_and_evidence(
 # Negatives
 
 
-def test_shared_technologies_alone_relate_nothing() -> None:
+def test_shared_technologies_alone_relate_nothing(stating) -> None:  # type: ignore[no-untyped-def]
     stored = KnownIdea(
         5, "decision", "We'll build the dashboard with React and TypeScript.", "s-0", 3, at=EARLIER
     )
-    result = build_result(
-        batch(("assistant", "Decision: use React Query with TypeScript for the settings page.")),
-        known(stored),
-    )
+    react_query = "Use React Query with TypeScript for the settings page."
+    stating(said(1, "decision", react_query))
+    result = build_result(batch(("assistant", react_query)), known(stored))
+    assert {e.name for i in result.ideas for e in i.entities} >= {"TypeScript"}  # shared, yet no relation
     assert [i.intent for i in result.ideas] == ["decision"]
     assert result.relations == []
 
@@ -341,14 +382,16 @@ def test_each_new_idea_gets_at_most_two_relations_strongest_first() -> None:
 
 
 def test_searches_go_to_solutions_and_problems_not_only_decisions() -> None:
-    failure = "[tool_result Bash error] sqlite3.OperationalError: database is locked"
-    drafts = read_batch(
-        batch(
-            ("tool", failure),
-            ("assistant", "Fixed by retrying the checkout write when the database is busy."),
-        )
-    )
-    lookups = plan([SESSION], {SESSION: drafts[0].candidates}, TOOLS)
+    found = [
+        said(
+            1,
+            "problem",
+            "Bash call failed: sqlite3.OperationalError: database is locked",
+            origin="tool_error",
+        ),
+        said(2, "solution", "Fixed by retrying the checkout write when the database is busy."),
+    ]
+    lookups = plan([SESSION], {SESSION: found}, TOOLS)
     queries = [lk.args["query"] for lk in lookups if lk.tool == "search_ideas"]
     assert queries == [
         "Fixed retrying checkout write database busy",
@@ -358,15 +401,15 @@ def test_searches_go_to_solutions_and_problems_not_only_decisions() -> None:
     assert basics == ["get_current_span", "get_open_questions", "get_open_todos", "get_recent_ideas"]
 
 
+FILTER_WORK = [
+    said(1, "decision", "Move the filter reset into `hooks/useTodos.ts` and `app/page.tsx`."),
+    said(2, "conclusion", "The cause is `applyFilter` in lib/filters.ts, with React state."),
+    said(3, "solution", "Fixed by memoising `applyFilter` in lib/filters.ts."),
+]
+
+
 def test_the_plan_keeps_room_for_entity_ideas_and_the_follow_up_uses_it() -> None:
-    drafts = read_batch(
-        batch(
-            ("assistant", "Decision: move the filter reset into `hooks/useTodos.ts` and `app/page.tsx`."),
-            ("assistant", "The cause is `applyFilter` in lib/filters.ts, with React state."),
-            ("assistant", "Fixed by memoising `applyFilter` in lib/filters.ts."),
-        )
-    )
-    candidates = drafts[0].candidates
+    candidates = FILTER_WORK
     first = plan([SESSION], {SESSION: candidates}, TOOLS)
     assert len(first) == LOOKUP_BUDGET - MAX_ENTITY_IDEA_LOOKUPS
     searched = [lk.args for lk in first if lk.tool == "search_entities"]
@@ -398,16 +441,9 @@ def test_the_plan_keeps_room_for_entity_ideas_and_the_follow_up_uses_it() -> Non
 
 def test_without_get_entity_ideas_the_plan_uses_the_whole_budget() -> None:
     tools = {name: params for name, params in TOOLS.items() if name != "get_entity_ideas"}
-    drafts = read_batch(
-        batch(
-            ("assistant", "Decision: move the filter reset into `hooks/useTodos.ts` and `app/page.tsx`."),
-            ("assistant", "The cause is `applyFilter` in lib/filters.ts, with React state."),
-            ("assistant", "Fixed by memoising `applyFilter` in lib/filters.ts."),
-        )
-    )
-    lookups = plan([SESSION], {SESSION: drafts[0].candidates}, tools)
+    lookups = plan([SESSION], {SESSION: FILTER_WORK}, tools)
     assert len(lookups) == 10 and sum(lk.tool == "search_entities" for lk in lookups) == 3
-    assert follow_up(drafts[0].candidates, Known(), tools, 5) == []
+    assert follow_up(FILTER_WORK, Known(), tools, 5) == []
 
 
 def test_entity_ideas_are_absorbed_with_their_links_and_times() -> None:
@@ -426,17 +462,30 @@ def test_entity_ideas_are_absorbed_with_their_links_and_times() -> None:
     assert found.idea_ids() == {30, 31}
 
 
+DECIDED_SQLITE = KnownIdea(7, "decision", "We'll use SQLite for the orders database.", "s-0", 4, at=EARLIER)
+SWITCH = "I'll switch the orders database to PostgreSQL instead of SQLite."
+
+
 def test_a_plan_put_off_still_supersedes_the_stored_decision_it_changes() -> None:
     # A deferred todo starts no relation but this one: putting the change off does not bring back the
     # decision it replaced (the stored one came in an earlier batch, so only `relating` can see it).
-    decided = KnownIdea(7, "decision", "We'll use SQLite for the orders database.", "s-0", 4, at=EARLIER)
-    result = build_result(
-        batch(
-            ("assistant", "I'll switch the orders database to PostgreSQL instead of SQLite."),
-            ("user", "not in this branch please, log an issue for the orders database"),
-        ),
-        known(decided),
-    )
-    [plan] = [idea for idea in result.ideas if idea.state == "deferred"]
-    assert plan.intent == "todo"
-    assert (1, 7, "supersedes") in related(result)
+    plan_put_off = said(1, "todo", SWITCH, origin="deferred", supersession=True)
+    assert [
+        (r.from_line, r.to_idea_id, r.relation_type)
+        for r in relations([plan_put_off], known(DECIDED_SQLITE), set()).relations
+    ] == [(1, 7, "supersedes")]
+    assert relations([replace(plan_put_off, origin="prose")], known(DECIDED_SQLITE), set()).relations == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="cairn bug: since cues.classify went, nothing sets Candidate.supersession, and "
+    "relating._changes_mind needs it (inbatch falls back to the CHANGE cue, relating does not): "
+    "a change of mind never supersedes a decision stored by an earlier batch",
+)
+def test_a_change_of_mind_found_by_the_pipeline_supersedes_a_stored_decision() -> None:
+    """The flags as the pipeline now sets them: a plan with the change cue ("instead of") in its words."""
+    for origin, intent in (("deferred", "todo"), ("prose", "decision")):
+        change = said(1, intent, SWITCH, origin=origin)
+        found = relations([change], known(DECIDED_SQLITE), set()).relations
+        assert [(r.from_line, r.to_idea_id, r.relation_type) for r in found] == [(1, 7, "supersedes")]

@@ -103,6 +103,12 @@ async def test_later_batches_of_a_long_session_relate_to_its_earlier_ideas_witho
         agent = Agent(
             offline_model(), output_type=IndexResult, deps_type=ToolDeps, toolsets=[indexing_toolset()]
         )
+        batch_of = {
+            (update.session, message.line): index
+            for index, batch in enumerate(planned)
+            for update in batch.batch.updates
+            for message in update.messages
+        }
         for batch in planned:
             deps = ToolDeps(db=store.db, vectors=None)
             run = await agent.run(render_batch_prompt(batch.batch), deps=deps)
@@ -120,4 +126,10 @@ async def test_later_batches_of_a_long_session_relate_to_its_earlier_ideas_witho
         rows = await _relations(store)
     _assert_grounded(rows)
     same_session = [r for r in rows if r["from_session"] == r["to_session"]]
-    assert same_session and {r["type"] for r in rows} >= {"answers", "builds_on"}, rows
+    # The point is that a later batch finds its own session's earlier ideas through the tools alone:
+    # some relation inside a session joins ideas of two different batches. Which type it has depends
+    # on which ideas the learned model picks (the cue rules' reply-to-a-problem `answers` is gone).
+    assert any(
+        batch_of[(r["from_session"], r["from_line"])] > batch_of[(r["to_session"], r["to_line"])]
+        for r in same_session
+    ), rows
