@@ -152,23 +152,12 @@ async def test_demo_session_yields_the_expected_ideas(settings: Settings) -> Non
         assert {row["intent"]: row["n"] for row in stored} == dict(by_intent)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the learned model does not take 'Decision: use WAL journal mode…' (13) as a decision: the fix "
-    "is found only as the Edit at 14 (a solution), so the demo has no decision at all",
-)
 async def test_demo_session_keeps_its_decision_at_its_line(settings: Settings) -> None:
     result, _calls, _stats, store = await _demo(settings)
     async with store:
         assert _near(result, range(13, 14), {"decision"}, "WAL journal mode", "BEGIN IMMEDIATE")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="line 19 becomes a todo reading 'My API key for the staging db is [REDACTED…] just in case you "
-    "need it.' (the carrying sentence is the secret's, not the Postgres question), and line 20's "
-    "'TODO: add a load test…' is read as a conclusion ('On Postgres: I can't answer that yet')",
-)
 async def test_demo_session_keeps_the_open_postgres_question_and_the_load_test_todo(
     settings: Settings,
 ) -> None:
@@ -268,12 +257,6 @@ async def test_a_later_batch_completes_the_stored_todo(settings: Settings, tmp_p
         assert result.topic_changes == [] and len(result.topic_updates) == (1 if result.ideas else 0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the learned model picks no idea in the later batch's report ('Load test done: …', "
-    "'Conclusion: the orders database stays on SQLite…'), so linking.find_answer has no answering "
-    "idea and the stored question stays open",
-)
 async def test_a_later_batch_answers_the_stored_question(settings: Settings, tmp_path: Path) -> None:
     t = _orders_session(tmp_path)
     path = t.append(tmp_path / "live.jsonl")  # as a live session writes; `append` later adds the rest

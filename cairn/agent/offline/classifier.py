@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -116,10 +117,14 @@ def chosen(scored: list[Scored], weights: Weights | None = None) -> list[Scored]
     return [s for s in scored if s.best >= weights.threshold]
 
 
-def carrying_sentence(message: Message, kind: str, weights: Weights | None = None) -> Segment | None:
-    """The sentence of `message` whose own features weigh most for `kind`: the one that says it."""
+def carrying_sentence(
+    message: Message, kind: str, weights: Weights | None = None, among: Sequence[Segment] | None = None
+) -> Segment | None:
+    """The sentence of `message` (or of `among`, some of its sentences) whose own features weigh most
+    for `kind`: the one that says it."""
     weights = weights or load_weights()
-    if not message.prose:
+    sentences = message.prose if among is None else among
+    if not sentences:
         return None
     k = weights.kind_index(kind)
 
@@ -130,7 +135,7 @@ def carrying_sentence(message: Message, kind: str, weights: Weights | None = Non
             if name in weights.features
         )
 
-    return max(message.prose, key=weight)
+    return max(sentences, key=weight)
 
 
 def resolutions(scored: list[Scored], weights: Weights | None = None) -> dict[int, float]:

@@ -1,6 +1,7 @@
 """The few phrases the offline indexer still reads words for, where a sentence's words and not a learned
 model decide: an acknowledgment or an announced step is no statement; a todo marker, a report of work
-done, a deferral, putting work off, a correction or a change of plan links ideas already found.
+done, a deferral, putting work off, a guess, a refutation, a correction or a change of plan links ideas
+already found.
 
 Which messages state a decision, a problem, a fix, a question or its resolution is not decided here:
 the learned model does that (`cairn.agent.offline.classifier`). Limitation: these phrases are English.
@@ -53,6 +54,34 @@ PUT_OFF = _any(
     r"\b(?:log|file|open|create) (?:an? |the )?(?:\w+ )?(?:issue|ticket|bug)\b|\bnext session\b",
     r"\bnot\b[^.?!]{0,40}\b(?:in|for|on) this (?:branch|pr|change|session)\b",
     r"\bleave (?:it|that|this) for later\b",
+)
+
+# A guess at a cause, said as one ("My first guess is…", "I suspect…"): kept tentative, and replaced by the
+# correction that follows it.
+HYPOTHESIS = _any(
+    r"\bmy (?:first |initial )?(?:guess|hypothesis|theory|suspicion|read) is\b",
+    r"^(?:my |first |initial )*(?:guess|hypothesis|theory|suspicion)\s*:",
+    r"\bi suspect\b",
+    r"\bprobably (?:because|caused by|due to)\b",
+    r"\b(?:likely|possible|probable) (?:cause|culprit|explanation)\b",
+    r"\b(?:might|may|could) be (?:related to|caused by|due to|because)\b",
+)
+
+# A statement that an earlier guess or claim was wrong.
+REFUTATION = _any(
+    r"\b(?:guess|hypothesis|theory|assumption|idea) (?:was|is) (?:wrong|incorrect|mistaken)\b",
+    r"\b(?:i|we) (?:was|were) wrong\b",
+    r"\bnot (?:actually )?the (?:cause|culprit|problem|issue)\b",
+    r"\bruled out\b|\bdisproved?\b|\bturns out (?:that )?(?:it'?s|it was|this is|that'?s) not\b",
+    r"\bcontrary to what\b",
+)
+
+# A decision that replaces an earlier one ("instead of", "switch to", "actually, let's").
+SUPERSESSION = _any(
+    r"\binstead of\b|\brather than\b|\bno longer\b",
+    r"\bswitch(?:ing|ed)? (?:over )?(?:to|from)\b",
+    r"\breplac(?:e|es|ing|ed)\b.*\bwith\b",
+    r"\bactually,? let'?s\b|\bchang(?:e|ed|ing) (?:it )?(?:from|to)\b|\bmov(?:e|ed|ing) (?:away )?from\b",
 )
 
 # What a correction says besides the refutation cues of `REFUTATION`.

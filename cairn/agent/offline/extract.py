@@ -28,6 +28,7 @@ from cairn.agent.offline.entities import (
 from cairn.agent.offline.failures import failure_cause, tool_error
 from cairn.agent.offline.gazetteer import find_technologies
 from cairn.agent.offline.given_up import given_up
+from cairn.agent.offline.labels import with_labelled
 from cairn.agent.offline.learned import learned_candidates
 from cairn.agent.offline.naming import named_in_code
 from cairn.agent.offline.reading import SessionView
@@ -293,7 +294,7 @@ def session_candidates(view: SessionView) -> list[Candidate]:
     said (`cairn.agent.offline.learned`), and what the session's structure shows — failed tool calls
     the conversation takes up, the change that made one pass, open TodoWrite items, the person's
     answer to an offer, a choice the session ends on, work put off or given up."""
-    candidates: list[Candidate] = learned_candidates(view)
+    candidates: list[Candidate] = with_labelled(view, learned_candidates(view))
     tool_problem_turns: set[int] = set()
     causes: dict[int, str] = {}
     for message in view.messages:

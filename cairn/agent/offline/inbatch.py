@@ -4,7 +4,8 @@ finishes, guesses and corrects — all inside the batch, so the result names the
 - **Answered, completed.** A problem is answered by the first later fix of the batch that shares a word
   with it, within two turns. Otherwise a question, problem or todo is settled by the message of its own turn,
   after it, that the learned model finds most likely to resolve something (its `resolved` kind past
-  the model's threshold): the reply that answers, the report that it is done or fixed. Nothing past
+  the model's threshold) among those that share a term with it and are more than an announced step:
+  the reply that answers, the report that it is done or fixed. Nothing past
   the threshold in the turn leaves it open; work put off and failures that never passed stay open.
   No `answers` relation is added: the answered line already says where.
 - **Supersedes.** A correction (a refutation or "the real cause") supersedes the latest earlier
@@ -31,9 +32,10 @@ from cairn.agent.offline.cues import (
     CORRECTION,
     MOVED,
     REAL_CAUSE,
+    is_preamble,
 )
 from cairn.agent.offline.reading import Message, SessionView
-from cairn.agent.offline.text import shorten
+from cairn.agent.offline.text import shorten, term_set
 
 # Terms a refused offer shares with the suggestion it refuses ("set `gc.auto 0`" and "Set `gc.auto=0` to
 # disable auto-GC").
@@ -65,18 +67,31 @@ def _resolution(
 ) -> tuple[int, str] | None:
     """The message after `raised`, in its turn, that the model finds most likely to resolve something
     (`resolving`: probability by line, for messages past the model's threshold) — the reply that answers
-    a question, the report that a todo is done or a problem fixed — and the sentence that says it."""
-    best: tuple[float, Message] | None = None
+    a question, the report that a todo is done or a problem fixed — and the sentence that says it.
+
+    The message must speak of what was raised (a sentence with a term in common with it, more than an
+    announced step), and the sentence sharing most terms with it is the one told: the model scores how
+    much a message settles, not what it settles, so without this a "Let me look at the logs." after a
+    todo would complete it."""
+    best: tuple[float, Message, str] | None = None
     for message in view.messages:
         if message.line <= raised.line or message.turn != raised.turn or message.role != "assistant":
             continue
         chance = resolving.get(message.line)
-        if chance is not None and message.prose and (best is None or chance > best[0]):
-            best = (chance, message)
+        if chance is None or not message.prose or (best is not None and chance <= best[0]):
+            continue
+        shared = {
+            s.index: len(raised.terms & term_set(s.text)) for s in message.prose if not is_preamble(s.text)
+        }
+        most = max(shared.values(), default=0)
+        on_subject = [s for s in message.prose if most and shared.get(s.index) == most]
+        sentence = carrying_sentence(message, "resolved", among=on_subject)
+        if sentence is None:
+            continue
+        best = (chance, message, sentence.text)
     if best is None:
         return None
-    sentence = carrying_sentence(best[1], "resolved")
-    return best[1].line, shorten(sentence.text if sentence else best[1].prose[0].text)
+    return best[1].line, shorten(best[2])
 
 
 def answered(
@@ -104,7 +119,8 @@ def _fix_of(problem: Candidate, candidates: list[Candidate]) -> tuple[int, str] 
     for candidate in candidates:
         if (
             candidate.intent == "solution"
-            and candidate.line > problem.line
+            and candidate is not problem
+            and candidate.line >= problem.line  # a recap says the bug and its fix in one message
             and candidate.turn - problem.turn <= FIX_REACH_TURNS
             and problem.terms & candidate.terms
         ):

@@ -22,11 +22,16 @@ from cairn.agent.offline.classifier import (
     load_weights,
     score_session,
 )
+from cairn.agent.offline.cues import HYPOTHESIS, REFUTATION, SUPERSESSION, is_ack, is_preamble
 from cairn.agent.offline.entities import extract
 from cairn.agent.offline.reading import Message, SessionView
 from cairn.agent.offline.text import Segment, shorten
 from cairn.agent.schema import DEFAULT_IMPORTANCE, Intent
 
+# Emoji and emoticons that close a sentence ("can we drop it? 😅", "does it survive? :)") say nothing
+# of it, and hide the question mark that makes it a question.
+_TRAILING_EMOJI = re.compile(r"(?:\s*(?:[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F]|[:;]-?[()DPp]))+\s*$")
+_REDACTED = "[REDACTED:"
 _TOOL_USE = re.compile(r"^\[tool_use (?P<name>[\w.:-]+)\]", re.MULTILINE)
 # How far back (in messages of the same turn) the words that introduce a tool call may be.
 _INTRO_REACH = 3
@@ -34,6 +39,9 @@ _INTRO_REACH = 3
 # calibrated to on coding sessions, so a conversation unlike them (a chat with no tool calls, where most
 # messages look like statements) is not turned into an idea per message.
 MAX_PER_100_MESSAGES = 24
+# An update of a few messages (the daemon's usual one) may still keep this many: the rate above is an
+# average over whole sessions, and a short update that settles a guess says both in three lines.
+MIN_ROOM = 3
 # Fewer words than this ("yeah close it") say nothing on their own.
 MIN_WORDS = 4
 _INTENT: dict[str, Intent] = {
@@ -70,46 +78,71 @@ def _introduction(view: SessionView, message: Message) -> Segment | None:
     return None
 
 
+def _says_something(sentence: Segment) -> bool:
+    """Not an acknowledgment ("Great."), an announced step ("Let me look…") or a pasted secret (a
+    redaction marker): the model scores the message, and its sentence must be one that states."""
+    text = sentence.text
+    return not (is_ack(text) or is_preamble(text) or _REDACTED in text)
+
+
 def _content(view: SessionView, scored: Scored, kind: str, weights: Weights) -> str | None:
     message = scored.message
-    sentence = carrying_sentence(message, kind, weights)
+    said = [s for s in message.prose if _says_something(s)]
+    sentence = carrying_sentence(message, kind, weights, among=said)
     if sentence is not None:
         text = sentence.text
-        if len(text) < 40 and (rest := [s for s in message.prose if s.index == sentence.index + 1]):
-            text = f"{text} {rest[0].text}"  # "Root cause confirmed!" says what only with the next one
-        return text
+        after = [s for s in said if s.index == sentence.index + 1]
+        before = [s for s in said if s.index == sentence.index - 1]
+        # "Root cause confirmed!" says what only with the next sentence, "Can you find out why?" with the
+        # one before; a refutation ("That guess was wrong: …") is followed by its correction.
+        if after and (len(text) < 40 or REFUTATION.search(text)):
+            text = f"{text} {after[0].text}"
+        elif before and len(text) < 40:
+            text = f"{before[0].text} {text}"
+        return _TRAILING_EMOJI.sub("", text)
     call = _call(message)
     if call is None:
         return None
-    intro = _introduction(view, message)
+    # A call told by its own message's words ("Let me fix the lint error."), else by the words before it.
+    intro = message.prose[-1] if message.prose else _introduction(view, message)
     return f"{intro.text.rstrip(':')} ({call})" if intro is not None else None
 
 
 def learned_candidates(view: SessionView, weights: Weights | None = None) -> list[Candidate]:
-    """Every idea the model finds in `view`, in line order."""
+    """Every idea the model finds in `view`, in line order, at most `MAX_PER_100_MESSAGES` of them."""
     weights = weights or load_weights()
-    found: list[Candidate] = []
-    picked = chosen(score_session(view, weights), weights)
-    room = math.ceil(MAX_PER_100_MESSAGES * len(view.messages) / 100)
-    kept = {id(s) for s in sorted(picked, key=lambda s: -s.best)[:room]}
-    for scored in (s for s in picked if id(s) in kept):
+    stated: list[tuple[Scored, str, str]] = []
+    for scored in chosen(score_session(view, weights), weights):
         kind = kind_of(scored, weights)
         content = _content(view, scored, kind, weights)
-        if content is None or len(content.split()) < MIN_WORDS:
-            continue
-        intent = _intent(kind, content)
-        text = shorten(content[:1].upper() + content[1:])
-        found.append(
-            Candidate(
-                view.session,
-                view.source_file,
-                scored.message.line,
-                intent,
-                text,
-                round(max(0.5, min(0.9, scored.best)), 2),
-                DEFAULT_IMPORTANCE[intent],
-                scored.message.turn,
-                extract(text, view.known_files),
-            )
-        )
-    return found
+        if content is not None and len(content.split()) >= MIN_WORDS:
+            stated.append((scored, kind, content))
+    room = max(MIN_ROOM, math.ceil(MAX_PER_100_MESSAGES * len(view.messages) / 100))
+    kept = {id(s) for s, _, _ in sorted(stated, key=lambda item: -item[0].best)[:room]}
+    return [_candidate(view, s, kind, content) for s, kind, content in stated if id(s) in kept]
+
+
+def _candidate(view: SessionView, scored: Scored, kind: str, content: str) -> Candidate:
+    """The idea `content` states, marked as a guess, a refutation or a change of plan when its words say
+    so: those marks, not the model, let a correction replace the guess and a new plan the old one."""
+    intent = _intent(kind, content)
+    hypothesis = bool(HYPOTHESIS.search(content))
+    refutation = bool(REFUTATION.search(content))
+    if hypothesis or refutation:
+        intent = "conclusion"  # a guess at a cause, or its refutation, is a claim about the cause
+    text = shorten(content[:1].upper() + content[1:])
+    confidence = 0.5 if hypothesis else round(max(0.5, min(0.9, scored.best)), 2)
+    return Candidate(
+        view.session,
+        view.source_file,
+        scored.message.line,
+        intent,
+        text,
+        confidence,
+        DEFAULT_IMPORTANCE[intent],
+        scored.message.turn,
+        extract(text, view.known_files),
+        hypothesis=hypothesis,
+        refutation=refutation,
+        supersession=intent == "decision" and bool(SUPERSESSION.search(content)),
+    )
