@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from cairn.config import Settings
 from cairn.recall.ops import context_for
 from cairn.store.store import Store
@@ -76,12 +74,6 @@ async def test_an_offer_taken_up_to_look_further_and_a_bare_nod_are_no_ideas(
     assert at[884] not in ideas
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cairn bug: the learned model picks the reply itself ('No don't set it, let's see if it keeps "
-    "happening') as a todo, offer_replies then skips a line that already has an idea, so the refusal "
-    "is stored as an open todo, 'completed' at the next assistant line, and never contradicts the offer",
-)
 async def test_the_real_refusal_of_gc_auto_0_is_stored_as_declined(
     settings: Settings, tmp_path: Path
 ) -> None:

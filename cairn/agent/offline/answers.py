@@ -80,10 +80,11 @@ def _previous_words(view: SessionView, message: Message) -> Message | None:
 def offer_replies(view: SessionView, said: Mapping[int, list[str]]) -> list[Answer]:
     """The person's decision on each offer the assistant closed a message with, when their reply says
     more than "yes" — at least two words of its own ("yeah close it" is a nod anyone can infer) — and
-    gave no idea of its own."""
+    gave no idea of its own, or turned the offer down (a refusal is what the reply says, whatever else
+    was read in it)."""
     out: list[Answer] = []
     for message in view.messages:
-        if message.role != "user" or not message.prose or said.get(message.line):
+        if message.role != "user" or not message.prose:
             continue
         offer = _previous_words(view, message)
         if offer is None or offer.role != "assistant" or not offer.prose[-1].text.endswith("?"):
@@ -92,6 +93,8 @@ def offer_replies(view: SessionView, said: Mapping[int, list[str]]) -> list[Answ
         if not OFFER.match(asked):
             continue
         reply = " ".join(s.text for s in message.prose)
+        if said.get(message.line) and not NO.match(reply):
+            continue  # a reply that took the offer up already has its idea; a refusal replaces it
         verdict = VERDICT.match(reply)
         if verdict is None or len(term_set(verdict["rest"])) < 2:
             continue

@@ -267,7 +267,8 @@ def _deduplicate(candidates: list[Candidate]) -> list[Candidate]:
 
 def _offer_replies(view: SessionView, candidates: list[Candidate]) -> list[Candidate]:
     """The person's decision on each offer the assistant closed a message with ("Want me to close
-    it?" — "no, keep it open for the release"), when no idea of that message says it already."""
+    it?" — "no, keep it open for the release"), when no idea of that message says it already; a
+    refusal stands in for any idea read in the reply (`session_candidates` drops those)."""
     said: dict[int, list[str]] = {}
     for candidate in candidates:
         said.setdefault(candidate.line, []).append(candidate.content)
@@ -306,7 +307,9 @@ def session_candidates(view: SessionView) -> list[Candidate]:
         if problem is not None:
             tool_problem_turns.add(message.turn)
             candidates.append(problem)
-    candidates.extend(_offer_replies(view, candidates))
+    replies = _offer_replies(view, candidates)
+    refused = {c.line for c in replies if c.origin == "declined"}
+    candidates = [c for c in candidates if c.line not in refused] + replies
     candidates.extend(tool_fixes(view, candidates, causes))
     candidates.extend(_todo_write_candidates(view))
     if (choice := _closing_choice(view)) is not None:
