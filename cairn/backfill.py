@@ -94,7 +94,7 @@ def _entries(lines: Iterable[bytes]) -> Iterable[dict[str, object]]:
     for raw in lines:
         try:
             value = json.loads(raw)
-        except ValueError:
+        except Exception:  # any malformed line is passed over (`[` * 2000 raises RecursionError)
             continue
         if isinstance(value, dict):
             yield value

@@ -15,7 +15,10 @@ Why the outcomes are safe:
   done, so a crash in between leaves a duplicate notification (harmless), never a lost one.
 - A failed run over several files is retried file by file in the same cycle, so one bad session costs
   the others at most that one run; only the files that fail alone go back with an attempt count and
-  a next-try time (`retry`), and are parked after `queue_max_attempts`.
+  a next-try time (`retry`), and are parked after `queue_max_attempts`. A file whose *capture*
+  raises, whatever it raises, fails the same way (`Daemon._capture`): out of the cycle it would stop
+  the daemon with its item `running`, requeued by the next start without an attempt counted — a
+  crash loop on one file.
 - A failure that is the model's, not a file's (`RunOutcome.systemic`: logged out, rate limited,
   unreachable), and a spent daily token budget (`cairn.agent.budget`) pause indexing instead: the
   claimed files are still captured (and embedded), so search sees new messages, but not indexed;
@@ -31,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import sqlite3
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -216,7 +220,15 @@ class Daemon:
         capture_errors: dict[str, str] = {}
         for item in items:
             path = Path(item.path).expanduser()
-            if not path.is_file() or not is_transcript(path):
+            try:
+                wanted = path.is_file() and is_transcript(path)
+            except Exception as exc:  # the file's fault, as in `_capture`: retried, then parked
+                log.exception("could not tell whether %s is a transcript", item.path)
+                key = str(path.resolve())
+                capture_errors[key] = _one_line(exc)
+                files_of[item.id] = [key]
+                continue
+            if not wanted:
                 log.info(
                     "skipping %s: %s", item.path, "no such file" if not path.exists() else "no transcript"
                 )
@@ -229,10 +241,9 @@ class Daemon:
                 keys.append(key)
                 if key in capture_errors:
                     continue
-                captured = await sync_file(self.store, file, self.settings)
-                report.messages_added += captured.messages_added
-                if captured.error:
-                    capture_errors[key] = captured.error
+                error = await self._capture(file, report)
+                if error:
+                    capture_errors[key] = error
             files_of[item.id] = keys
 
         keys = sorted({key for ks in files_of.values() for key in ks} - set(capture_errors))
@@ -274,6 +285,27 @@ class Daemon:
             await queue.done(db, [item.id for item in finished])
         report.done, report.continued = len(outcome["done"]), len(outcome["continue"])
         return report
+
+    async def _capture(self, file: Path, report: CycleReport) -> str | None:
+        """Capture one file's new lines; the file's error, if capturing it failed.
+
+        A fault of the file's own, whatever it raises, fails that file alone: its item is retried and
+        then parked like any failing file. Raised out of the cycle it would stop the daemon with the
+        item left `running`, which the next start requeues without counting an attempt, so one bad
+        transcript crash-looped the daemon forever (issue 45, item 3). A fault of the store (a full
+        disk, a broken database) is no file's fault and still stops the daemon.
+        """
+        try:
+            captured = await sync_file(self.store, file, self.settings)
+        except (sqlite3.Error, VectorStoreError):
+            raise
+        except Exception as exc:
+            if describe_write_failure(exc, self.settings.home) is not None:
+                raise
+            log.exception("capturing %s failed", file)
+            return _one_line(exc)
+        report.messages_added += captured.messages_added
+        return captured.error
 
     async def _recheck_budget(self) -> None:
         """End a budget pause early when the user raised `daily_token_budget` (the pause's line tells
@@ -418,6 +450,11 @@ class Daemon:
             if not single.ok and not single.systemic:
                 failed[path] = single.error or single.outcome
         return failed
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception as a queue item's `last_error`: its type and first line, bounded."""
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
 
 
 # How long a starting daemon waits for a store another process holds briefly (an MCP call, a query).

@@ -4,6 +4,10 @@ Claude Code keeps one file per session under `~/.claude/projects/<project>/<sess
 transcripts of a session's subagents under `<project>/<session>/subagents/agent-*.jsonl`. Other JSONL
 files can sit beside them (hook logs, exports): cairn must not index those, so a file counts as a
 transcript only when its first lines look like Claude Code entries.
+
+A line that cannot be parsed is never an error here, whatever the parser raises (a line of 2,000 `[`
+raises RecursionError, not ValueError): one bad line among a file's first ones must not stop
+discovery of that file or of every other one (issue 45, item 3).
 """
 
 from __future__ import annotations
@@ -65,7 +69,7 @@ def not_a_transcript(path: Path) -> str | None:
     for raw in lines[:_SNIFF_LINES]:
         try:
             value = json.loads(raw)
-        except ValueError:
+        except Exception:  # not JSON, whatever it raises: `[` * 2000 raises RecursionError
             continue
         parsed += 1
         if isinstance(value, dict) and value.get("type") in KNOWN_ENTRY_TYPES:

@@ -14,7 +14,13 @@ The daemon remembers a byte offset (and line number and inode) per transcript an
   physical.
 * A bad line never stops reading: malformed lines are counted and skipped, and a line longer than
   ``max_line_bytes`` is skipped while scanning to its newline, so memory holds at most one chunk plus
-  ``max_line_bytes`` whatever the file contains.
+  ``max_line_bytes`` whatever the file contains. *Any* exception parsing one line makes it malformed,
+  not only a validation error: ``'[' * 2000`` once raised a RecursionError out of the reader that
+  stopped ``cairn sync`` and crash-looped the daemon on that one file (issue 45, item 3).
+* Every entry read is nested at most ``MAX_NESTING`` containers deep, whichever path parsed it: the hot
+  path's parser (jiter) refuses deeper JSON, and the long-line path refuses it too. What reads an entry
+  afterwards (normalisation walks tool inputs recursively) can then never exhaust the stack; a 300 KB
+  line nested 500 deep once passed ``json.loads`` and raised a RecursionError in normalisation.
 * No string read is longer than ``MAX_TEXT_CHARS``: a line long enough to hold a longer one (a 20 MB
   log pasted into a prompt, a dumped file) is parsed by a slower path that cuts each long string to
   its head and its end around a marker saying how much was cut (``ReadEntry.chars_cut`` counts it),
@@ -49,6 +55,7 @@ __all__ = [
     "CHUNK_SIZE",
     "MALFORMED_LINES_KEPT",
     "MAX_LINE_BYTES",
+    "MAX_NESTING",
     "MAX_TEXT_CHARS",
     "SETTLE_SECONDS",
     "TEXT_TAIL_CHARS",
@@ -64,6 +71,9 @@ __all__ = [
 CHUNK_SIZE = 1 << 20
 MAX_LINE_BYTES = 32 * 1024 * 1024
 MALFORMED_LINES_KEPT = 100
+#: Containers (objects and arrays, the line's own object included) one entry may nest: what the hot
+#: path's JSON parser (jiter, inside pydantic-core) accepts, so that both paths accept the same lines.
+MAX_NESTING = 201
 SETTLE_SECONDS = 5.0
 _REASON_MAX_CHARS = 200
 
@@ -191,7 +201,7 @@ class EntryStream(Iterator[ReadEntry]):
         self._lines.close()
         self._file.close()
 
-    def _malformed(self, line: int, exc: ValidationError) -> None:
+    def _malformed(self, line: int, exc: Exception) -> None:
         self._malformed_reason(line, _reason(exc))
 
     def _malformed_reason(self, line: int, reason: str) -> None:
@@ -208,13 +218,16 @@ class EntryStream(Iterator[ReadEntry]):
         """
         try:
             value = json.loads(raw)
-        except (ValueError, RecursionError) as exc:
+        except RecursionError:
+            self._malformed_reason(line, f"invalid JSON: nested deeper than {MAX_NESTING} levels")
+            return None
+        except Exception as exc:  # ValueError, UnicodeDecodeError, or anything else: a bad line
             self._malformed_reason(line, f"invalid JSON: {exc}"[:_REASON_MAX_CHARS])
             return None
-        cut = _cut_long_strings(value)
         try:
+            cut = _cut_long_strings(value)
             return parse_entry_object(value), cut
-        except ValidationError as exc:
+        except Exception as exc:  # _TooDeep, ValidationError, or anything else: a bad line
             self._malformed(line, exc)
             return None
 
@@ -262,7 +275,7 @@ class EntryStream(Iterator[ReadEntry]):
                         elif raw and not raw.isspace():
                             try:
                                 entry = parse(raw)
-                            except ValidationError as exc:
+                            except Exception as exc:  # ValidationError, or anything else: a bad line
                                 self._malformed(line_no, exc)
                             else:
                                 self.offset = end
@@ -289,7 +302,7 @@ class EntryStream(Iterator[ReadEntry]):
                 if parsed is None and len(tail) <= long_len:
                     try:
                         parsed = parse(tail), 0
-                    except ValidationError as exc:
+                    except Exception as exc:  # ValidationError, or anything else: a bad line
                         self._malformed(line_no, exc)
                 if parsed is not None:
                     self.offset = base
@@ -411,13 +424,23 @@ def _after_unterminated_entry(file: BinaryIO, offset: int, max_line_bytes: int) 
     return _is_json_object(before[line_start:])
 
 
+class _TooDeep(ValueError):
+    """A line nested deeper than ``MAX_NESTING``: malformed, as the hot path's parser finds it."""
+
+    def __init__(self) -> None:
+        super().__init__(f"invalid JSON: nested deeper than {MAX_NESTING} levels")
+
+
 def _cut_long_strings(value: object) -> int:
     """Cut, in place, every string in the JSON `value` longer than ``MAX_TEXT_CHARS``; the
-    characters cut. Iterative: a deeply nested line must not exhaust the stack a second time."""
+    characters cut. Iterative: a deeply nested line must not exhaust the stack a second time.
+    Raises `_TooDeep` for a value nested deeper than ``MAX_NESTING`` (see the module docstring)."""
     cut = 0
-    todo: list[object] = [value]
+    todo: list[tuple[object, int]] = [(value, 1)]
     while todo:
-        node = todo.pop()
+        node, depth = todo.pop()
+        if depth > MAX_NESTING:
+            raise _TooDeep
         if isinstance(node, dict):
             items: Iterator[tuple[object, object]] = iter(node.items())
         elif isinstance(node, list):
@@ -435,7 +458,7 @@ def _cut_long_strings(value: object) -> int:
                     cut += len(whole) - len(kept)
                     node[key] = kept  # type: ignore[index]
             elif isinstance(item, dict | list):
-                todo.append(item)
+                todo.append((item, depth + 1))
     return cut
 
 
@@ -471,7 +494,7 @@ def _at_space(text: str, index: int, *, backwards: bool) -> int:
 def _is_json_object(raw: bytes) -> bool:
     try:
         return isinstance(json.loads(raw), dict)
-    except ValueError:
+    except Exception:  # ValueError, RecursionError (`[[[...`): not an object this reader can take
         return False
 
 
@@ -488,8 +511,11 @@ def _count_newlines(file: BinaryIO, offset: int, chunk_size: int) -> int:
     return count
 
 
-def _reason(exc: ValidationError) -> str:
+def _reason(exc: Exception) -> str:
     """A short, single-line description of why a line was rejected (the first validation error)."""
+    if not isinstance(exc, ValidationError):
+        text = str(exc).splitlines()[0] if str(exc) else ""
+        return (text or type(exc).__name__)[:_REASON_MAX_CHARS]
     errors = exc.errors(include_url=False, include_context=False, include_input=False)
     if not errors:
         return "invalid entry"
