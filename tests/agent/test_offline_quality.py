@@ -224,13 +224,6 @@ async def test_an_idea_listing_code_names_links_the_first_two(
         assert "app/settings.py" in {row["canonical_name"] for row in files}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the model's sentence for line 12 is 'only our API checks these I think' (under 40 characters), "
-    "which learned._content joins to 'HS256 or RS256?' before it; learned._intent makes a raised item a "
-    "question only when that joined content ends with '?', so it is a todo (completed at line 29, not "
-    "answered)",
-)
 async def test_a_lowercase_question_followed_by_more_text_is_a_question(
     settings: Settings, tmp_path: Path, model_picks: Picks
 ) -> None:
@@ -262,12 +255,10 @@ async def _relations(store: Store) -> set[tuple[int, str, int]]:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="learned._candidate reads the marks in the content told, not in the message: line 11 is told "
-    "by 'The client sends page=1, 2, 3 — 1-based, …', without 'So the page-number idea is wrong.', and "
-    "line 14 by 'The monthly statement import stamps …', without 'Found the real cause.', so neither is "
-    "a refutation or correction; and line 8 is told as 'The offset math assumes 1-based pages. My first "
-    "hypothesis: …', where cues.HYPOTHESIS's '^… hypothesis:' does not match, the label not being at the "
-    "start: no guess, so no relation",
+    reason="the guess (8) and the bare refutation (11) are marked from their messages, but line 14 is told "
+    "by 'The monthly statement import stamps …', without 'Found the real cause.', so inbatch._names_cause "
+    "(which reads the content told) does not see the real cause: 11 supersedes the guess instead of 14 "
+    "taking it over, and 11 contradicts nothing",
 )
 async def test_the_real_cause_replaces_a_guess_that_a_bare_refutation_only_contradicts(
     settings: Settings, tmp_path: Path, model_picks: Picks

@@ -52,9 +52,14 @@ _INTENT: dict[str, Intent] = {
 }
 
 
-def _intent(kind: str, sentence: str) -> Intent:
+_ASKS = re.compile(r"\?(?:\s|$)")
+
+
+def _intent(kind: str, content: str) -> Intent:
+    """A raised item is a question when it asks one ("HS256 or RS256? only our API checks these"), else a
+    todo."""
     if kind == "raised":
-        return "question" if sentence.rstrip().endswith("?") else "todo"
+        return "question" if _ASKS.search(content) else "todo"
     return _INTENT[kind]
 
 
@@ -124,10 +129,15 @@ def learned_candidates(view: SessionView, weights: Weights | None = None) -> lis
 
 def _candidate(view: SessionView, scored: Scored, kind: str, content: str) -> Candidate:
     """The idea `content` states, marked as a guess, a refutation or a change of plan when its words say
-    so: those marks, not the model, let a correction replace the guess and a new plan the old one."""
+    so: those marks, not the model, let a correction replace the guess and a new plan the old one. A claim
+    about a cause (a problem, fix or resolution) is marked by any sentence of its message: "So the
+    page-number idea is wrong." makes a refutation of the message, whichever sentence tells it."""
     intent = _intent(kind, content)
-    hypothesis = bool(HYPOTHESIS.search(content))
-    refutation = bool(REFUTATION.search(content))
+    said = [content]
+    if kind in ("problem", "fix", "resolved"):
+        said += [s.text for s in scored.message.prose]
+    hypothesis = any(HYPOTHESIS.search(text) for text in said)
+    refutation = any(REFUTATION.search(text) for text in said)
     if hypothesis or refutation:
         intent = "conclusion"  # a guess at a cause, or its refutation, is a claim about the cause
     text = shorten(content[:1].upper() + content[1:])
