@@ -169,8 +169,8 @@ async def test_demo_session_keeps_the_open_postgres_question_and_the_load_test_t
 
 @pytest.mark.xfail(
     strict=True,
-    reason="the hedged first guess (8, 'My first guess is…') is no idea, and nothing sets "
-    "Candidate.hypothesis any more, so the correction at 11 supersedes nothing",
+    reason="the learned model does not pick the hedged first guess (8, 'My first guess is…': its best kind, "
+    "fix, scores 0.69 under the 0.89 threshold), so the correction at 11 has no guess to supersede",
 )
 async def test_demo_session_keeps_the_refuted_guess_superseded_by_the_real_cause(settings: Settings) -> None:
     result, _calls, _stats, store = await _demo(settings)
@@ -277,8 +277,9 @@ async def test_a_later_batch_answers_the_stored_question(settings: Settings, tmp
 
 @pytest.mark.xfail(
     strict=True,
-    reason="neither decision is picked by the learned model, and nothing sets Candidate.supersession, "
-    "which relating needs for a change of mind to supersede a stored decision",
+    reason="the first decision is stored by its 'Decision:' label, but the learned model does not pick the "
+    "change of mind ('Actually, let's switch the orders database to PostgreSQL instead of SQLite.', line 4): "
+    "no new decision, so nothing supersedes the stored one",
 )
 async def test_a_changed_decision_supersedes_the_stored_one(settings: Settings, tmp_path: Path) -> None:
     path = tmp_path / f"{SESSION}.jsonl"

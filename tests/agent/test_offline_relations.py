@@ -477,12 +477,6 @@ def test_a_plan_put_off_still_supersedes_the_stored_decision_it_changes() -> Non
     assert relations([replace(plan_put_off, origin="prose")], known(DECIDED_SQLITE), set()).relations == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cairn bug: since cues.classify went, nothing sets Candidate.supersession, and "
-    "relating._changes_mind needs it (inbatch falls back to the CHANGE cue, relating does not): "
-    "a change of mind never supersedes a decision stored by an earlier batch",
-)
 def test_a_change_of_mind_found_by_the_pipeline_supersedes_a_stored_decision() -> None:
     """The flags as the pipeline now sets them: a plan with the change cue ("instead of") in its words."""
     for origin, intent in (("deferred", "todo"), ("prose", "decision")):

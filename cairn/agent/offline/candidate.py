@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from cairn.agent.offline.cues import CHANGE, SUPERSESSION
 from cairn.agent.offline.entities import Entity
 from cairn.agent.offline.text import term_set
 from cairn.agent.schema import Intent
@@ -58,3 +59,11 @@ class Candidate:
         """A decision, or a plan the person put off: either says what the work is to do, so either may
         replace an earlier decision — putting a change off does not bring back what it replaced."""
         return self.intent == "decision" or self.origin == "deferred"
+
+    @property
+    def changes_plan(self) -> bool:
+        """A plan that says it replaces an earlier one ("instead of", "switch to", "changing the plan"):
+        the one test of a change of mind, for links inside a batch and to stored decisions alike."""
+        return self.plans and bool(
+            self.supersession or SUPERSESSION.search(self.content) or CHANGE.search(self.content)
+        )

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from cairn.agent.offline.candidate import Candidate, idea_terms
 from cairn.agent.offline.classifier import carrying_sentence, resolutions, score_session
 from cairn.agent.offline.cues import (
-    CHANGE,
     CORRECTION,
     MOVED,
     REAL_CAUSE,
@@ -193,7 +192,7 @@ def _replacements(
 def _changes_mind(candidate: Candidate) -> bool:
     """A decision, or a plan put off, that says it changes an earlier one ("instead of", "changing the
     plan")."""
-    return candidate.plans and bool(candidate.supersession or CHANGE.search(candidate.content))
+    return candidate.changes_plan
 
 
 def _taken_over(candidates: list[Candidate], index: int, found: dict[int, int]) -> tuple[int, int] | None:

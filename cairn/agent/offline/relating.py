@@ -75,7 +75,7 @@ _ANSWERING = {"question": ("conclusion", "decision", "solution"), "problem": ("s
 
 def _changes_mind(candidate: Candidate, existing: KnownIdea) -> bool:
     """Whether the new idea is a change of mind of the kind that would replace or refute `existing`."""
-    if candidate.plans and existing.intent == "decision" and candidate.supersession:
+    if existing.intent == "decision" and candidate.changes_plan:
         return True
     return candidate.refutation and existing.intent in ("conclusion", "decision")
 
@@ -88,7 +88,7 @@ def _directed(candidate: Candidate, existing: KnownIdea, found: Evidence) -> Rel
         new, old = candidate.terms - _CHANGE_WORDS, idea_terms(existing.content) - _CHANGE_WORDS
         if len(new & old) < CHANGE_MIN_SHARED or overlap(new, old) < CHANGE_OVERLAP:
             return None
-        return "supersedes" if existing.intent == "decision" and candidate.supersession else "contradicts"
+        return "supersedes" if existing.intent == "decision" and candidate.changes_plan else "contradicts"
     if (
         candidate.intent in _ANSWERING.get(existing.intent, ())
         and not existing.answered
