@@ -265,3 +265,9 @@ def import_command(
         console.print(f"{result['secrets_redacted']:,} secrets redacted before they were stored.")
     if result["bad_lines"]:
         err.print(f"{result['bad_lines']:,} lines skipped: " + "; ".join(result["bad_examples"]))
+    if refused := int(result.get("total_refused") or 0):
+        err.print(
+            f"{refused:,} rows refused (an import only adds, and only what its own rows hold): "
+            + "; ".join(result.get("refused_examples") or []),
+            soft_wrap=True,
+        )
