@@ -5,6 +5,13 @@ model (every idea gains a mark) in a child process, which is killed once a few s
 swapped — a condition read from the store, not a fixed sleep. At the kill point and after the rerun,
 what `cairn ideas` and `cairn search` return holds, for every session, either its whole old
 generation or its whole new one: never both, never neither. Messages are never touched.
+
+"Whole" is measured against the runs that made each generation, never against each other: the old
+generation is what the backfill stored, the new one what the same re-index run without a kill on a
+copy of the backfilled store makes. The two generations need not hold the same number of ideas: the
+offline indexer keeps a candidate out when a stored idea already says it, and a session's re-index
+sees every other session's memory (the later sessions' too, and the earlier ones' new generation)
+where its backfill saw only the earlier sessions'.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -75,6 +83,25 @@ def distinct_sessions(projects: Path) -> None:
         (root / f"{t.session_id}.jsonl").write_text(t.text())
 
 
+def memory(env: dict[str, str]) -> dict[str, Counter[tuple[str, str]]]:
+    """Per session, the ideas `cairn ideas` shows, as (intent, content) with their multiplicity."""
+    result: dict[str, Counter[tuple[str, str]]] = {}
+    for idea in cairn_json("ideas", "--limit", "10000", env=env):
+        result.setdefault(idea["session"], Counter())[(idea["intent"], idea["content"])] += 1
+    return result
+
+
+def uninterrupted_reindex(
+    home: Path, copy: Path, command: list[str], env: dict[str, str]
+) -> dict[str, Counter[tuple[str, str]]]:
+    """The memory the re-index makes when nothing stops it, run on a copy of the store at `home`."""
+    shutil.copytree(home, copy)
+    reference = {**env, "CAIRN_HOME": str(copy)}
+    run = subprocess.run(command, capture_output=True, text=True, env=reference, timeout=600)
+    assert run.returncode == 0, run.stderr
+    return memory(reference)
+
+
 def generations(env: dict[str, str]) -> dict[str, Counter[bool]]:
     """Per session, how many ideas `cairn ideas` shows of the new generation (True) and the old."""
     shown = cairn_json("ideas", "--limit", "10000", env=env)
@@ -103,14 +130,18 @@ def test_a_reindex_stopped_half_way_is_finished_by_a_rerun(
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
     backfilled = cairn_json("backfill", "--model", "offline", env=env)
     assert backfilled["runs_failed"] == 0 and backfilled["sessions_done"] == backfilled["sessions_total"]
-    before = generations(env)
-    per_session = {session: counts[False] for session, counts in before.items()}
-    assert len(per_session) > KILL_AFTER + 2 and all(per_session.values())
+    old_generation = memory(env)
+    sessions = set(old_generation)
+    assert len(sessions) > KILL_AFTER + 2 and all(old_generation.values())
+    assert not any(content.startswith(MARK) for ideas in old_generation.values() for _, content in ideas)
     messages = rows(cairn_home, "SELECT id, file_id, line, content_hash FROM messages ORDER BY id")
 
     script = tmp_path / "changed_model.py"
     script.write_text(CHANGED_MODEL)
     command = [sys.executable, str(script), "reindex", "--model", "offline", "--json"]
+    new_generation = uninterrupted_reindex(cairn_home, tmp_path / "uninterrupted-home", command, env)
+    assert set(new_generation) == sessions and all(new_generation.values())
+    assert all(content.startswith(MARK) for ideas in new_generation.values() for _, content in ideas)
     proc = subprocess.Popen(
         command,
         stdout=subprocess.PIPE,
@@ -140,29 +171,30 @@ def test_a_reindex_stopped_half_way_is_finished_by_a_rerun(
 
     at_kill = generations(env)
     done = {s for (s,) in rows(cairn_home, "SELECT session_id FROM reindex_sessions")}
-    assert KILL_AFTER <= len(done) < len(per_session)
-    assert set(at_kill) == set(per_session)  # no session lost its memory
+    assert KILL_AFTER <= len(done) < len(sessions)
+    assert set(at_kill) == sessions  # no session lost its memory
     for session, counts in at_kill.items():
         new, old = counts[True], counts[False]
         assert not (new and old), f"{session} shows both generations: {counts}"
-        assert (new or old) == per_session[session], f"{session}: {counts}"
         assert bool(new) == (session in done)
+    # Each session shows its whole generation: the swapped ones all the uninterrupted run made of them.
+    assert memory(env) == {s: new_generation[s] if s in done else old_generation[s] for s in sessions}
     found = searched(env)
-    assert set(found) == set(per_session)
-    assert found == {session: {session in done} for session in per_session}
+    assert set(found) == sessions
+    assert found == {session: {session in done} for session in sessions}
     assert rows(cairn_home, "SELECT id, file_id, line, content_hash FROM messages ORDER BY id") == messages
 
     rerun = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
     assert rerun.returncode == 0, rerun.stderr
     report = json.loads(rerun.stdout)
     assert report["sessions_already_done"] == len(done)
-    assert report["sessions_swapped"] == len(per_session) - len(done)
+    assert report["sessions_swapped"] == len(sessions) - len(done)
     assert report["runs_failed"] == 0 and not report["interrupted"]
-    after = generations(env)
-    assert {session: dict(counts) for session, counts in after.items()} == {
-        session: {True: n} for session, n in per_session.items()
+    assert {session: set(counts) for session, counts in generations(env).items()} == {
+        session: {True} for session in sessions
     }
+    assert memory(env) == new_generation  # as if it had never been stopped
     assert rows(cairn_home, "SELECT id, file_id, line, content_hash FROM messages ORDER BY id") == messages
-    assert searched(env) == {session: {True} for session in per_session}
+    assert searched(env) == {session: {True} for session in sessions}
     assert rows(cairn_home, "SELECT count(*) FROM reindex_jobs WHERE finished_at IS NULL") == [(0,)]
     assert not (cairn_home / "reindex-scratch").exists()
