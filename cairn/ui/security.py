@@ -26,11 +26,13 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl
 
 from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from cairn.ui.urls import path_url
 
 TOKEN_FILE = "ui-token"
 TOKEN_HEADER = "x-cairn-token"
@@ -112,10 +114,8 @@ class Guard:
         cookie = _cookie(headers.get("cookie", ""), self.cookie)
         if token_matches(query.get("token"), self.token) and scope["method"] in ("GET", "HEAD"):
             # The first load: keep the token in a cookie and take it out of the address bar.
-            rest = urlencode([(k, v) for k, v in query.items() if k != "token"])
-            # One leading slash: `//evil.example/x` as a Location is another site (a protocol-relative URL).
-            path = "/" + scope["path"].lstrip("/")
-            response = RedirectResponse(path + (f"?{rest}" if rest else ""), status_code=303)
+            rest: list[tuple[str, object]] = [(k, v) for k, v in query.items() if k != "token"]
+            response = RedirectResponse(path_url(scope["path"], rest), status_code=303)
             response.set_cookie(self.cookie, self.token, httponly=True, samesite="strict", path="/")
             await response(scope, receive, send)
             return

@@ -21,6 +21,7 @@ from cairn.ui.backend import Ops
 from cairn.ui.forgets import Forgets
 from cairn.ui.text import fold, markdown, markdown_inline, message_parts
 from cairn.ui.units import FILTERS as UNIT_FILTERS
+from cairn.ui.urls import url
 
 INTENTS = ("decision", "conclusion", "question", "problem", "solution", "todo", "context")
 _BOLD = re.compile(r"\*\*(.+?)\*\*", re.S)
@@ -63,7 +64,7 @@ def _environment() -> Environment:
     )
     env.filters.update(marked=marked, ref=ref, when=short_time, md=markdown, md_inline=markdown_inline)
     env.filters.update(UNIT_FILTERS)
-    env.globals.update(intents=INTENTS, fold=fold, message_parts=message_parts)
+    env.globals.update(intents=INTENTS, fold=fold, message_parts=message_parts, url=url)
     return env
 
 

@@ -16,6 +16,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from cairn.ui.security import TOKEN_HEADER, token_matches
+from cairn.ui.urls import url
 from cairn.ui.viewer import Viewer, viewer_of
 
 #: An idea number as the viewer takes one: ASCII digits, at most 18 (a SQLite integer). `str.isdigit`
@@ -115,7 +116,7 @@ async def correct_post(request: Request) -> Response:
     if len(args) == 1:
         return viewer.refusal(request, "nothing to correct: choose a state or give an importance")
     await viewer.ops.call("correct", args)
-    return RedirectResponse(f"/item/{idea}", status_code=303)
+    return RedirectResponse(url("/item", idea), status_code=303)
 
 
 def _idea_ids(values: Any) -> tuple[str, str] | None:
@@ -144,7 +145,7 @@ async def supersede_post(request: Request) -> Response:
         return viewer.refusal(request, "name the idea and the idea that supersedes it, by number")
     idea, by = ids
     await viewer.ops.call("supersede", {"id": idea, "by": by, "undo": form.get("undo") == "1"})
-    return RedirectResponse(f"/item/{idea}", status_code=303)
+    return RedirectResponse(url("/item", idea), status_code=303)
 
 
 async def forgets_page(request: Request) -> Response:
