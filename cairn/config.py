@@ -15,13 +15,15 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
+
+from cairn import config_checks
 
 # Re-exported: the home is found without the settings (`cairn.home`), and imported from here as well.
 from cairn.home import DEFAULT_HOME as DEFAULT_HOME
@@ -139,9 +141,14 @@ EmbeddingName = Literal["minilm-int8", "chroma-onnx", "openai"]
 
 
 class Settings(BaseSettings):
-    """All of cairn's knobs. Construct with `Settings.load()` so `config.toml` is found."""
+    """All of cairn's knobs. Construct with `Settings.load()` so `config.toml` is found.
 
-    model_config = SettingsConfigDict(env_prefix="CAIRN_", extra="ignore", frozen=True)
+    Every number has a range and none may be infinite or NaN (`inf` parses as a TOML float and once
+    killed the daemon): an upper bound is far above any useful value, below what overflows a time or
+    SQLite. Paths, URLs and the embedding's key are checked at load too (`cairn.config_checks`).
+    """
+
+    model_config = SettingsConfigDict(env_prefix="CAIRN_", extra="ignore", frozen=True, allow_inf_nan=False)
 
     home: Path = Field(default_factory=resolve_home, description="Directory holding all of cairn's state.")
     claude_projects_dir: Path = Field(
@@ -153,7 +160,7 @@ class Settings(BaseSettings):
         default=None,
         description="Use a Chroma server (e.g. http://127.0.0.1:8000) instead of the embedded client.",
     )
-    sqlite_busy_timeout_ms: int = Field(default=10_000, ge=0)
+    sqlite_busy_timeout_ms: int = Field(default=10_000, ge=0, le=86_400_000)
 
     # Embeddings
     embedding: EmbeddingName = Field(
@@ -184,20 +191,28 @@ class Settings(BaseSettings):
         "server (Ollama, llama.cpp, vLLM) for openai-chat:, openai: and ollama: models.",
     )
     model_max_tokens: int = Field(
-        default=8192, ge=256, description="Output tokens per model request (a backfill batch can need ~5K)."
+        default=8192,
+        ge=256,
+        le=1_000_000,
+        description="Output tokens per model request (a backfill batch can need ~5K).",
     )
     max_tool_calls: int = Field(
-        default=15, ge=0, description="Tool calls per indexing run before the agent is told to answer."
+        default=15,
+        ge=0,
+        le=1_000,
+        description="Tool calls per indexing run before the agent is told to answer.",
     )
     run_token_budget: int = Field(
         default=60_000,
         ge=1_000,
+        le=100_000_000,
         description="Input plus output tokens an indexing run may use besides re-reading its batch: the "
         "run's limit is this plus four times the batch's own tokens, since every request re-sends it.",
     )
     daily_token_budget: int = Field(
         default=2_000_000,
         ge=0,
+        le=10**12,
         description="Tokens (input, cached input and output, as the model reports them) indexing may use per "
         "local day with any model but offline; when spent, indexing waits for midnight and says so. "
         "0: no limit.",
@@ -224,11 +239,11 @@ class Settings(BaseSettings):
 
     # Transcript reading and normalisation
     max_line_bytes: int = Field(
-        default=32 * 1024 * 1024, ge=1024, description="Longer JSONL lines are skipped and counted."
+        default=32 * 1024 * 1024, ge=1024, le=2**30, description="Longer JSONL lines are skipped and counted."
     )
-    tool_result_head_chars: int = Field(default=1500, ge=0)
-    tool_result_tail_chars: int = Field(default=500, ge=0)
-    tool_input_max_chars: int = Field(default=300, ge=20)
+    tool_result_head_chars: int = Field(default=1500, ge=0, le=1_000_000)
+    tool_result_tail_chars: int = Field(default=500, ge=0, le=1_000_000)
+    tool_input_max_chars: int = Field(default=300, ge=20, le=1_000_000)
     include_thinking: bool = Field(default=False, description="Show thinking blocks to the indexer.")
 
     # Passages: long messages (tool results in full) cut into pieces search can find (README "Search")
@@ -271,11 +286,15 @@ class Settings(BaseSettings):
     idle_exit_seconds: float = Field(
         default=300,
         ge=0,
+        le=31_536_000,
         description="The daemon exits after this long with an empty queue and no request; the next hook "
-        "starts it again.",
+        "starts it again. At most a year (31536000).",
     )
     queue_max_attempts: int = Field(
-        default=5, ge=1, description="Failed runs of a queue item before it is parked for `cairn status`."
+        default=5,
+        ge=1,
+        le=1_000,
+        description="Failed runs of a queue item before it is parked for `cairn status`.",
     )
     pause_backoff_seconds: float = Field(
         default=60,
@@ -288,6 +307,7 @@ class Settings(BaseSettings):
     continuous_token_budget: int = Field(
         default=10_000,
         ge=1_000,
+        le=10_000_000,
         description="Tokens one continuous run aims at (seed 003); half of it goes to the new messages, "
         "the rest to the prompt, tool results and output. What does not fit goes to the next run.",
     )
@@ -325,7 +345,7 @@ class Settings(BaseSettings):
         default=0.7, ge=-1, le=1, description="Cosine similarity that counts as a perfect semantic match."
     )
     search_half_life_days: float = Field(
-        default=30.0, gt=0, description="Age at which the recency signal halves (no hard cut-off)."
+        default=30.0, gt=0, le=36_500, description="Age at which the recency signal halves (no hard cut-off)."
     )
     search_recency_weight: float = Field(default=0.2, ge=0, le=1)
     search_importance_weight: float = Field(default=0.3, ge=0, le=1)
@@ -400,7 +420,7 @@ class Settings(BaseSettings):
         default=100, ge=10, le=1000, description="Candidates per ranking (one per kind and signal)."
     )
     content_exact_boost: float = Field(
-        default=1.5, ge=1, description="search_content's score factor per matched exact term."
+        default=1.5, ge=1, le=100, description="search_content's score factor per matched exact term."
     )
     content_min_score: float = Field(default=0.5, ge=0, le=1)
 
@@ -447,7 +467,7 @@ class Settings(BaseSettings):
         description="Index the project files the agent reads, edits or finds (CAIRN_FILES_INDEX).",
     )
     files_max_bytes: int = Field(
-        default=512_000, ge=1_000, description="Files larger than this are not indexed (bytes)."
+        default=512_000, ge=1_000, le=2**30, description="Files larger than this are not indexed (bytes)."
     )
     files_chunk_tokens: int = Field(
         default=900, ge=100, le=8_000, description="Target tokens per file chunk."
@@ -477,6 +497,7 @@ class Settings(BaseSettings):
     learn_timeout: float = Field(
         default=60.0,
         gt=0,
+        le=86_400,
         description="Seconds of transcript time after a weak search in which reads count as its fallback.",
     )
     learn_tools: list[str] = Field(
@@ -491,7 +512,10 @@ class Settings(BaseSettings):
         description="How far a fully matching, fresh association lifts a result toward 1.",
     )
     learn_half_life_days: float = Field(
-        default=60.0, gt=0, description="An association's boost halves over this many days without use."
+        default=60.0,
+        gt=0,
+        le=36_500,
+        description="An association's boost halves over this many days without use.",
     )
     learn_min_similarity: float = Field(
         default=0.65,
@@ -507,6 +531,24 @@ class Settings(BaseSettings):
         description="Cosine similarity at which an association applies in full; between the minimum and this "
         "its weight rises linearly from 0 (MiniLM: 'login button' vs 'login button component' is 0.82).",
     )
+
+    _no_nul = field_validator("*", mode="before")(config_checks.no_nul)
+    _projects_dir_text = field_validator("claude_projects_dir", mode="before")(
+        config_checks.projects_dir_text
+    )
+    _projects_dir = field_validator("claude_projects_dir")(config_checks.projects_dir)
+
+    @field_validator("chroma_url")
+    @classmethod
+    def _chroma_url(cls, url: str | None) -> str | None:
+        if url is not None:
+            config_checks.parse_chroma_url(url)
+        return url
+
+    @model_validator(mode="after")
+    def _embedding_key(self) -> Settings:
+        config_checks.embedding_key(self.embedding, self.embedding_url, self.embedding_api_key_env)
+        return self
 
     @classmethod
     def load(cls, home: str | os.PathLike[str] | None = None, **overrides: object) -> Settings:

@@ -300,13 +300,18 @@ def invalid_settings_line(exc: Any) -> str:
     home = resolve_home()
     problems = []
     for error in exc.errors():
-        name = str(error["loc"][0]) if error["loc"] else "?"
+        message = str(error["msg"]).removeprefix("Value error, ")
+        # A check of several settings together has no location: its message starts with the setting.
+        name = str(error["loc"][0]) if error["loc"] else message.split(" ", 1)[0]
         source = sources.get(name, "default")
         origin = {
             "environment": f"${ENV_PREFIX}{name.upper()}",
             "file": f"{home / 'config.toml'}",
         }.get(source, "default")
-        problems.append(f"{name} ({origin}): {error['msg']}")
+        if error["loc"] or name in sources:
+            problems.append(f"{name} ({origin}): {message}")
+        else:
+            problems.append(message)
     listed = "; ".join(problems)
     return f"invalid cairn setting: {listed}; fix the value or remove it (`cairn config` lists them)"
 

@@ -19,7 +19,6 @@ from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import chromadb
 import httpx
@@ -32,6 +31,7 @@ from chromadb.config import Settings as ChromaSettings
 from chromadb.errors import NotFoundError
 
 from cairn.config import Settings
+from cairn.config_checks import parse_chroma_url as parse_chroma_url  # checked at load, used here
 from cairn.store.cpus import EmbeddingMode, embedding_threads
 from cairn.store.embeddings import MiniLMInt8Embedding, make_embedding_function
 from cairn.store.failures import describe_write_failure
@@ -82,18 +82,6 @@ def collection_name(kind: str) -> str:
     if kind not in VECTOR_KINDS:
         raise ValueError(f"unknown vector kind {kind!r}; expected one of {', '.join(VECTOR_KINDS)}")
     return COLLECTION_PREFIX + kind
-
-
-def parse_chroma_url(url: str) -> tuple[str, int, bool]:
-    """`(host, port, ssl)` of a Chroma server URL such as `http://127.0.0.1:8000`."""
-    parts = urlsplit(url)
-    if parts.scheme not in {"http", "https"} or not parts.hostname:
-        raise ValueError(f"chroma_url must look like http://host:port, got {url!r}")
-    if parts.path not in {"", "/"} or parts.query or parts.fragment:
-        raise ValueError(f"chroma_url cannot carry a path or query, got {url!r}")
-    ssl = parts.scheme == "https"
-    port = parts.port if parts.port is not None else (443 if ssl else 8000)
-    return parts.hostname, port, ssl
 
 
 def text_key(text: str) -> str:
