@@ -133,7 +133,12 @@ def test_the_fix_is_recalled_and_the_abandoned_guesses_are_not(home: Path) -> No
 
 
 def test_a_daemon_that_never_answers_counts_a_drop_that_status_reports(home: Path) -> None:
+    # First the real daemon answers: the hand-off it injects is counted beside the drops.
+    with serving(home):
+        start = run_hook(home, hook_input("SessionStart", new_session(), source="startup"))
+        assert injected(start, "SessionStart") is not None, "control: the real daemon injects the hand-off"
     before = json.loads(cairn("status", "--json").stdout)["recall"]
+    assert before["injections"] > 0
     for left in ("cairn.sock", "daemon.pid", "daemon.warm"):  # what a killed daemon leaves behind
         (home / left).unlink(missing_ok=True)
     with fake_daemon(home, lambda _line: None) as requests:
@@ -145,7 +150,7 @@ def test_a_daemon_that_never_answers_counts_a_drop_that_status_reports(home: Pat
     assert status["drops"] == before["drops"] + 1
     assert status["drops_by_reason"]["late"] == before["drops_by_reason"]["late"] + 1
     assert status["last_drop"]["event"] == "UserPromptSubmit" and status["last_drop"]["reason"] == "late"
-    assert status["injections"] > 0 and "hit_rate" in status
+    assert status["injections"] == before["injections"] and "hit_rate" in status, "a drop injects nothing"
     stats = json.loads(cairn("stats", "--json").stdout)
     assert stats["recall_drops"] == status["drops"] and stats["recall_injections"] == status["injections"]
     text = cairn("status").stdout
