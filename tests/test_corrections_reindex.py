@@ -36,24 +36,27 @@ def cli(home: Path, *args: str) -> Any:
     return json.loads(proc.stdout)
 
 
-def ideas_by_place(home: Path) -> dict[tuple[str, int, str], dict[str, Any]]:
-    """Every idea by (transcript file, line, intent) — what a re-index keeps — with its state."""
+Place = tuple[str, int, str, str]
+
+
+def ideas_by_place(home: Path) -> dict[Place, dict[str, Any]]:
+    """Every idea by (transcript file, line, intent, content) — what a re-index by the offline model
+    keeps: its place and intent, and its words, which that model chooses the same way each time (a line
+    can hold two ideas of one intent) — with its state."""
     with contextlib.closing(sqlite3.connect(home / "cairn.db")) as conn:
         conn.row_factory = sqlite3.Row
         rows = conn.execute(
             "SELECT f.path AS file, i.* FROM ideas i JOIN transcript_files f ON f.id = i.source_file_id"
         ).fetchall()
-    places: dict[tuple[str, int, str], dict[str, Any]] = {}
+    places: dict[Place, dict[str, Any]] = {}
     for row in rows:
-        key = (row["file"], row["source_line"], row["intent"])
-        assert key not in places, f"two {row['intent']} ideas at one line: pick another idea"
+        key = (row["file"], row["source_line"], row["intent"], row["content"])
+        assert key not in places, f"one {row['intent']} idea twice at line {row['source_line']}"
         places[key] = dict(row)
     return places
 
 
-def place_of(
-    places: dict[tuple[str, int, str], dict[str, Any]], intent: str, words: str
-) -> tuple[str, int, str]:
+def place_of(places: dict[Place, dict[str, Any]], intent: str, words: str) -> Place:
     [key] = [k for k, row in places.items() if row["intent"] == intent and words in row["content"]]
     return key
 
@@ -69,16 +72,16 @@ def test_corrections_survive_a_real_reindex_and_a_forgotten_idea_stays_gone(tmp_
     )
     assert proc.returncode == 0, proc.stderr
     before = ideas_by_place(home)
-    rule = place_of(before, "decision", "migrations run only from CI")
+    rule = place_of(before, "conclusion", "migrations run only from CI")
     question = place_of(before, "question", "move orders to Postgres")
-    fix = place_of(before, "solution", "20 runs in a row passed")
-    guess = place_of(before, "conclusion", "My first guess")
+    fix = place_of(before, "solution", "BEGIN IMMEDIATE does")
+    wrong = place_of(before, "conclusion", "That guess was wrong")
     assert before[question]["answered_at"] is not None, "the indexer saw the question answered"
 
     cli(home, "correct", str(before[rule]["id"]), "--declined", "--importance", "0.2")
     cli(home, "correct", f"#{before[question]['id']}", "--open")
     cli(home, "correct", str(before[fix]["id"]), "--importance", "0.95")
-    forgot = cli(home, "forget", "--idea", str(before[guess]["id"]), "--yes")
+    forgot = cli(home, "forget", "--idea", str(before[wrong]["id"]), "--yes")
     assert forgot["tombstones"] == 1
 
     report = cli(home, "reindex", "--model", "offline")
@@ -89,8 +92,8 @@ def test_corrections_survive_a_real_reindex_and_a_forgotten_idea_stays_gone(tmp_
     )
     assert skipped == 1, "the wrong idea was made again by the model, and left out"
     after = ideas_by_place(home)
-    assert guess not in after, "a re-index does not bring a forgotten idea back"
-    assert set(after) == set(before) - {guess}
+    assert wrong not in after, "a re-index does not bring a forgotten idea back"
+    assert set(after) == set(before) - {wrong}
     for key in (rule, question, fix):
         assert after[key]["id"] != before[key]["id"], "made again by the re-index"
     assert after[rule]["declined_at"] is not None and after[rule]["importance"] == 0.2
@@ -123,35 +126,47 @@ def _reworded(build: Callable[..., IndexResult]) -> Callable[..., IndexResult]:
     return build_result
 
 
+async def ideas_at(store: Store) -> dict[tuple[str, int], list[dict[str, Any]]]:
+    """Every idea by (intent, line), what a correction holds to when the words change: a line can hold
+    two ideas of one intent."""
+    places: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for row in await store.db.fetchall("SELECT * FROM ideas ORDER BY id"):
+        places.setdefault((row["intent"], row["source_line"]), []).append(dict(row))
+    return places
+
+
+def alone_at(places: dict[tuple[str, int], list[dict[str, Any]]], intent: str, words: str) -> tuple[str, int]:
+    """The place of the idea of `intent` holding `words`, the only idea of its intent there: reworded,
+    nothing else tells it apart."""
+    [key] = [k for k, rows in places.items() if k[0] == intent and any(words in r["content"] for r in rows)]
+    assert len(places[key]) == 1, f"two {intent} ideas at line {key[1]}: pick another idea"
+    return key
+
+
 async def test_a_reworded_idea_gets_the_correction_of_its_place_and_intent(
     store: Store, settings: Settings
 ) -> None:
     sessions = await indexed(store, settings, [DEMO])
     assert len(sessions) == 1
-    rows = {
-        (r["intent"], r["source_line"]): dict(r)
-        for r in await store.db.fetchall("SELECT * FROM ideas ORDER BY id")
-    }
-    decision = next(k for k, r in rows.items() if r["intent"] == "decision" and "from CI" in r["content"])
-    guess = next(k for k, r in rows.items() if r["intent"] == "conclusion" and "first guess" in r["content"])
-    await run_op(store, "correct", {"id": rows[decision]["id"], "state": "declined", "importance": 0.3})
-    await run_op(store, "forget", {"ideas": [rows[guess]["id"]]})
+    before = await ideas_at(store)
+    rule = alone_at(before, "conclusion", "from CI")
+    wrong = alone_at(before, "conclusion", "That guess was wrong")
+    await run_op(store, "correct", {"id": before[rule][0]["id"], "state": "declined", "importance": 0.3})
+    await run_op(store, "forget", {"ideas": [before[wrong][0]["id"]]})
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(offline_model, "build_result", _reworded(offline_model.build_result))
         data = await reindex_job(store, settings, model="offline")
 
     assert data["sessions_swapped"] == 1 and data["runs_failed"] == 0, data["sessions"]
-    after = {
-        (r["intent"], r["source_line"]): dict(r)
-        for r in await store.db.fetchall("SELECT * FROM ideas ORDER BY id")
-    }
-    assert all(r["content"].startswith("In other words: ") for r in after.values())
-    assert after[decision]["declined_at"] is not None and after[decision]["importance"] == 0.3
-    assert guess not in after, "reworded, the wrong idea is still left out: same place, same intent"
+    after = await ideas_at(store)
+    assert all(r["content"].startswith("In other words: ") for rows in after.values() for r in rows)
+    [declined] = after[rule]
+    assert declined["declined_at"] is not None and declined["importance"] == 0.3
+    assert wrong not in after, "reworded, the wrong idea is still left out: same place, same intent"
     assert data["applied"]["forgotten_skipped"] == 1
-    others = [k for k in after if k != decision]
-    assert others and all(after[k]["declined_at"] is None for k in others)
+    others = [r for k, rows in after.items() if k != rule for r in rows]
+    assert others and all(r["declined_at"] is None for r in others)
 
 
 async def test_an_idea_forgotten_while_its_session_is_reindexed_is_left_out_by_the_swap(
@@ -162,14 +177,15 @@ async def test_an_idea_forgotten_while_its_session_is_reindexed_is_left_out_by_t
     from cairn.reindex import run as reindex_run
 
     await indexed(store, settings, [DEMO])
-    [(guess, line)] = await store.db.fetchall(
-        "SELECT id, source_line FROM ideas WHERE intent = 'conclusion' AND content LIKE '%first guess%'"
+    [(wrong, line)] = await store.db.fetchall(
+        "SELECT id, source_line FROM ideas WHERE intent = 'conclusion' "
+        "AND content LIKE '%That guess was wrong%'"
     )
     build = reindex_run.build_scratch
 
     async def build_then_forget(*args: Any, **kwargs: Any) -> Any:
         scratch = await build(*args, **kwargs)
-        await run_op(store, "forget", {"ideas": [guess]})
+        await run_op(store, "forget", {"ideas": [wrong]})
         return scratch
 
     with pytest.MonkeyPatch.context() as patch:
@@ -180,7 +196,7 @@ async def test_an_idea_forgotten_while_its_session_is_reindexed_is_left_out_by_t
     assert [s["forgotten_skipped"] for s in data["sessions"]] == [1]
     left = await store.db.fetchall(
         "SELECT id FROM ideas WHERE intent = 'conclusion' AND source_line = ? "
-        "AND content LIKE '%first guess%'",
+        "AND content LIKE '%That guess was wrong%'",
         (line,),
     )
     assert left == []

@@ -17,8 +17,10 @@ SESSIONS = 12
 FLAG = "__heronPwned"
 
 #: Markdown a session could carry (pasted from a web page, a file, a tool's output), trying every
-#: way into the page: raw HTML, event handlers, SVG, script and data links, link tricks, fences.
-HOSTILE_MARKDOWN = f"""We decided to render the heron notes as Markdown, with `inline <b>code</b>` and
+#: way into the page: raw HTML, event handlers, SVG, script and data links, link tricks, fences. Its
+#: first sentence is labelled ("Decision:") so the offline indexer draws an idea from the message,
+#: whose page shows the message too.
+HOSTILE_MARKDOWN = f"""Decision: render the heron notes as Markdown, with `inline <b>code</b>` and
 **bold** words.
 
 <script>window.{FLAG} = 1; alert(1)</script>

@@ -1,10 +1,11 @@
 """Issue 32: correcting an idea on its page in a real Chromium, and seeing it at once in `cairn search
 --json` and in recall (`cairn hook --recall`, as Claude Code's hook asks the daemon).
 
-The module backfills the demo session (project acme-api: a question and a todo the indexer settled, two
-decisions, a fix) and one small real transcript project with the offline model, starts a daemon (recall
-needs one; the viewer's and the CLI's ops then go through it, as they do for a user) and `cairn ui`, and
-clicks each correction as a person would. Each test works on its own ideas of the shared memory.
+The module backfills the demo session (project acme-api: questions and a todo the indexer settled, a
+decision, a fix, conclusions) and one small real transcript project with the offline model, starts a
+daemon (recall needs one; the viewer's and the CLI's ops then go through it, as they do for a user) and
+`cairn ui`, and clicks each correction as a person would. Each test works on its own ideas of the shared
+memory.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ CWD = "/home/dev/acme-api"
 UNDO_SECONDS = "2"
 DAEMON_ENV = {"CAIRN_MODEL": "offline", "CAIRN_IDLE_EXIT_SECONDS": "3600"}
 # What the importance test asks, by prompt and by search.
-PROMPT = "is the flaky test fixed now"
+PROMPT = "is the lock upgrade fixed now"
 
 
 @pytest.fixture(scope="module")
@@ -154,8 +155,8 @@ def click(page: Any, viewer: Viewer, idea_id: int, button: str, then: str) -> No
 def test_declined_leaves_recall_stays_in_search_and_reopen_brings_it_back(
     page: Any, viewer: Viewer, home: Path
 ) -> None:
-    rule = idea(home, "decision", "migrations run only from CI")
-    assert recalled(home).get(rule) == "Latest decisions:"
+    rule = idea(home, "conclusion", "migrations run only from CI")
+    assert recalled(home).get(rule) == "Latest conclusions:"
     assert search(home, "production migrations CI")[rule]["declined_at"] is None
 
     click(page, viewer, rule, "mark-declined", "declined-at")
@@ -167,7 +168,7 @@ def test_declined_leaves_recall_stays_in_search_and_reopen_brings_it_back(
     click(page, viewer, rule, "reopen", "mark-declined")
 
     assert search(home, "production migrations CI")[rule]["declined_at"] is None
-    assert recalled(home).get(rule) == "Latest decisions:"
+    assert recalled(home).get(rule) == "Latest conclusions:"
 
 
 def test_a_question_reopened_then_marked_answered(page: Any, viewer: Viewer, home: Path) -> None:
@@ -233,30 +234,31 @@ def set_importance(page: Any, viewer: Viewer, idea_id: int, value: str) -> None:
 
 
 def test_importance_reorders_search_and_recall(page: Any, viewer: Viewer, home: Path) -> None:
-    """The prompt finds the fix of the flaky test by its own words and the load-test todo, at a close
-    score: the fix's importance decides which comes first, in search and in what recall injects. (The
-    todo is found through the message it was said in, and ranks by it: a message has no importance.)"""
-    fix = idea(home, "solution", "20 runs in a row passed")
-    todo = idea(home, "todo", "load test")
+    """The prompt finds the fix of the flaky test and the conclusion that found its cause (the lock
+    upgrade) by their own words, at a close score: the fix's importance decides which comes first, in
+    search and in what recall injects. (The cause is set to 1, the importance a conclusion already has:
+    only the fix's moves.)"""
+    fix = idea(home, "solution", "BEGIN IMMEDIATE does")
+    cause = idea(home, "conclusion", "The real cause")
     before = search(home, PROMPT)
 
     set_importance(page, viewer, fix, "0")
-    set_importance(page, viewer, todo, "1")
+    set_importance(page, viewer, cause, "1")
 
     lowered = search(home, PROMPT)
-    assert (lowered[fix]["scores"]["importance"], lowered[todo]["scores"]["importance"]) == (0.0, 1.0)
+    assert (lowered[fix]["scores"]["importance"], lowered[cause]["scores"]["importance"]) == (0.0, 1.0)
     assert lowered[fix]["score"] < before[fix]["score"]
-    assert ranked(lowered, fix, todo) == [todo, fix]
-    injected = [i for i in recalled(home, "UserPromptSubmit", PROMPT) if i in (fix, todo)]
-    assert injected == [todo, fix]
+    assert ranked(lowered, fix, cause) == [cause, fix]
+    injected = [i for i in recalled(home, "UserPromptSubmit", PROMPT) if i in (fix, cause)]
+    assert injected == [cause, fix]
 
     set_importance(page, viewer, fix, "1")
 
     raised = search(home, PROMPT)
     assert raised[fix]["scores"]["importance"] == 1.0 and raised[fix]["score"] > lowered[fix]["score"]
-    assert ranked(raised, fix, todo) == [fix, todo]
-    injected = [i for i in recalled(home, "UserPromptSubmit", PROMPT) if i in (fix, todo)]
-    assert injected == [fix, todo]
+    assert ranked(raised, fix, cause) == [fix, cause]
+    injected = [i for i in recalled(home, "UserPromptSubmit", PROMPT) if i in (fix, cause)]
+    assert injected == [fix, cause]
 
 
 def ranked(results: dict[int, dict[str, Any]], *ideas: int) -> list[int]:
@@ -301,7 +303,7 @@ def body_text(page: Any) -> str:
 def test_a_post_from_another_origin_is_refused_before_anything_changes(viewer: Viewer, home: Path) -> None:
     import httpx
 
-    target = idea(home, "solution", "20 runs in a row passed")
+    target = idea(home, "solution", "BEGIN IMMEDIATE does")
 
     for origin in ("https://evil.example", "null", f"http://127.0.0.1:{viewer.port + 1}"):
         refused = httpx.post(
@@ -311,7 +313,7 @@ def test_a_post_from_another_origin_is_refused_before_anything_changes(viewer: V
             timeout=30,
         )
         assert refused.status_code == 403, origin
-    assert search(home, "20 runs in a row passed")[target]["declined_at"] is None
+    assert search(home, "lock-upgrade deadlock BEGIN IMMEDIATE")[target]["declined_at"] is None
     # From the viewer's own origin the op decides, and its refusal is the page's one line.
     wrong_intent = httpx.post(
         f"{viewer.base}/correct",
