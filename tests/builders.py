@@ -153,3 +153,14 @@ class Transcript:
                 handle.write(json.dumps(line) + "\n")
         self._written = end
         return path
+
+
+def prompts_after(path: Path, first_line: str, *prompts: str) -> Transcript:
+    """A transcript of the person's `prompts` written to `path` after a raw `first_line` (a malformed line,
+    or "" for none): what tests of a bad line before good ones read."""
+    built = Transcript(path.parent)
+    for prompt in prompts:
+        built.user(prompt)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(first_line + "\n" + built.text())
+    return built

@@ -18,19 +18,10 @@ from cairn.daemon import loop, queue
 from cairn.daemon.loop import Daemon
 from cairn.ingest import FileSync
 from cairn.store.store import Store
-from tests.builders import Transcript
+from tests.builders import prompts_after
 from tests.daemon.helpers import Daemons, alive, enqueue, query, wait_for
 
 DEEP = "[" * 2000 + "]" * 2000
-
-
-def _write(path: Path, first_line: str, *prompts: str) -> Transcript:
-    built = Transcript(path.parent)
-    for prompt in prompts:
-        built.user(prompt)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(first_line + "\n" + built.text())
-    return built
 
 
 def _messages(home: Path, path: Path) -> list[str]:
@@ -48,8 +39,8 @@ def test_a_deep_line_neither_stops_nor_crash_loops_the_daemon(
 ) -> None:
     projects = tmp_path / "claude-projects"
     bad, good = projects / "-work-bad" / "bad.jsonl", projects / "-work-good" / "good.jsonl"
-    bad_session = _write(bad, DEEP, "the bad file's own prompt", "and its second").session_id
-    good_session = _write(good, "", "a good session's prompt").session_id
+    bad_session = prompts_after(bad, DEEP, "the bad file's own prompt", "and its second").session_id
+    good_session = prompts_after(good, "", "a good session's prompt").session_id
     pid = daemons.start()
     enqueue(cairn_home, bad, bad_session)
     enqueue(cairn_home, good, good_session)
@@ -74,8 +65,8 @@ async def test_a_file_whose_capture_raises_is_retried_then_parked_not_raised(
     retried, then parked, and the daemon's cycle returns; the file beside it is captured."""
     projects = tmp_path / "claude-projects"
     bad, good = projects / "-work-bad" / "bad.jsonl", projects / "-work-good" / "good.jsonl"
-    bad_session = _write(bad, "", "a prompt this daemon cannot capture").session_id
-    good_session = _write(good, "", "a good session's prompt").session_id
+    bad_session = prompts_after(bad, "", "a prompt this daemon cannot capture").session_id
+    good_session = prompts_after(good, "", "a good session's prompt").session_id
     real_sync_file = loop.sync_file
 
     async def sync_file(store: Store, path: Path, settings: Settings) -> FileSync:

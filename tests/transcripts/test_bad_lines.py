@@ -18,7 +18,7 @@ import pytest
 from cairn.transcripts import normalise, read_from
 from cairn.transcripts.discover import not_a_transcript
 from cairn.transcripts.reader import MAX_NESTING, MAX_TEXT_CHARS
-from tests.builders import Transcript
+from tests.builders import Transcript, prompts_after
 from tests.test_cli import cairn, cairn_json
 
 DEEP = "[" * 2000 + "]" * 2000
@@ -35,22 +35,12 @@ def _tool_line(depth: int, pad: int) -> str:
     )
 
 
-def _transcript_after(path: Path, first_line: str, *prompts: str) -> Path:
-    """A transcript of `prompts` whose first line is `first_line`."""
-    built = Transcript(path.parent)
-    for prompt in prompts:
-        built.user(prompt)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(first_line + "\n" + built.text())
-    return path
-
-
 @pytest.fixture
 def projects(cairn_home: Path) -> Path:
     """The isolated Claude Code projects directory, with one transcript opening on `DEEP` and one good one."""
     root = Path(os.environ["CAIRN_CLAUDE_PROJECTS_DIR"])
-    _transcript_after(root / "-work-bad" / "bad.jsonl", DEEP, "the bad file's own prompt", "and its second")
-    _transcript_after(root / "-work-good" / "good.jsonl", "", "a good session's prompt")
+    prompts_after(root / "-work-bad" / "bad.jsonl", DEEP, "the bad file's own prompt", "and its second")
+    prompts_after(root / "-work-good" / "good.jsonl", "", "a good session's prompt")
     return root
 
 
@@ -58,7 +48,8 @@ def test_discovery_passes_over_a_line_too_deep_to_parse(tmp_path: Path) -> None:
     alone = tmp_path / "alone.jsonl"
     alone.write_text(DEEP + "\n")
     assert not_a_transcript(alone) == "none of its first 5 lines is JSON"
-    followed = _transcript_after(tmp_path / "followed.jsonl", DEEP, "a prompt")
+    followed = tmp_path / "followed.jsonl"
+    prompts_after(followed, DEEP, "a prompt")
     assert not_a_transcript(followed) is None
 
 
