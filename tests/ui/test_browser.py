@@ -107,13 +107,14 @@ def test_the_feed_lists_the_newest_ideas(page: Any, viewer: Viewer, indexed_home
 
 def _fixture_idea(home: Path, offset: int) -> tuple[str, str, str]:
     """(id, content, source message text) of a decision or solution drawn from a fixture's message,
-    the `offset`-th by id: whatever the offline model extracted, the test searches for what it stored."""
+    the `offset`-th by id among those nothing supersedes (the indexer's own, or a test's before it):
+    whatever the offline model extracted, the test searches for what it stored."""
     rows = _query(
         home,
         "SELECT i.id, i.content, m.text FROM ideas i JOIN messages m ON m.file_id = i.source_file_id "
         "AND i.source_line BETWEEN m.line AND m.end_line WHERE i.intent IN ('decision', 'solution') "
         "AND length(i.content) BETWEEN 30 AND 200 AND i.content NOT LIKE '%zebrafish%' "
-        "ORDER BY i.id LIMIT 1 OFFSET ?",
+        "AND i.superseded_by IS NULL ORDER BY i.id LIMIT 1 OFFSET ?",
         (offset,),
     )
     assert rows, "the fixtures gave no decision or solution to search for"
