@@ -17,6 +17,13 @@ up there too).
   the same run: real transcript text (the fixtures' strings joined) and prose without a secret word,
   which the rules' trigger check skips at once. Target: the worst at most 2x the transcript text (issue
   30: ``"key" * 16000`` took 14 s, quadratic in its length, where text of that size takes milliseconds).
+* ``hostile`` — the same, for a near miss of every other rule's shape (``HOSTILE``): what a rule starts
+  matching at and then gives up on, thousands of times over. Issue 45: ``"://:" * 10000`` took 1.65 s
+  and ``"https://a:" * 20000`` 16.3 s, each start rescanning the rest of the text; ``" -p" * 16000``
+  90x text of its size, each flag looking 400 characters back. Target: each at most 2x.
+* ``dense`` — text that is nothing but real secrets of one shape (``DENSE``), for the record: each is
+  replaced and its marker read by the later rules, a fixed cost per secret rather than per character,
+  so these are not held to the target.
 """
 
 from __future__ import annotations
@@ -49,6 +56,52 @@ ADVERSARIAL = (
     'key="',
 )
 PROSE = "the quick brown fox jumps over the lazy dog and runs back home again "
+#: (rule, text in front, unit repeated to ADVERSARIAL_BYTES): a near miss of each rule's shape. The text
+#: in front holds a rule's trigger when the unit alone lacks it.
+HOSTILE = (
+    ("private", "", "<private"),
+    ("private key", "", "-----END A PRIVATE KEY"),
+    ("private key", "PRIVATE KEY ", "-----BEGIN A"),
+    ("openai", "", "-sk-"),
+    ("google", "", "-AIza"),
+    ("slack", "", "xoxb"),
+    ("stripe", "", "-sk_live_"),
+    ("huggingface", "", "-hf_"),
+    ("aws key id", "", "-AKIA"),
+    ("github", "", "-ghp_"),
+    ("package tokens", "", "-npm_"),
+    ("package tokens", "", "SG."),
+    ("jwt", "", "-eyJ"),
+    ("jwt", "", "eyJaaaaaaaa."),
+    ("authorization", "", "Authorization: "),
+    ("bearer", "", "bearer "),
+    ("url password", "", "://:"),
+    ("url password", "", "https://a:"),
+    ("url password", "", "://a:@"),
+    ("url password", "", "://a:/@"),
+    ("url password", "", "://a?"),
+    ("netrc", "", "machine "),
+    ("netrc", "", "default login a "),
+    ("aws secret", "", "aws_secret_access_key "),
+    ("command line", "", " -p"),
+    ("command line", "mysql", " -p"),
+    ("command line", "", "\t-p"),
+    ("command line", "", "mysql -p "),
+    ("command line", "", "curl -u "),
+    ("env pwd", "", "A_PWD"),
+    ("spaced option", "", " --password"),
+    ("spaced option", "", "--a"),
+    ("spaced option", "", " --a b"),
+    ("spaced option", "", " --token T"),
+)
+DENSE = (
+    ("url password", "://a:b@c "),
+    ("jwt", "eyJhbGciOiJI.eyJzdWIiOiIx.sig "),
+    ("assignment", "password=hunter22 "),
+    ("command line", "mysql -pS3cret "),
+    ("spaced option", "--password hunter22 "),
+    ("bearer", "Bearer abcdefghijklmnopqrstuvwx "),
+)
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -112,6 +165,42 @@ def _adversarial(texts: list[str]) -> float:
     return worst
 
 
+def _versus_text(label: str, hostile: str, corpus: str) -> float:
+    """Print the time of `hostile` next to transcript text and prose of its size; the ratio to the text."""
+    size = len(hostile)
+    transcript = corpus[:size]
+    prose = (PROSE * (size // len(PROSE) + 1))[:size]
+    seconds, _ = _best_of(lambda: redact_with_count(hostile)[1])
+    baseline, _ = _best_of(lambda: redact_with_count(transcript)[1])
+    quick, _ = _best_of(lambda: redact_with_count(prose)[1])
+    print(
+        f"{label}  {seconds * 1000:7.2f} ms;  transcript text {baseline * 1000:5.2f} ms "
+        f"(ratio {seconds / baseline:5.2f}),  prose {quick * 1000:5.2f} ms (ratio {seconds / quick:5.2f})"
+    )
+    return seconds / baseline
+
+
+def _hostile(texts: list[str]) -> float:
+    """Each rule's near misses (`HOSTILE`) next to text of their size; the worst ratio to transcript text."""
+    corpus = "\n".join(texts)
+    worst = 0.0
+    over: list[str] = []
+    for rule, lead, unit in HOSTILE:
+        count = ADVERSARIAL_BYTES // len(unit)
+        shown = f"{lead!r} + {unit!r}" if lead else repr(unit)
+        ratio = _versus_text(f"hostile     : {rule:14} {shown:22} x {count:6d}", lead + unit * count, corpus)
+        worst = max(worst, ratio)
+        if ratio > 2.0:
+            over.append(f"{rule} {shown}")
+    print(f"hostile     : worst ratio to transcript text {worst:.2f} (target <= 2.0)")
+    if over:
+        print(f"hostile     : over the target: {', '.join(over)}")
+    for rule, unit in DENSE:
+        count = ADVERSARIAL_BYTES // len(unit)
+        _versus_text(f"dense       : {rule:14} {unit!r:34} x {count:5d}", unit * count, corpus)
+    return worst
+
+
 def main(argv: list[str]) -> int:
     paths = [Path(arg) for arg in argv] or sorted(DEFAULT_DIR.rglob("*.jsonl"))
     texts = _transcript_texts(paths)
@@ -124,6 +213,7 @@ def main(argv: list[str]) -> int:
             f"{size / 1e6 / seconds:7.1f} MB/s  {replaced} replaced"
         )
     _adversarial(texts)
+    _hostile(texts)
     return 0
 
 

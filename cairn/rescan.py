@@ -112,10 +112,12 @@ class RescanReport:
 
 
 def rules_fingerprint() -> str:
-    """Identifies the redaction rules: the source of the module that holds them."""
-    module = importlib.import_module("cairn.transcripts.redact")  # the package exports a function so named
-    source = Path(str(module.__file__)).read_bytes()
-    return hashlib.sha256(source).hexdigest()[:16]
+    """Identifies the redaction rules: the source of the modules that hold them."""
+    digest = hashlib.sha256()
+    for name in ("cairn.transcripts.redact", "cairn.transcripts.redact_linear"):
+        module = importlib.import_module(name)  # (the package exports a function named `redact`)
+        digest.update(Path(str(module.__file__)).read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _marker_path(settings: Settings) -> Path:

@@ -34,14 +34,23 @@ name or a metavar.
 
 Most text contains no secret at all, so every rule has literal trigger substrings checked with ``in``
 first; the regexes run only when a trigger is present.
+
+Every rule is linear in its text whatever the text holds: a transcript can hold thousands of near
+misses of one rule's shape, and a rule that rescans the rest of the text from each (a regex lookahead
+or backtracking that runs to the next space, a lookback from each flag) turns one message into
+minutes. The shapes no regex finds in linear time are found by scanners
+(`cairn.transcripts.redact_linear`); ``benchmarks/redact.py`` times a near miss of every rule's shape
+next to ordinary text of its size (issue 45, item 4).
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+
+from cairn.transcripts.redact_linear import jwt_spans, url_credentials
 
 __all__ = ["redact", "redact_with_count"]
 
@@ -120,7 +129,8 @@ _PACKAGE_TOKENS = re.compile(
     r"|pypi-(?<!\wpypi-)AgE[A-Za-z0-9_\-]{50,}|SG\.(?<!\wSG\.)[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}"
 )
 _PACKAGE_TOKEN_KINDS = {"gl": "gitlab_token", "np": "npm_token", "py": "pypi_token", "SG": "sendgrid_key"}
-_JWT = re.compile(r"eyJ(?<!\weyJ)[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*")
+# JWTs (`jwt_spans`) and URL passwords (`url_credentials`) are found by scanners of their own
+# (`cairn.transcripts.redact_linear`): as regexes they rescanned the rest of the text from each start.
 # Case-insensitive rules start with a character class instead of using re.IGNORECASE, which would
 # disable `re`'s fast scan for the first character.
 _AUTH_HEADER = re.compile(
@@ -128,14 +138,10 @@ _AUTH_HEADER = re.compile(
     r"([^\s\"',;]+)"
 )
 _BEARER = re.compile(r"([Bb](?i:earer)\s+)([A-Za-z0-9._~+/\-]{20,}=*)")
-# The password runs to the *last* `@` before the host (greedy, `@` allowed): `u:p@ss@host` hides `p@ss`.
+# A URL's password runs to the *last* `@` before the host (`@` allowed): `u:p@ss@host` hides `p@ss`.
 # One holding `/` or `'` (`postgres://admin:sl/ash@db/app`), which the first form stops at, runs to the
-# first `@` followed by a host name and the end of the authority. `_url_password` declines a port and
-# path (`http://host:8000/api/@me`).
-_URL_CREDENTIALS = re.compile(
-    r"(://[^\s:/@'\"\[\]]*:)"
-    r"(?:(?P<plain>[^\s/?'\"\[\]]+)(?=@)|(?=[^\s@]*@)(?P<slashed>[^\s?\"\[\]]+?)(?=@[A-Za-z0-9.\-]+(?:[:/?#\s'\"]|$)))"
-)
+# first `@` followed by a host name and the end of the authority (`url_credentials`). `_url_passwords`
+# declines a port and path (`http://host:8000/api/@me`).
 _PORT_AND_PATH = re.compile(r"\d{1,5}(?:/|$)")
 # A .netrc entry, `machine HOST login USER password SECRET`; anchored on the literal `machine` for `re`'s
 # fast scan. The `default` entry needs its `login` too: "the default password is admin" is prose.
@@ -347,23 +353,66 @@ def _authorization(match: re.Match[str]) -> str:
 # Command lines. A value is a quoted string or a bare word up to shell punctuation.
 _CLI_VALUE = r"""(?P<value>'[^'\n]*'|"[^"\n]*"|[^\s'"`;|&<>][^\s'"`;|&<>]*)"""
 # The commands whose password flags are known; matched as a command word (a path prefix allowed).
+# Each name's literal comes first, its word boundary checked behind it, for `re`'s fast scan.
+_CLI_NAMES = {
+    "mysql": r"\w*",
+    "mariadb": r"\w*",
+    "7z": "a?",
+    "sshpass": "",
+    "docker": "",
+    "podman": "",
+    "helm": "",
+    "redis-cli": "",
+    "mongo": r"\w*",
+    "ldap": "[a-z]+",
+    "sqlcmd": "",
+    "curl": "",
+    "smbclient": "",
+}
 _CLI_COMMAND = re.compile(
-    r"(?<![\w.\-])(?P<command>mysql\w*|mariadb\w*|7za?|sshpass|docker|podman|helm|redis-cli|mongo\w*|"
-    r"ldap[a-z]+|sqlcmd|curl|smbclient)(?![\w\-])"
+    "(?P<command>"
+    + "|".join(rf"{re.escape(name)}(?<![\w.\-]{re.escape(name)}){rest}" for name, rest in _CLI_NAMES.items())
+    + r")(?![\w\-])"
 )
 # Every password flag any of them takes. The rule looks for these first (a literal ` -` prefix lets
 # `re` skip to candidates), then back along the flag's shell command for one of the commands: text
-# without such a flag, nearly all of it, costs one scan.
-_CLI_FLAG = re.compile(r" -(?:-(?:password|pass|user|proxy-user)(?=[ \t=])|[pauUwP])")
+# without such a flag, nearly all of it, costs one scan. Only a flag with a value that may hold a
+# password is one: the user flags (curl's `user:password`, smbclient's `user%password`) need the
+# separator in it, the others a value after a space or `=` (and `-p` one glued to it too), so that a
+# text of such flags without one (`"curl -u " * 6000`) is passed over by the regex alone.
+_CLI_FLAG_NAMES = (
+    r"-(?:(?:[uU]|-(?:user|proxy-user)(?=[ \t=]))"
+    r"""(?=(?:[ \t]+|=)?(?:'[^'\n]*?[:%]|"[^"\n]*?[:%]|[^\s'"`;|&<>]*?[:%]))"""
+    r"|(?:-(?:password|pass)(?=[ \t=])|[awP])(?=(?:[ \t]+|=)[^\s\-])"
+    r"|p(?=(?:[ \t]+|=)?[^\s\-]))"
+)
+_CLI_FLAG = re.compile(" " + _CLI_FLAG_NAMES)
 # The same after a tab (`mysql<TAB>-pSECRET`), for the few texts that have one: a character class in
 # front would cost every text `re`'s fast scan for the literal.
-_CLI_FLAG_TAB = re.compile(r"[ \t]-(?:-(?:password|pass|user|proxy-user)(?=[ \t=])|[pauUwP])")
+_CLI_FLAG_TAB = re.compile(r"[ \t]" + _CLI_FLAG_NAMES)
 #: How far back from a flag its command may start.
 _CLI_LOOKBACK = 400
 _LOGIN = re.compile(r"(?<!\S)login(?!\S)")
 # A long option named like a secret, its value after spaces (`--password hunter2`); the `=` form is
 # an assignment. Anchored on the literal `--` with the boundary checked behind it, for `re`'s fast scan.
-_SPACED_OPTION = re.compile(r"--(?<!\S--)(?P<name>[A-Za-z][\w\-]*)[ \t]+" + _CLI_VALUE)
+# Only a name holding a secret word, with a value that is no option, is a match at all: every match
+# costs a call of `_spaced_option`, and a match it declined still used up its value, so in
+# `--verbose --password hunter22` the option `--password` was taken for the value of `--verbose` and
+# its password kept (and `" --a" * 12000` cost 12,000 calls: issue 45, item 4).
+# (The name is checked for a value after it first: a name of thousands of characters is then scanned
+# for a secret word only when it is an option with a value.)
+_OPTION_SECRET_WORDS = "|".join(
+    variant
+    for word in ("pass", "pwd", "secret", "token", "key", "credential")
+    for variant in (word, word.upper(), word.capitalize())
+)
+# An unquoted value of fewer than 4 characters, or of letters and `_` only, is code to `_spaced_option`
+# (`--token T`, `--password PASSWORD`): no match either.
+_SPACED_OPTION = re.compile(
+    rf"--(?<!\S--)(?=[\w\-]*+[ \t]++[^\s\-])(?=[\w\-]*?(?:{_OPTION_SECRET_WORDS}))"
+    r"(?P<name>[A-Za-z][\w\-]*+)[ \t]++"
+    r"""(?P<value>'[^'\n]*'|"[^"\n]*"|(?![A-Za-z_]*+(?:[\s'"`;|&<>]|\Z))[^\s'"`;|&<>]{4,})"""
+)
 
 
 # `MYSQL_PWD=...` (mysql's password variable; `PWD` and `OLDPWD` are directories and have no `_`).
@@ -442,7 +491,14 @@ def _cli_secret(value: str, split: str | None) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class _CommandLineRule:
-    """Password flags of known commands, within the shell command each belongs to; see the docstring."""
+    """Password flags of known commands, within the shell command each belongs to; see the docstring.
+
+    A flag belongs to the last command named between the start of its shell command (a line start,
+    `;`, `|`, `&`) and the flag, at most `_CLI_LOOKBACK` characters back. That lookback is made once
+    per stretch of text, not once per flag (`_Owner`): a text of `" -p" * 16000` cost 16,000 lookbacks
+    of 400 characters each, 90 times what text of its size costs (issue 45, item 4). A flag with no
+    command before it also looks ahead for the next command, and flags before that have no command.
+    """
 
     triggers: tuple[str, ...] = (" -", "\t-")
     """Every password flag follows a space; most text has none, and the names are looked for only then."""
@@ -452,12 +508,20 @@ class _CommandLineRule:
         pieces: list[str] = []
         copied = 0
         count = 0
-        for flag in (_CLI_FLAG_TAB if "\t-" in text else _CLI_FLAG).finditer(text):
+        flags = _CLI_FLAG_TAB if "\t-" in text else _CLI_FLAG
+        owner = _Owner(text)
+        pos = 0
+        while (flag := flags.search(text, pos)) is not None:
+            pos = flag.end()
             at = flag.start() + 1
             if at < copied:
                 continue
-            command = _command_before(text, at)
-            if command is None:
+            named = owner.of(at)
+            if named is None:
+                pos = max(pos, owner.skip(at) - 1)  # flags before the next command have none
+                continue
+            command = _command(named.group("command"))
+            if command is None or (command.login and not _LOGIN.search(text, named.end(), at)):
                 continue
             found = command.flags.match(text, at)
             if found is None:
@@ -475,33 +539,135 @@ class _CommandLineRule:
         return "".join(pieces), count
 
 
-def _command_before(text: str, at: int) -> _Command | None:
-    """The known command whose shell command the flag at `at` belongs to: the last one named between
-    the start of that command (a line start, `;`, `|`, `&`) and the flag."""
-    window = max(0, at - _CLI_LOOKBACK)
-    start = max(text.rfind(mark, window, at) for mark in "\n;|&") + 1
-    start = max(start, window)
-    named = None
-    for match in _CLI_COMMAND.finditer(text, start, at):
-        named = match
-    if named is None:
-        return None
-    command = _command(named.group("command"))
-    if command is not None and command.login and not _LOGIN.search(text, named.end(), at):
-        return None
-    return command
+class _Owner:
+    """The command a flag belongs to, for flags asked about left to right: each stretch of text is
+    searched for commands and separators once, however many flags follow each other in it."""
+
+    __slots__ = ("_last", "_names", "_scanned", "_separator", "_text")
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._scanned = 0  # commands and separators before this are known
+        self._last: re.Match[str] | None = None  # the last command before `_scanned`
+        self._separator = -1  # the last separator before `_scanned` (or one earlier: see `skip`)
+        self._names = _Names(text)
+
+    def of(self, at: int) -> re.Match[str] | None:
+        """The last command named between the start of the flag's shell command and the flag at `at`."""
+        text = self._text
+        window = max(0, at - _CLI_LOOKBACK)
+        start = max(self._scanned, window)
+        if start < at:
+            self._separator = max(self._separator, *(text.rfind(mark, start, at) for mark in "\n;|&"))
+            for named in _commands(text, start, at):
+                self._last = named
+            self._scanned = at
+        last = self._last
+        if last is None or last.start() < max(self._separator + 1, window):
+            return None
+        return last
+
+    def skip(self, at: int) -> int:
+        """For a flag at `at` that has no command: where the next command starts, or a place up to
+        which none starts (`_CLI_AHEAD` on at most, so that a long text is not read to its end for a
+        stray flag). No flag before it has a command: the separators passed over need not be known,
+        since one only matters after a command, and there is none in between."""
+        text = self._text
+        # Most often the next command is near (`curl x; -u a curl ...`): one short search finds it.
+        near = _CLI_COMMAND.search(text, at, min(len(text), at + _CLI_NEAR))
+        if near is not None:  # (a command cut by the window's end starts no earlier than one it holds)
+            self._scanned = max(self._scanned, near.start())
+            self._last = None
+            return near.start()
+        end = min(len(text), at + _CLI_AHEAD)
+        named = self._names.first(at, end)  # a command starts with its name
+        # A command starting before `end` may run past it: it is read whole (a name is 9 characters
+        # at most; a longer command still matches as far as the search reads).
+        ahead = _CLI_COMMAND.search(text, named, min(len(text), end + 16)) if named < end else None
+        skip_to = min(ahead.start(), end) if ahead is not None else end
+        self._scanned = max(self._scanned, skip_to)
+        self._last = None
+        return skip_to
+
+
+class _Names:
+    """Where the command names occur, for positions that only grow: each name's search resumes where
+    its last one stopped, so a flag's look ahead does not read again what an earlier one read."""
+
+    __slots__ = ("_found", "_text")
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        # Per name: (`a`, `b`, found): the name does not start in [a, b); it starts at b if found.
+        self._found = dict.fromkeys(_CLI_NAMES, (0, 0, False))
+
+    def first(self, at: int, end: int) -> int:
+        """Where the first name starting in [at, end) starts; `end` if none does."""
+        text, first = self._text, end
+        for name, (a, b, found) in self._found.items():
+            if not (a <= at and (b >= end or (found and b >= at))):
+                start = b if a <= at < b else at  # [at, b) is known not to hold it
+                hit = text.find(name, start, end + len(name) - 1)
+                a, b, found = (at, hit, True) if hit >= 0 else (at, end, False)
+                self._found[name] = (a, b, found)
+            if found and b < first:
+                first = b
+        return first
+
+
+def _commands(text: str, start: int, end: int) -> Iterator[re.Match[str]]:
+    """The commands named in `text[start:end]`. A long stretch is first looked through for the names
+    with `str.find`, many times quicker than the regex over text that names none (nearly all)."""
+    if end - start > _FIND_FIRST:
+        found = [at for name in _CLI_NAMES if (at := text.find(name, start, end)) >= 0]
+        if not found:
+            return iter(())
+        start = min(found)  # every command starts with its name
+    return _CLI_COMMAND.finditer(text, start, end)
+
+
+_FIND_FIRST = 128
+_CLI_AHEAD = 4096
+_CLI_NEAR = 64
 
 
 def _package_token(match: re.Match[str]) -> str:
     return f"[REDACTED:{_PACKAGE_TOKEN_KINDS[match.group()[:2]]}]"
 
 
-def _url_password(match: re.Match[str]) -> str:
-    """A URL's password, unless what sits between `host:` and `@` is a port and a path."""
-    slashed = match.group("slashed")
-    if _is_reference(match.group("plain") or slashed) or (slashed and _PORT_AND_PATH.match(slashed)):
-        return match.group(0)
-    return match.group(1) + "[REDACTED:url_password]"
+def _url_passwords(text: str) -> Iterator[tuple[int, int, str]]:
+    """Each URL's password, unless what sits between `host:` and `@` is a port and a path."""
+    for _start, start, end, slashed in url_credentials(text):
+        secret = text[start:end]
+        if not (_is_reference(secret) or (slashed and _PORT_AND_PATH.match(secret))):
+            yield start, end, "[REDACTED:url_password]"
+
+
+def _jwts(text: str) -> Iterator[tuple[int, int, str]]:
+    for start, end in jwt_spans(text):
+        yield start, end, "[REDACTED:jwt]"
+
+
+@dataclass(frozen=True, slots=True)
+class _ScanRule:
+    """A rule whose replacements a scanner yields, as (start, end, replacement), left to right and not
+    overlapping: for the shapes no regex finds in linear time (`cairn.transcripts.redact_linear`)."""
+
+    scan: Callable[[str], Iterator[tuple[int, int, str]]]
+    triggers: tuple[str, ...]
+    lower: bool = False
+
+    def apply(self, text: str) -> tuple[str, int]:
+        pieces: list[str] = []
+        copied = 0
+        for start, end, replacement in self.scan(text):
+            pieces.append(text[copied:start])
+            pieces.append(replacement)
+            copied = end
+        if not pieces:
+            return text, 0
+        pieces.append(text[copied:])
+        return "".join(pieces), len(pieces) // 2
 
 
 def _spaced_option(match: re.Match[str]) -> str:
@@ -523,7 +689,7 @@ def _spaced_option(match: re.Match[str]) -> str:
     )
 
 
-_RULES: tuple[_Rule | _AssignmentRule | _CommandLineRule, ...] = (
+_RULES: tuple[_Rule | _ScanRule | _AssignmentRule | _CommandLineRule, ...] = (
     _Rule(_PRIVATE, lambda _match: "[private]", ("<private",), lower=True),
     _Rule(_PRIVATE_KEY, _whole("private_key"), ("PRIVATE KEY",)),
     _Rule(_ANTHROPIC, _whole("anthropic_api_key"), ("sk-ant-",)),
@@ -535,10 +701,10 @@ _RULES: tuple[_Rule | _AssignmentRule | _CommandLineRule, ...] = (
     _Rule(_AWS_KEY_ID, _whole("aws_access_key_id"), ("AKIA", "ASIA")),
     _Rule(_GITHUB, _whole("github_token"), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
     _Rule(_PACKAGE_TOKENS, _package_token, ("glpat-", "npm_", "pypi-", "SG.")),
-    _Rule(_JWT, _whole("jwt"), ("eyJ",)),
+    _ScanRule(_jwts, ("eyJ",)),
     _Rule(_AUTH_HEADER, _authorization, ("authorization",), lower=True),
     _Rule(_BEARER, _keep_prefix("bearer_token"), ("bearer",), lower=True),
-    _Rule(_URL_CREDENTIALS, _url_password, ("://",)),
+    _ScanRule(_url_passwords, ("://",)),
     _Rule(_NETRC, _keep_prefix("password"), ("machine",)),
     _Rule(_NETRC_DEFAULT, _keep_prefix("password"), ("default",)),
     _Rule(_AWS_SECRET, _keep_prefix("aws_secret_access_key"), ("aws_secret", "awssecret"), lower=True),
