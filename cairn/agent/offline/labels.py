@@ -36,7 +36,8 @@ _NAMES: dict[str, Intent] = {
     "next step": "todo",
 }
 _LABEL = re.compile(
-    r"^(?:(?:so|and|also|ok(?:ay)?|my|our|the)[,]?\s+)?"
+    # A short lead-in may come first: "On gzip — decision: …", "so my proposal: …".
+    r"^(?:(?:[\w`'./-]+\s+){1,4}[\u2014\u2013-]\s+)?(?:(?:so|and|also|ok(?:ay)?|my|our|the)[,]?\s+)?"
     r"(?P<label>" + "|".join(sorted(_NAMES, key=len, reverse=True)) + r")"
     r"(?:\s+(?:though|then|here|for now))?\s*(?:\([^)]{0,40}\))?\s*[:\u2014]\s*(?P<rest>\S.*)$",
     re.IGNORECASE | re.DOTALL,
