@@ -7,7 +7,6 @@ store another process may be writing (SQLite's WAL shows it every committed row)
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import tempfile
@@ -180,10 +179,15 @@ def export_command(
     ] = None,
 ) -> None:
     """Write the memory as versioned JSONL (one row a line) for `cairn import` here or on another machine."""
+    from cairn.cli.export_target import ExportTargetError, export_target
     from cairn.lifecycle.export import export, scope_for
     from cairn.search.projects import resolve_projects
 
     settings = load_settings()
+    try:  # what --out is decides how it is written, before the store is opened (`export_target`)
+        target = export_target(out.expanduser()) if out is not None else None
+    except ExportTargetError as exc:
+        raise fail(str(exc), 2) from None
 
     async def run() -> int:
         store = await open_store(settings, read_only_ok=True, busy_ok=True)
@@ -197,24 +201,17 @@ def export_command(
                     )
                 scope = await scope_for(store.db, [pid for pid, _ in found])
                 names = [path for _, path in found]
-            if out is None:
+            if target is None:
                 return await export(store.db, sys.stdout, scope=scope, projects=names)
-            # A new 0600 file beside `out`, renamed over it when complete: opening `out` itself kept an
-            # existing file's mode (0644: the whole memory world-readable) and wrote through a symlink.
-            temp = out.with_name(f".{out.name}.{os.getpid()}.export")
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            try:
-                os.fchmod(fd, 0o600)
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    count = await export(store.db, handle, scope=scope, projects=names)
-                os.replace(temp, out)
-                return count
-            finally:
-                temp.unlink(missing_ok=True)
+            with target.open() as handle:
+                return await export(store.db, handle, scope=scope, projects=names)
         finally:
             await store.close()
 
-    count = run_async(run())
+    try:
+        count = run_async(run())
+    except ExportTargetError as exc:
+        raise fail(str(exc), exc.code) from None
     if out is not None:
         err.print(f"exported {count:,} rows to {out}")
 
