@@ -2,9 +2,10 @@
 
 The model (`cairn.agent.offline.classifier`) decides whether a message states a decision, a problem, a
 fix, a raised question or todo, or the resolution of one, and which sentence says it; this module turns
-that into a `Candidate` with readable content. A message whose statement is a tool call (the edit that
-fixes a bug) is told by the assistant's words just before it in its turn, with the call's tool and
-file, so the idea reads as what was done and still cites the call's line.
+that into a `Candidate` with readable content: the sentence that states it (never an acknowledgment,
+an announced step or a pasted secret), and the marks its words give (a guess, a refutation, a change of
+plan). A message whose statement is a tool call (the edit that fixes a bug) is told by the assistant's
+words with the call's tool and file, so the idea reads as what was done and still cites the call's line.
 """
 
 from __future__ import annotations
@@ -50,8 +51,6 @@ _INTENT: dict[str, Intent] = {
     "fix": "solution",
     "resolved": "conclusion",
 }
-
-
 _ASKS = re.compile(r"\?(?:\s|$)")
 
 
