@@ -146,6 +146,15 @@ async def _enqueue(store: Store, *, paths: list[str], event: str = "sync") -> An
     """Hand transcript files to the daemon's queue, as the hook does; how many were newly queued."""
     from cairn.daemon import queue
 
+    # A string is iterable too: unchecked, "abc" would queue one item per character.
+    if not isinstance(paths, list) or not all(isinstance(path, str) for path in paths):
+        raise BadArgumentsError(
+            f"bad arguments for 'enqueue': paths must be a list of strings, not {type(paths).__name__}"
+            if not isinstance(paths, list)
+            else "bad arguments for 'enqueue': paths must be a list of strings"
+        )
+    if not isinstance(event, str):
+        raise BadArgumentsError("bad arguments for 'enqueue': event must be a string")
     added = 0
     for path in paths:
         added += await queue.enqueue(store.db, str(path), None, event)

@@ -303,3 +303,16 @@ def test_long_ops_refuse_bad_arguments(daemons: Daemons, settings: Settings) -> 
     events: list[dict[str, object]] = []
     result = asyncio.run(daemon_request(settings, "reindex_vectors", on_progress=events.append, timeout=None))
     assert result == {"vectors": 0}
+
+
+@pytest.mark.parametrize("paths", ["abc", ["a", 7], {"a": 1}])
+def test_enqueue_refuses_paths_that_are_not_a_list_of_strings(
+    daemons: Daemons, settings: Settings, cairn_home: Path, paths: object
+) -> None:
+    """A string is iterable: once, `paths: "abc"` queued one item per character."""
+    daemons.start()
+    refused = "bad arguments for 'enqueue': paths must be a list of strings"
+    with pytest.raises(DaemonRequestError, match=refused):
+        asyncio.run(daemon_request(settings, "enqueue", {"paths": paths}))
+    assert query(cairn_home, "SELECT count(*) FROM work_queue") == [(0,)]
+    assert asyncio.run(daemon_request(settings, "enqueue", {"paths": []})) == {"queued": 0, "added": 0}
