@@ -68,6 +68,8 @@ HOSTILE = (
     ("stripe", "", "-sk_live_"),
     ("huggingface", "", "-hf_"),
     ("aws key id", "", "-AKIA"),
+    ("aws csv secret", "", "[REDACTED:aws_access_key_id],"),
+    ("aws csv secret", "", '[REDACTED:aws_access_key_id], "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLE '),
     ("github", "", "-ghp_"),
     ("package tokens", "", "-npm_"),
     ("package tokens", "", "SG."),
@@ -101,6 +103,7 @@ DENSE = (
     ("command line", "mysql -pS3cret "),
     ("spaced option", "--password hunter22 "),
     ("bearer", "Bearer abcdefghijklmnopqrstuvwx "),
+    ("aws csv secret", "AKIAIOSFODNN7EXAMPLE,wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"),
 )
 
 

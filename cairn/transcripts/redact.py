@@ -119,6 +119,13 @@ _SLACK = re.compile(r"xox[abposr]-(?<!\wxox[abposr]-)[0-9A-Za-z\-]{10,}")
 _STRIPE = re.compile(r"[sr]k_(?<!\w[sr]k_)(?:live|test)_[0-9A-Za-z]{20,}")
 _HUGGINGFACE = re.compile(r"hf_(?<!\whf_)[A-Za-z0-9]{30,}\b")
 _AWS_KEY_ID = re.compile(r"A[KS]IA(?<!\wA[KS]IA)[0-9A-Z]{16}\b")
+# The secret access key on an AWS credentials CSV line (what IAM's console downloads: `Access key ID,Secret
+# access key` then `AKIA…,wJal…`), found after the key id's marker: anchored on that literal, with a
+# fixed-width value, so it never rescans the text after a near miss; it also finds the secret in text an
+# earlier redaction stored with only the key id hidden (`redact --rescan`). Issue 45, item 7.
+_AWS_CSV_SECRET = re.compile(
+    r"(\[REDACTED:aws_access_key_id\]\"?[ \t]*+,[ \t]*+\"?)([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
+)
 _GITHUB = re.compile(
     r"gh[pousr]_(?<!\wgh[pousr]_)[A-Za-z0-9]{36,}\b|github_pat_(?<!\wgithub_pat_)[A-Za-z0-9_]{22,}"
 )
@@ -699,6 +706,7 @@ _RULES: tuple[_Rule | _ScanRule | _AssignmentRule | _CommandLineRule, ...] = (
     _Rule(_STRIPE, _whole("stripe_key"), ("_live_", "_test_")),
     _Rule(_HUGGINGFACE, _whole("huggingface_token"), ("hf_",)),
     _Rule(_AWS_KEY_ID, _whole("aws_access_key_id"), ("AKIA", "ASIA")),
+    _Rule(_AWS_CSV_SECRET, _keep_prefix("aws_secret_access_key"), ("[REDACTED:aws_access_key_id]",)),
     _Rule(_GITHUB, _whole("github_token"), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
     _Rule(_PACKAGE_TOKENS, _package_token, ("glpat-", "npm_", "pypi-", "SG.")),
     _ScanRule(_jwts, ("eyJ",)),

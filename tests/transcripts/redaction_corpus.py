@@ -66,6 +66,10 @@ POSITIVES: list[tuple[str, str]] = [
     (f"aws_secret_access_key = {AWS_SECRET}", AWS_SECRET),
     (f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}", AWS_SECRET),
     (f'{{"aws_secret_access_key": "{AWS_SECRET}"}}', AWS_SECRET),
+    # The CSV IAM's console downloads (issue 45, item 7): the secret follows the key id on its line.
+    (f"Access key ID,Secret access key\n{AWS_KEY_ID},{AWS_SECRET}\n", AWS_SECRET),
+    (f"alice,,{AWS_TEMP_KEY_ID},{AWS_SECRET},https://1234.signin.aws.amazon.com/console", AWS_SECRET),
+    (f'"{AWS_KEY_ID}", "{AWS_SECRET}"', AWS_SECRET),
     (f"git clone https://{GITHUB_PAT_CLASSIC}@github.com/o/r.git", GITHUB_PAT_CLASSIC),
     (f"GH_TOKEN={GITHUB_OAUTH}", GITHUB_OAUTH),
     (f"token {GITHUB_USER}", GITHUB_USER),

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from cairn.transcripts import redact, redact_with_count
 
-from .redaction_corpus import NEGATIVES, POSITIVES
+from .redaction_corpus import AWS_KEY_ID, AWS_SECRET, NEGATIVES, POSITIVES
 
 
 @pytest.mark.parametrize(("text", "secret"), POSITIVES, ids=range(len(POSITIVES)))
@@ -74,6 +74,29 @@ def test_command_line_passwords_keep_the_flag_the_quotes_and_the_user() -> None:
     assert redact("mysql --password Tr0ub4dor3") == "mysql --password [REDACTED:password]"
     # One command's flags do not reach the next command of the line.
     assert redact("mysql -u root -p; ssh -p2222 host") == "mysql -u root -p; ssh -p2222 host"
+
+
+def test_an_aws_credentials_csv_line_loses_its_secret_access_key() -> None:
+    """Issue 45, item 7: the CSV IAM's console downloads kept its secret access key in clear (only the
+    key id before it was redacted). Text an earlier redaction stored with the key id alone hidden loses
+    it too (`redact --rescan`); a 40-character value after a comma that follows no key id stays."""
+    csv = (
+        "$ cat ~/Downloads/alice_accessKeys.csv\n"
+        "User name,Password,Access key ID,Secret access key,Console login link\n"
+        f"alice,,{AWS_KEY_ID},{AWS_SECRET},https://1234.signin.aws.amazon.com/console\n"
+    )
+    redacted, count = redact_with_count(csv)
+    assert AWS_SECRET not in redacted
+    assert "alice,,[REDACTED:aws_access_key_id],[REDACTED:aws_secret_access_key],https://1234." in redacted
+    assert count == 2
+    assert redact(f"Access key ID,Secret access key\r\n{AWS_KEY_ID},{AWS_SECRET}\r\n") == (
+        "Access key ID,Secret access key\r\n[REDACTED:aws_access_key_id],[REDACTED:aws_secret_access_key]\r\n"
+    )
+    stored = f"[REDACTED:aws_access_key_id],{AWS_SECRET}"
+    assert redact(stored) == "[REDACTED:aws_access_key_id],[REDACTED:aws_secret_access_key]"
+    assert redact(f"sha,{AWS_SECRET}") == f"sha,{AWS_SECRET}"
+    # Longer than a secret key: not one.
+    assert redact(f"{AWS_KEY_ID},{AWS_SECRET}X") == f"[REDACTED:aws_access_key_id],{AWS_SECRET}X"
 
 
 @pytest.mark.parametrize("unit", ["key", "Token", "pass.", "secret-", "KEY_", "credential_"])
