@@ -253,6 +253,27 @@ def test_sync_with_an_unreachable_chroma_server_is_one_line_and_keeps_what_it_ca
     assert stats["messages"] > 0, "SQLite, the truth, kept the capture"
 
 
+def test_search_with_an_unreachable_chroma_server_answers_from_keywords_in_one_line(cairn_home: Path) -> None:
+    # Issue 45, item 7: `cairn search` with a dead chroma_url printed a traceback (four chained
+    # exceptions, through a logged warning) before falling back to keyword matches.
+    dead = {"CAIRN_CHROMA_URL": "http://127.0.0.1:9"}
+    cairn(
+        "sync",
+        "--no-index",
+        str(REAL_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl"),
+        check=False,
+        env=dead,
+    )
+    proc = cairn("search", "ls -la", env={**dead, "COLUMNS": "400"}, real_process=True)
+    assert proc.stderr == "", proc.stderr
+    [note] = [line for line in proc.stdout.splitlines() if line.startswith("note:")]
+    assert "semantic search is unavailable, keyword matches only" in note
+    assert "http://127.0.0.1:9" in note and "start the Chroma server, or unset chroma_url" in note
+    assert "ls -la" in proc.stdout, "the keyword matches are the answer"
+    page = json.loads(cairn("search", "ls -la", "--json", env=dead, real_process=True).stdout)
+    assert page["results"] and page["notices"] == [note.removeprefix("note: ")]
+
+
 def test_vectors_made_by_another_embedding_are_one_line_that_says_what_to_do(cairn_home: Path) -> None:
     # Issue 30: the conflict's message was untested, and it repeated Chroma's advice for its own users.
     cairn("sync", "--no-index", str(REAL_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl"))

@@ -343,12 +343,30 @@ async def _add_vector_signals(
                 entry.vector_rank, entry.cosine = rank, match.cosine
                 entry.passage_id = entry.passage_id or match.passage_id  # words beat meaning for a snippet
     except Exception as exc:
-        log.warning("vector search failed; answering from keyword matches", exc_info=True)
-        notices.append(f"semantic search failed ({type(exc).__name__}: {exc}); keyword matches only")
+        notices.append(_vector_failure_notice(exc))
         for entry in signals.values():
             entry.vector_rank = entry.cosine = None
         return False
     return True
+
+
+def _vector_failure_notice(exc: Exception) -> str:
+    """The one line that says vector search failed and the answer holds keyword matches only. A vector
+    store that cannot be used (a Chroma server that does not answer) is said with what to do, and logged
+    without its traceback: with no handler (the CLI) a logged warning reached the user as one (issue 45,
+    item 7, four chained exceptions). Anything else is a bug, logged whole."""
+    from cairn.store.vectors import VectorStoreError, VectorStoreUnavailable
+
+    if not isinstance(exc, VectorStoreError):
+        log.warning("vector search failed; answering from keyword matches", exc_info=True)
+        return f"semantic search failed ({type(exc).__name__}: {exc}); keyword matches only"
+    log.info("vector search failed, answering from keyword matches: %s", exc)
+    if isinstance(exc, VectorStoreUnavailable):
+        return (
+            f"semantic search is unavailable, keyword matches only: {exc} (start the Chroma server, or unset "
+            "chroma_url to use the local store)"
+        )
+    return f"semantic search failed ({exc}); keyword matches only"
 
 
 async def _note_pending_vectors(db: Database, kinds: tuple[Kind, ...], notices: list[str]) -> None:
