@@ -116,10 +116,14 @@ class Daemon:
         # the queue nor a client has needed it for `idle_exit_seconds`, so one started for fast
         # searches (`cairn daemon start`) stays while they keep coming.
         self.last_request = time.monotonic()
+        # Requests read and not yet answered: the daemon is not idle while one runs, however long it
+        # takes (an import of a big export), or it exited under it and the client got no answer.
+        self.answering = 0
 
-    def used(self) -> None:
-        """A socket client sent a request: count it as activity for the idle exit."""
+    def used(self, answering: bool = False) -> None:
+        """A socket client sent a request (`answering`) or got its answer: activity for the idle exit."""
         self.last_request = time.monotonic()
+        self.answering = self.answering + 1 if answering else max(0, self.answering - 1)
 
     def stop(self) -> None:
         self._stopping.set()
@@ -163,7 +167,7 @@ class Daemon:
         idle_since = time.monotonic()
         while not self.stopping:
             await self._recheck_budget()
-            if self.index_lock.locked():  # a socket client's index or backfill: not idle
+            if self.index_lock.locked() or self.answering:  # a socket client waits on the daemon: not idle
                 idle_since = time.monotonic()
             idle_since = max(idle_since, self.last_request)
             # Idle: nothing due before the idle exit would come. Items a pause deferred longer (a spent

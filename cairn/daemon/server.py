@@ -264,12 +264,13 @@ class SocketServer:
         settings: Settings,
         store: Store,
         index_lock: asyncio.Lock | None = None,
-        on_request: Callable[[], None] | None = None,
+        on_request: Callable[[bool], None] | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.index_lock = index_lock or asyncio.Lock()
-        # Called when a request is read and when it is answered (the daemon's loop: not idle meanwhile).
+        # Called with True when a request is read and with False when it is answered or abandoned (the
+        # daemon's loop: not idle meanwhile).
         self.on_request = on_request
         self.path = settings.socket_path
         self._server: asyncio.Server | None = None
@@ -319,10 +320,12 @@ class SocketServer:
                     await _send(writer, {"ok": False, "error": "bad request: line too long"})
                     return
                 if self.on_request is not None:
-                    self.on_request()
-                await _send(writer, await self._respond(line, reader, writer))
-                if self.on_request is not None:  # idle from the answer on, however long it took
-                    self.on_request()
+                    self.on_request(True)
+                try:
+                    await _send(writer, await self._respond(line, reader, writer))
+                finally:
+                    if self.on_request is not None:  # idle from the answer on, however long it took
+                        self.on_request(False)
         except ConnectionError:
             return
         finally:

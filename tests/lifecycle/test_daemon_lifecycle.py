@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.daemon.helpers import Daemons, alive, offline_daemons
+from tests.daemon.helpers import Daemons, alive, offline_daemons, wait_for
 from tests.lifecycle.conftest import ACME_PHRASES, DEMO_PATH, found_in_files
 from tests.lifecycle.test_forget import DEMO_SESSION
 from tests.test_cli import cairn, cairn_json
@@ -41,3 +48,38 @@ def test_the_daemon_forgets_and_imports_for_the_command(home: Path, daemons: Dae
         assert after[key] == before[key], key
     hits = cairn_json("search", "database is locked", "--mode", "semantic")["results"]
     assert any(hit["session"]["id"] == DEMO_SESSION for hit in hits), "the imported vectors are searched"
+
+
+def test_an_import_longer_than_the_idle_exit_gets_its_answer(
+    home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 45: the daemon counted a request in flight as idle time, so an import that outlasted
+    `idle_exit_seconds` saw the daemon exit under it: the import committed, the command printed "closed
+    the connection without answering". Here the import waits on a write lock this test holds until the
+    idle exit has long passed (or, before the fix, until the daemon died of it)."""
+    export = tmp_path / "all.jsonl"
+    cairn("export", "--out", str(export))
+    cairn("forget", "--project", "acme-api", "--yes")  # no daemon yet: done directly
+    idle_exit = 2.0
+    with offline_daemons(home, monkeypatch, CAIRN_IDLE_EXIT_SECONDS=str(idle_exit)) as daemons:
+        pid = daemons.start()
+        with contextlib.closing(sqlite3.connect(home / "cairn.db", timeout=30, isolation_level=None)) as lock:
+            lock.execute("BEGIN IMMEDIATE")  # the import's writes wait for this (the store's busy timeout)
+            importing = subprocess.Popen(
+                [sys.executable, "-m", "cairn", "import", str(export), "--json"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env={**os.environ, "CAIRN_HOME": str(home)},
+            )
+            try:
+                held_until = time.monotonic() + 3 * idle_exit + 1
+                wait_for(lambda: not alive(pid) or time.monotonic() > held_until, 30, "the idle exit to pass")
+            finally:
+                lock.execute("ROLLBACK")
+            out, errors = importing.communicate(timeout=120)
+        assert importing.returncode == 0, errors
+        report = json.loads(out)
+        assert report["added"]["projects"] == 1 and report["total_added"] > 0
+        assert alive(pid), "the daemon answered the import, then idled out only after it"
+        daemons.wait_exit(pid)  # idle again once answered
