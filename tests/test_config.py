@@ -33,7 +33,7 @@ def test_two_homes_are_isolated(tmp_path: Path) -> None:
 def test_config_toml_is_read_and_env_wins(cairn_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cairn_home.mkdir(parents=True)
     (cairn_home / "config.toml").write_text('tool_result_head_chars = 42\nembedding = "openai"\n')
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # openai without a key is refused at load (issue 45)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # openai without a key is refused at load
     settings = Settings.load()
     assert settings.tool_result_head_chars == 42
     assert settings.embedding == "openai"

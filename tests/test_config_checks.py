@@ -1,4 +1,4 @@
-"""Issue 45, item 7 (settings): values a type alone let through are refused at load, in one line.
+"""Values a type alone let through are refused at load, in one line.
 
 `idle_exit_seconds = inf` was accepted and the daemon died later with an OverflowError; `chroma_url = ""`
 and `embedding = "openai"` without a key ended in tracebacks; a NUL in `claude_projects_dir` too; and

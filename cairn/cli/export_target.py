@@ -2,11 +2,11 @@
 
 A regular file (or a new one) gets the export as a new 0600 file renamed over the path when complete,
 so a kill leaves the old file or the new one, never a half, and an existing file's mode (0644: the
-whole memory world-readable) or a symlink's target is never written through (issue 30).
+whole memory world-readable) or a symlink's target is never written through.
 
 That rename replaces the *directory entry* PATH. For anything but a regular file that is wrong: as
 root, `--out /dev/stdout` replaced the `/dev/stdout` symlink with a 0600 regular file, and
-`/dev/null` would have gone the same way (issue 45, item 5). So what PATH leads to decides:
+`/dev/null` would have gone the same way. So what PATH leads to decides:
 
 * the process's own stdout or stderr (`/dev/stdout`, `/proc/self/fd/1`, whatever fd 1 is): written
   there, in place;

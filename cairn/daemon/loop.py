@@ -296,7 +296,7 @@ class Daemon:
         A fault of the file's own, whatever it raises, fails that file alone: its item is retried and
         then parked like any failing file. Raised out of the cycle it would stop the daemon with the
         item left `running`, which the next start requeues without counting an attempt, so one bad
-        transcript crash-looped the daemon forever (issue 45, item 3). A fault of the store (a full
+        transcript crash-looped the daemon forever. A fault of the store (a full
         disk, a broken database) is no file's fault and still stops the daemon.
         """
         try:

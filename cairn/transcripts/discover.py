@@ -7,7 +7,7 @@ transcript only when its first lines look like Claude Code entries.
 
 A line that cannot be parsed is never an error here, whatever the parser raises (a line of 2,000 `[`
 raises RecursionError, not ValueError): one bad line among a file's first ones must not stop
-discovery of that file or of every other one (issue 45, item 3).
+discovery of that file or of every other one.
 """
 
 from __future__ import annotations

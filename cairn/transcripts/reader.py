@@ -16,7 +16,7 @@ The daemon remembers a byte offset (and line number and inode) per transcript an
   ``max_line_bytes`` is skipped while scanning to its newline, so memory holds at most one chunk plus
   ``max_line_bytes`` whatever the file contains. *Any* exception parsing one line makes it malformed,
   not only a validation error: ``'[' * 2000`` once raised a RecursionError out of the reader that
-  stopped ``cairn sync`` and crash-looped the daemon on that one file (issue 45, item 3).
+  stopped ``cairn sync`` and crash-looped the daemon on that one file.
 * Every entry read is nested at most ``MAX_NESTING`` containers deep, whichever path parsed it: the hot
   path's parser (jiter) refuses deeper JSON, and the long-line path refuses it too. What reads an entry
   afterwards (normalisation walks tool inputs recursively) can then never exhaust the stack; a 300 KB

@@ -40,7 +40,7 @@ misses of one rule's shape, and a rule that rescans the rest of the text from ea
 or backtracking that runs to the next space, a lookback from each flag) turns one message into
 minutes. The shapes no regex finds in linear time are found by scanners
 (`cairn.transcripts.redact_linear`); ``benchmarks/redact.py`` times a near miss of every rule's shape
-next to ordinary text of its size (issue 45, item 4).
+next to ordinary text of its size.
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ _AWS_KEY_ID = re.compile(r"A[KS]IA(?<!\wA[KS]IA)[0-9A-Z]{16}\b")
 # The secret access key on an AWS credentials CSV line (what IAM's console downloads: `Access key ID,Secret
 # access key` then `AKIA…,wJal…`), found after the key id's marker: anchored on that literal, with a
 # fixed-width value, so it never rescans the text after a near miss; it also finds the secret in text an
-# earlier redaction stored with only the key id hidden (`redact --rescan`). Issue 45, item 7.
+# earlier redaction stored with only the key id hidden (`redact --rescan`).
 _AWS_CSV_SECRET = re.compile(
     r"(\[REDACTED:aws_access_key_id\]\"?[ \t]*+,[ \t]*+\"?)([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
 )
@@ -405,7 +405,7 @@ _LOGIN = re.compile(r"(?<!\S)login(?!\S)")
 # Only a name holding a secret word, with a value that is no option, is a match at all: every match
 # costs a call of `_spaced_option`, and a match it declined still used up its value, so in
 # `--verbose --password hunter22` the option `--password` was taken for the value of `--verbose` and
-# its password kept (and `" --a" * 12000` cost 12,000 calls: issue 45, item 4).
+# its password kept (and `" --a" * 12000` cost 12,000 calls).
 # (The name is checked for a value after it first: a name of thousands of characters is then scanned
 # for a secret word only when it is an option with a value.)
 _OPTION_SECRET_WORDS = "|".join(
@@ -503,7 +503,7 @@ class _CommandLineRule:
     A flag belongs to the last command named between the start of its shell command (a line start,
     `;`, `|`, `&`) and the flag, at most `_CLI_LOOKBACK` characters back. That lookback is made once
     per stretch of text, not once per flag (`_Owner`): a text of `" -p" * 16000` cost 16,000 lookbacks
-    of 400 characters each, 90 times what text of its size costs (issue 45, item 4). A flag with no
+    of 400 characters each, 90 times what text of its size costs. A flag with no
     command before it also looks ahead for the next command, and flags before that have no command.
     """
 

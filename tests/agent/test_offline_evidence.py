@@ -1,4 +1,4 @@
-"""Offline ideas that hold the evidence (issue 15), where the session's structure shows it: the
+"""Offline ideas that hold the evidence, where the session's structure shows it: the
 person's decision on an offer (a refusal reads with the offer it turns down), the choice a session ends
 on (an open question with its options, settled once a later batch answers it).
 

@@ -1,4 +1,4 @@
-"""Issue 45, item 3, under the daemon: a transcript whose first line is `'[' * 2000 + ']' * 2000`, queued
+"""A transcript whose first line is `'[' * 2000 + ']' * 2000`, queued
 by a hook, crashed the daemon in the cycle that claimed it; the item stayed `running`, the next start
 requeued it without counting an attempt, and the daemon crashed again (5 starts, 5 crashes, recall
 down). The line is now a counted skip: the daemon stays up, captures the rest of that file and the

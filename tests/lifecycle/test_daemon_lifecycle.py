@@ -53,7 +53,7 @@ def test_the_daemon_forgets_and_imports_for_the_command(home: Path, daemons: Dae
 def test_an_import_longer_than_the_idle_exit_gets_its_answer(
     home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """Issue 45: the daemon counted a request in flight as idle time, so an import that outlasted
+    """The daemon counted a request in flight as idle time, so an import that outlasted
     `idle_exit_seconds` saw the daemon exit under it: the import committed, the command printed "closed
     the connection without answering". Here the import waits on a write lock this test holds until the
     idle exit has long passed (or, before the fix, until the daemon died of it)."""

@@ -1,4 +1,4 @@
-"""Issue 45, item 5 and two cases of item 7: what `cairn export --out PATH` does with a PATH that is not
+"""What `cairn export --out PATH` does with a PATH that is not
 a regular file.
 
 The export used to be written to a new file beside PATH and renamed over it, whatever PATH was: as root,

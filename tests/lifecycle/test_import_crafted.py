@@ -1,4 +1,4 @@
-"""Issue 45, item 2: a crafted export cannot rewrite the memory a store already holds.
+"""A crafted export cannot rewrite the memory a store already holds.
 
 The file of the report: a `transcript_files` row naming the person's own transcript, corrections on it
 (`forgotten` at the line of their question, `declined` with a time that is no time), an idea planted in

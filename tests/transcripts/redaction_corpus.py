@@ -66,7 +66,7 @@ POSITIVES: list[tuple[str, str]] = [
     (f"aws_secret_access_key = {AWS_SECRET}", AWS_SECRET),
     (f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}", AWS_SECRET),
     (f'{{"aws_secret_access_key": "{AWS_SECRET}"}}', AWS_SECRET),
-    # The CSV IAM's console downloads (issue 45, item 7): the secret follows the key id on its line.
+    # The CSV IAM's console downloads: the secret follows the key id on its line.
     (f"Access key ID,Secret access key\n{AWS_KEY_ID},{AWS_SECRET}\n", AWS_SECRET),
     (f"alice,,{AWS_TEMP_KEY_ID},{AWS_SECRET},https://1234.signin.aws.amazon.com/console", AWS_SECRET),
     (f'"{AWS_KEY_ID}", "{AWS_SECRET}"', AWS_SECRET),

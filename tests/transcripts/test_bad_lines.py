@@ -1,4 +1,4 @@
-"""Issue 45, item 3: one bad transcript line stopped capture.
+"""One bad transcript line stopped capture.
 
 A `.jsonl` whose first line is `'[' * 2000 + ']' * 2000` made `cairn sync` and `cairn backfill` exit 1
 with a RecursionError traceback and capture nothing (discovery's sniff let the RecursionError out), and

@@ -77,7 +77,7 @@ def test_command_line_passwords_keep_the_flag_the_quotes_and_the_user() -> None:
 
 
 def test_an_aws_credentials_csv_line_loses_its_secret_access_key() -> None:
-    """Issue 45, item 7: the CSV IAM's console downloads kept its secret access key in clear (only the
+    """The CSV IAM's console downloads kept its secret access key in clear (only the
     key id before it was redacted). Text an earlier redaction stored with the key id alone hidden loses
     it too (`redact --rescan`); a 40-character value after a comma that follows no key id stays."""
     csv = (

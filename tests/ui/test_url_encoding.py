@@ -1,4 +1,4 @@
-"""Issue 45, item 6: every URL the viewer builds encodes what it carries.
+"""Every URL the viewer builds encodes what it carries.
 
 A transcript whose `sessionId` is `<victim>#evil` gave the link `/forget?session=<victim>#evil`, which a
 browser cuts at the `#`: the confirm page then offered to forget the victim's session (confirmed in
