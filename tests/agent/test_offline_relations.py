@@ -230,9 +230,8 @@ def test_a_relation_with_a_direction_never_points_forward_in_time(stating) -> No
     stating(said(1, "decision", MOVE_RESET))
     assert related(build_result(batch(("assistant", MOVE_RESET)), known(later))) == [(1, 30, "relates_to")]
     change = "Actually, let's switch the orders database to PostgreSQL instead of SQLite."
-    # A change of mind as `relating` is meant to see one (flagged `supersession`; see the xfailed
-    # `test_a_change_of_mind_found_by_the_pipeline_supersedes_a_stored_decision` for who sets it).
-    stating(said(1, "decision", change, supersession=True))
+    # A change of mind ("instead of"): it may supersede only what came before it.
+    stating(said(1, "decision", change))
     decided_later = KnownIdea(7, "decision", "We'll use SQLite for the orders database.", "s-0", 4, at=LATER)
     assert build_result(batch(("assistant", change)), known(decided_later)).relations == []
     decided_before = KnownIdea(
@@ -469,7 +468,7 @@ SWITCH = "I'll switch the orders database to PostgreSQL instead of SQLite."
 def test_a_plan_put_off_still_supersedes_the_stored_decision_it_changes() -> None:
     # A deferred todo starts no relation but this one: putting the change off does not bring back the
     # decision it replaced (the stored one came in an earlier batch, so only `relating` can see it).
-    plan_put_off = said(1, "todo", SWITCH, origin="deferred", supersession=True)
+    plan_put_off = said(1, "todo", SWITCH, origin="deferred")
     assert [
         (r.from_line, r.to_idea_id, r.relation_type)
         for r in relations([plan_put_off], known(DECIDED_SQLITE), set()).relations

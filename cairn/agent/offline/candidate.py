@@ -45,7 +45,6 @@ class Candidate:
     origin: Origin = "prose"
     hypothesis: bool = False
     refutation: bool = False
-    supersession: bool = False
     labelled: bool = False  # said under a label of its intent ("**Bug:** …", "Fix:")
     at: str | None = None  # when its message was said (ISO 8601), if known
 
@@ -63,7 +62,6 @@ class Candidate:
     @property
     def changes_plan(self) -> bool:
         """A plan that says it replaces an earlier one ("instead of", "switch to", "changing the plan"):
-        the one test of a change of mind, for links inside a batch and to stored decisions alike."""
-        return self.plans and bool(
-            self.supersession or SUPERSESSION.search(self.content) or CHANGE.search(self.content)
-        )
+        the one test of a change of mind, for links inside a batch, to stored decisions, and for what is
+        never a repetition."""
+        return self.plans and bool(SUPERSESSION.search(self.content) or CHANGE.search(self.content))

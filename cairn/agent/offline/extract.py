@@ -244,7 +244,7 @@ def _deduplicate(candidates: list[Candidate]) -> list[Candidate]:
     """Drop an idea that says what another idea of the same intent already says (the fuller one stays)."""
     kept: list[Candidate] = []
     for candidate in candidates:
-        if candidate.supersession or candidate.refutation:  # a change of mind is never a repetition
+        if candidate.changes_plan or candidate.refutation:  # a change of mind is never a repetition
             kept.append(candidate)
             continue
         terms = candidate.terms

@@ -171,7 +171,7 @@ def _replacements(
                 contradicting.append((refutation, guess))
                 found[index] = guess
                 continue
-        if old is None and _changes_mind(new):
+        if old is None and new.changes_plan:
             # A plan put off still replaces what it changed its mind about: deferring the change does
             # not bring back the suspicion it replaced.
             old = next(
@@ -187,12 +187,6 @@ def _replacements(
             found[index] = old[0]
     pairs = [(candidates[new], candidates[old]) for new, old in sorted(found.items())]
     return pairs, [(candidates[new], candidates[old]) for new, old in contradicting]
-
-
-def _changes_mind(candidate: Candidate) -> bool:
-    """A decision, or a plan put off, that says it changes an earlier one ("instead of", "changing the
-    plan")."""
-    return candidate.changes_plan
 
 
 def _taken_over(candidates: list[Candidate], index: int, found: dict[int, int]) -> tuple[int, int] | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from cairn.agent.offline.candidate import Candidate
-from cairn.agent.offline.cues import REFUTATION, SUPERSESSION, capitalise
+from cairn.agent.offline.cues import REFUTATION, capitalise
 from cairn.agent.offline.entities import extract
 from cairn.agent.offline.reading import SessionView
 from cairn.agent.offline.text import shorten
@@ -35,16 +35,17 @@ _NAMES: dict[str, Intent] = {
     "fixme": "todo",
     "next step": "todo",
 }
+_NAME = "|".join(sorted(_NAMES, key=len, reverse=True))
 _LABEL = re.compile(
     # A short lead-in may come first: "On gzip — decision: …", "so my proposal: …".
     r"^(?:(?:[\w`'./-]+\s+){1,4}[\u2014\u2013-]\s+)?(?:(?:so|and|also|ok(?:ay)?|my|our|the)[,]?\s+)?"
-    r"(?P<label>" + "|".join(sorted(_NAMES, key=len, reverse=True)) + r")"
+    r"(?P<label>" + _NAME + r")"
     r"(?:\s+(?:though|then|here|for now))?\s*(?:\([^)]{0,40}\))?\s*[:\u2014]\s*(?P<rest>\S.*)$",
     re.IGNORECASE | re.DOTALL,
 )
 # A heading that is a label ("**Fix (2 files changed):**" over a list): its first item says it.
 _HEADING = re.compile(
-    r"^(?P<label>" + "|".join(sorted(_NAMES, key=len, reverse=True)) + r")\s*(?:\([^)]{0,40}\))?$",
+    r"^(?P<label>" + _NAME + r")\s*(?:\([^)]{0,40}\))?$",
     re.IGNORECASE,
 )
 # A label says more than a model score: as sure as the model's surest picks.
@@ -89,7 +90,6 @@ def labelled_candidates(view: SessionView) -> list[Candidate]:
                     message.turn,
                     extract(content, view.known_files),
                     refutation=intent == "conclusion" and bool(REFUTATION.search(content)),
-                    supersession=intent == "decision" and bool(SUPERSESSION.search(content)),
                     labelled=True,
                 )
             )

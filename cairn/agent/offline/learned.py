@@ -23,7 +23,7 @@ from cairn.agent.offline.classifier import (
     load_weights,
     score_session,
 )
-from cairn.agent.offline.cues import HYPOTHESIS, REFUTATION, SUPERSESSION, is_ack, is_preamble
+from cairn.agent.offline.cues import HYPOTHESIS, REFUTATION, is_ack, is_preamble
 from cairn.agent.offline.entities import extract
 from cairn.agent.offline.reading import Message, SessionView
 from cairn.agent.offline.text import Segment, shorten
@@ -153,5 +153,4 @@ def _candidate(view: SessionView, scored: Scored, kind: str, content: str) -> Ca
         extract(text, view.known_files),
         hypothesis=hypothesis,
         refutation=refutation,
-        supersession=intent == "decision" and bool(SUPERSESSION.search(content)),
     )

@@ -142,7 +142,7 @@ def stored_duplicate(candidate: Candidate, known: Known) -> KnownIdea | None:
     Stricter than the in-batch check: a stored idea may be from another session that merely shares a
     project's words. A change of mind ("instead of", "that guess was wrong") is never a duplicate.
     """
-    if candidate.supersession or candidate.refutation:
+    if candidate.changes_plan or candidate.refutation:
         return None
     for existing in sorted(known.ideas.values(), key=lambda i: i.id):
         old = idea_terms(existing.content)

@@ -156,7 +156,7 @@ def _search_targets(candidates: list[Candidate]) -> list[Candidate]:
     return sorted(
         pool,
         key=lambda c: (
-            not (c.supersession or c.refutation),
+            not (c.changes_plan or c.refutation),
             c.origin == "tool_error",
             _SEARCH_INTENTS[c.intent],
             -c.importance,
