@@ -67,9 +67,14 @@ def _query(home: Path, sql: str, params: tuple[object, ...] = ()) -> list[tuple[
 
 
 def _text(driver: Any, css: str) -> str:
+    """The text of what `css` selects; "" while the page replaces those elements (a wait polls again)."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
-    return "\n".join(e.text for e in driver.find_elements(By.CSS_SELECTOR, css))
+    try:
+        return "\n".join(e.text for e in driver.find_elements(By.CSS_SELECTOR, css))
+    except StaleElementReferenceException:
+        return ""
 
 
 def _no_alert(driver: Any) -> None:
