@@ -14,9 +14,11 @@ The day is the user's: from the local midnight of `now` on, since a person reads
 clock. `index_runs.started_at` is UTC text, so the window's start is converted to UTC and compared as
 text (the store's one time format).
 
-The budget is checked before a run starts, never inside one: a run started under the budget may end
-over it, by at most one run's tokens (bounded by `usage_limits`). That is the documented bar, ± one
-batch; cutting a run short would throw away what it was paid for.
+The budget is checked before a run starts: a run of an API model started under the budget may end over
+it, by at most one run's tokens (bounded by `usage_limits`), since cutting a run short would throw away
+what it was paid for. The `claude-code` model sends requests pydantic-ai never sees, so its runs are
+also held to what is left of the day request by request (`cairn.agent.spend`, through the gate of
+`cairn.agent.claude_code_gate`).
 
 Reading it is one indexed query, so a caller may ask before every batch. The clock is a parameter so
 a test can move to the next day.

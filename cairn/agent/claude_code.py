@@ -18,6 +18,9 @@ pydantic-ai request becomes one step of that session (`cairn.agent.claude_code_s
   CLI forwards with `include_partial_messages`; it fills pydantic-ai's `RequestUsage` (input counting
   cache reads and writes, as pydantic-ai's Anthropic model counts it), so `index_runs` and the daily
   budget see what the plan was charged.
+- What a run may spend is enforced on the CLI's HTTP traffic: its `ANTHROPIC_BASE_URL` is a loopback
+  gate (`cairn.agent.claude_code_gate`) that counts every request into the run's meter and answers one
+  over the run's caps itself, because the CLI also sends requests of its own that pydantic-ai never sees.
 - Every failure is one line (`cairn.agent.claude_code_errors`) and ends the session, and closing a
   session interrupts the CLI's turn before stopping it: a parked call released later would otherwise
   let it send one more (paid) request.
@@ -59,6 +62,8 @@ from pydantic_ai.models import check_allow_model_requests
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from cairn.agent import claude_code_errors as errors
+from cairn.agent import spend
+from cairn.agent.claude_code_gate import DEFAULT_UPSTREAM, Gate
 from cairn.agent.claude_code_session import STDERR_LINES, Session, prompt_text
 from cairn.agent.claude_code_tools import SERVER_NAME, TOOL_PREFIX, ParkedCalls, tool_server
 
@@ -134,6 +139,8 @@ class ClaudeCodeModel:
         session = self._sessions.get(key)
         run_keys = _RUN_KEYS.get()
         try:
+            if (meter := spend.current()) is not None:
+                meter.before_request()  # the run's next API request, whether it opens a session or not
             if session is None:
                 if run_keys is None:  # no run scope: the previous run is over, as a new one began
                     await self.aclose()
@@ -173,6 +180,14 @@ class ClaudeCodeModel:
         # Never the user's project: nothing there is the indexing run's business.
         scratch = tempfile.TemporaryDirectory(prefix="cairn-claude-code-", ignore_cleanup_errors=True)
         stderr: deque[str] = deque(maxlen=STDERR_LINES)
+        # Every API request of the CLI passes the run's meter (`cairn.agent.claude_code_gate`).
+        gate = Gate(self.config.env.get("ANTHROPIC_BASE_URL") or DEFAULT_UPSTREAM, spend.current())
+        try:
+            await gate.start()
+        except BaseException:
+            scratch.cleanup()
+            await gate.close()
+            raise
         options = ClaudeAgentOptions(
             system_prompt=info.instructions or "",
             tools=[],
@@ -192,12 +207,16 @@ class ClaudeCodeModel:
             cli_path=cli,
             # Its per-session MCP logs go to the cache (on Linux), which would gather a directory per
             # batch in the user's ~/.cache: the scratch directory holds them, and goes with the session.
-            env={**self.config.env, "XDG_CACHE_HOME": str(Path(scratch.name) / "cache")},
+            env={
+                **self.config.env,
+                "XDG_CACHE_HOME": str(Path(scratch.name) / "cache"),
+                "ANTHROPIC_BASE_URL": gate.url,
+            },
             cwd=scratch.name,
             max_turns=MAX_TURNS,
             stderr=stderr.append,
         )
-        session = Session(self.name, ClaudeSDKClient(options), calls, scratch, stderr=stderr)
+        session = Session(self.name, ClaudeSDKClient(options), calls, scratch, stderr=stderr, gate=gate)
         try:
             await session.client.connect()
         except BaseException as exc:

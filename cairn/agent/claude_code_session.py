@@ -28,7 +28,7 @@ from claude_agent_sdk import (
     ToolUseBlock,
 )
 from claude_agent_sdk.types import Message
-from pydantic_ai.exceptions import ModelAPIError
+from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior
 from pydantic_ai.messages import (
     ERROR_OUTCOMES,
     ModelMessage,
@@ -44,12 +44,17 @@ from pydantic_ai.messages import (
 from pydantic_ai.usage import RequestUsage
 
 from cairn.agent import claude_code_errors as errors
+from cairn.agent.claude_code_gate import Gate
 from cairn.agent.claude_code_tools import TOOL_PREFIX, ParkedCalls
+from cairn.agent.spend import SpendLimitReached
 
 # Seconds an interrupt may take before the CLI is stopped anyway.
 INTERRUPT_TIMEOUT = 5.0
 # The CLI's last stderr lines kept, to say why it exited.
 STDERR_LINES = 20
+# Replies in a row that call only tools the session does not have before the run is given up: the CLI
+# refuses each and asks again by itself, so a model stuck on one would spend to the run's cap.
+MAX_REFUSED_REPLIES = 3
 
 
 @dataclass
@@ -63,10 +68,12 @@ class Session:
     stream: AsyncIterator[Message] | None = None
     resets_at: int | None = None  # a rate limit's reset, as the CLI reported it
     stderr: deque[str] = field(default_factory=lambda: deque(maxlen=STDERR_LINES))
+    gate: Gate | None = None  # what the CLI's API requests pass through (`cairn.agent.claude_code_gate`)
 
     async def close(self) -> None:
-        """Stop the turn (so no further request is sent), then the CLI. Never raises but a cancellation,
-        and even a cancellation during the interrupt still stops the CLI."""
+        """Stop the turn (so no further request is sent), then the CLI, then its gate (which counts a
+        reply still streaming to the end). Never raises but a cancellation, and even a cancellation
+        during the interrupt still stops the CLI."""
         try:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.client.interrupt(), INTERRUPT_TIMEOUT)
@@ -76,6 +83,8 @@ class Session:
             with contextlib.suppress(Exception):
                 await self.client.disconnect()
             self.calls.cancel_all()
+            if self.gate is not None:
+                await self.gate.close()
             self.scratch.cleanup()
 
     def last_stderr(self) -> str:
@@ -106,6 +115,8 @@ class Session:
         parts: list[ModelResponsePart] = []
         usage = RequestUsage()
         own_tools = refused_tools = started = False
+        refused: set[str] = set()
+        refused_replies = 0
         api_error: str | None = None
         while True:
             try:
@@ -117,7 +128,12 @@ class Session:
                 if message.parent_tool_use_id is None and _count(message.event, usage):
                     if own_tools or (parts and not refused_tools):
                         break
-                    # Only the CLI's own tools, which it refused itself: it goes on by itself.
+                    # Only the CLI's own tools, which it refused itself: it goes on by itself, and
+                    # each such reply is one more paid request that pydantic-ai never sees.
+                    if refused_tools:
+                        refused_replies += 1
+                        if refused_replies >= MAX_REFUSED_REPLIES:
+                            raise _stuck(refused, refused_replies)
                     refused_tools = False
             elif isinstance(message, AssistantMessage) and message.parent_tool_use_id is None:
                 if message.error is not None:
@@ -131,6 +147,7 @@ class Session:
                         own_tools = True
                     elif isinstance(block, ToolUseBlock):
                         refused_tools = True
+                        refused.add(block.name)
                     elif isinstance(block, TextBlock):
                         parts.append(TextPart(block.text))
             elif isinstance(message, RateLimitEvent):
@@ -148,9 +165,16 @@ class Session:
                 break
         return ModelResponse(parts=parts, usage=usage, model_name=self.model_name)
 
-    def _result_failure(self, result: ResultMessage, api_error: str | None) -> ModelAPIError:
+    def _result_failure(
+        self, result: ResultMessage, api_error: str | None
+    ) -> ModelAPIError | SpendLimitReached:
         """The failure the CLI reported at the end of its turn, as one line."""
         said = " ".join([result.result or "", *(result.errors or [])]).strip()
+        if self.gate is not None and self.gate.refused is not None:
+            return self.gate.refused  # the gate answered the CLI's request itself: the run's caps
+        if result.subtype == "error_max_turns":
+            # The run's own doing (a model that kept going), not Claude Code's: the batch's failure.
+            return SpendLimitReached(f"{self.model_name}: Claude Code ended the run at its turn limit")
         if api_error == "authentication_failed" or result.api_error_status == 401:
             return errors.not_logged_in(self.model_name)
         if api_error == "rate_limit" or result.api_error_status == 429:
@@ -162,6 +186,14 @@ class Session:
         if result.api_error_status is not None and 400 <= result.api_error_status < 500:
             return errors.rejected(self.model_name, result.api_error_status, said or result.subtype)
         return errors.api_failed(self.model_name, result.api_error_status, said or result.subtype)
+
+
+def _stuck(refused: set[str], times: int) -> UnexpectedModelBehavior:
+    """The failure of a run whose model kept calling tools the session does not have."""
+    names = ", ".join(sorted(refused))
+    return UnexpectedModelBehavior(
+        f"the model called only tools it does not have ({names}) {times} times in a row"
+    )
 
 
 def _count(event: dict[str, Any], usage: RequestUsage) -> bool:

@@ -76,6 +76,7 @@ from cairn.agent.entities import Embed
 from cairn.agent.executor import ApplyStats, RunRecord, StaleBatchError
 from cairn.agent.models import ModelChoice, resolve_model
 from cairn.agent.schema import IndexResult, Mode, render_batch_prompt
+from cairn.agent.spend import RunMeter, metering
 from cairn.config import Settings
 from cairn.prompts import Prompt, load_prompt
 from cairn.store.db import Database
@@ -225,6 +226,25 @@ def usage_limits(settings: Settings, planned: PlannedBatch) -> UsageLimits:
     )
 
 
+def run_meter(limits: UsageLimits, budget_left: int | None) -> RunMeter:
+    """The meter of a run held to `limits` and to what is left of today's budget: the caps a model
+    adapter that sends requests of its own (`claude-code`) stops at, request by request."""
+    cap = limits.total_tokens_limit
+    if budget_left is not None:
+        cap = budget_left if cap is None else min(cap, budget_left)
+    return RunMeter(token_cap=cap, request_cap=limits.request_limit, budget_left=budget_left)
+
+
+async def _budget_left(
+    settings: Settings, choice: ModelChoice, dbs: Sequence[Database], now: Clock
+) -> int | None:
+    """Tokens left of today's budget for a run of `choice`, or None when no budget applies to it."""
+    if not applies(settings, choice.name):
+        return None
+    state = await budget_state(dbs, settings, now())
+    return state.remaining
+
+
 def _message(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}"
     return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
@@ -268,16 +288,22 @@ def _resume_at(exc: BaseException) -> datetime | None:
 
 
 def _record(
-    choice: ModelChoice, prompt: Prompt, planned: PlannedBatch, usage: RunUsage, seconds: float
+    choice: ModelChoice,
+    prompt: Prompt,
+    planned: PlannedBatch,
+    usage: RunUsage,
+    meter: RunMeter,
+    seconds: float,
 ) -> RunRecord:
+    input_tokens, output_tokens, requests = meter.merged(usage)
     return RunRecord(
         model=choice.name,
         prompt_version=prompt.id,
         mode=planned.batch.mode,
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
         tool_calls=usage.tool_calls,
-        requests=usage.requests,
+        requests=requests,
         seconds=seconds,
     )
 
@@ -303,6 +329,8 @@ async def index_batch(
     *,
     prompt: Prompt | None = None,
     embed: Embed | None = None,
+    budget_dbs: Sequence[Database] | None = None,
+    now: Clock = utc_now,
 ) -> RunOutcome:
     """Run the agent on `planned` and apply its result; every outcome is recorded in `index_runs`.
 
@@ -310,25 +338,34 @@ async def index_batch(
     failure of the store itself (the database unusable while recording) propagates. `embed` matches
     entity names by embedding (default: the store's own embedding function); a store without vectors
     of its own (`cairn.reindex`'s scratch store) passes its owner's.
+
+    pydantic-ai holds the run to its `usage_limits` between its requests. A model adapter that sends
+    API requests of its own (`claude-code`) is held, request by request, to the run's meter: its token
+    limit or what is left of today's budget (counting the runs of `budget_dbs`, default the store's
+    own), whichever is lower, and its request limit. Either way every request's tokens are recorded.
     """
     prompt = prompt or load_prompt()
     deps = ToolDeps(db=store.db, vectors=store.vectors_or_none, max_tool_calls=settings.max_tool_calls)
     usage = RunUsage()  # filled in place, so a run that raises is still accounted
+    budget_left = await _budget_left(settings, choice, list(budget_dbs) if budget_dbs else [store.db], now)
+    limits = usage_limits(settings, planned)
+    meter = run_meter(limits, budget_left)
     started = time.perf_counter()
     try:
-        run = await build_agent(prompt).run(
-            render_batch_prompt(planned.batch),
-            deps=deps,
-            model=choice.model,
-            model_settings=choice.settings,
-            usage_limits=usage_limits(settings, planned),
-            usage=usage,
-        )
+        with metering(meter):
+            run = await build_agent(prompt).run(
+                render_batch_prompt(planned.batch),
+                deps=deps,
+                model=choice.model,
+                model_settings=choice.settings,
+                usage_limits=limits,
+                usage=usage,
+            )
     except Exception as exc:
         # Recorded, not raised, whatever it is: the daemon must move on to other files, and the batch
         # is safe — its cursors have not moved. An error that is no agent or API failure is a bug in
         # a tool or a model adapter; the traceback goes to the log.
-        record = _record(choice, prompt, planned, usage, time.perf_counter() - started)
+        record = _record(choice, prompt, planned, usage, meter, time.perf_counter() - started)
         record.outcome, systemic = _classify(exc)
         record.error = _message(exc)
         expected = isinstance(exc, AgentRunError | httpx2.HTTPError)
@@ -345,7 +382,7 @@ async def index_batch(
         failed.reason = _reason(exc)
         return failed
 
-    record = _record(choice, prompt, planned, usage, time.perf_counter() - started)
+    record = _record(choice, prompt, planned, usage, meter, time.perf_counter() - started)
     record.outcome = TOOL_BUDGET if deps.tool_calls > deps.max_tool_calls else OK
     try:
         stats = await executor.apply(
@@ -426,7 +463,9 @@ async def index_pending(
             if report.stopped is not None or files & blocked:
                 report.skipped_batches += 1
                 continue
-            run = await index_batch(store, planned, choice, settings, prompt=prompt, embed=embed)
+            run = await index_batch(
+                store, planned, choice, settings, prompt=prompt, embed=embed, budget_dbs=ledgers, now=now
+            )
             report.add(run)
             if not run.ok:
                 blocked |= files

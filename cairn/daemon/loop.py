@@ -380,7 +380,7 @@ class Daemon:
 
     async def _run(self, planned: PlannedBatch, report: CycleReport) -> RunOutcome:
         """One run; a systemic failure starts (or extends) the model pause, a success lifts any pause."""
-        run = await index_batch(self.store, planned, self.choice, self.settings)
+        run = await index_batch(self.store, planned, self.choice, self.settings, now=self.now)
         report.runs += 1
         if run.ok:
             if self.pause is not None:
