@@ -72,6 +72,7 @@ def test_search_answers_by_keyword_while_another_process_writes(busy_home: Path)
     assert any("zanzibar" in r["content"] for r in page["results"])  # committed by the writer a moment ago
     notices = page["notices"]
     assert any("is writing the store" in n and "keyword only" in n and "python" in n for n in notices), page
+    assert "is writing the store" in page["vectors_unavailable"]
     stats = json.loads(run_cairn(busy_home, "stats", "--json").stdout)
     assert stats["messages"] > 0
 

@@ -19,6 +19,7 @@ import pytest
 from rich.console import Console
 
 from cairn.cli import search as cli_search
+from tests import hostile_disks
 from tests.test_cli import cairn, cairn_json
 
 
@@ -270,3 +271,46 @@ def test_projects_lists_what_project_filters_accept() -> None:
         r["id"] for r in by_name_page["results"]
     ]
     assert {r["session"]["project_name"] for r in by_path["results"]} == {"acme-api"}
+
+
+@pytest.mark.parametrize("down", ["damaged local store", "unreachable server"])
+def test_search_without_vectors_answers_by_keyword_in_one_note_and_counts_what_it_returns(
+    down: str, demo_home: Path, tmp_path: Path
+) -> None:
+    """With the vector store down, `search --json` answers from keyword matches: every page counts the
+    same `total`, which is what paging through returns, and the page says once, in a note and in
+    `vectors_unavailable`, that meaning took no part and why. A damaged local store (Chroma's own
+    "file is not a database") printed a traceback above the answer: Chroma's errors were taken for a
+    bug of cairn's and logged whole to a terminal with no log handler."""
+    home = hostile_disks.copy_home(demo_home, tmp_path)
+    env: dict[str, str] = {}
+    if down == "damaged local store":
+        (home / "chroma" / "chroma.sqlite3").write_bytes(b"not a database\n")
+        expected = [f"the vector store at {home / 'chroma'} cannot be used", "`cairn doctor` says what to do"]
+    else:
+        env = {"CAIRN_CHROMA_URL": "http://127.0.0.1:9"}
+        expected = ["cannot reach the Chroma server at http://127.0.0.1:9", "start the Chroma server"]
+
+    def page(*args: str) -> dict[str, Any]:
+        proc = hostile_disks.run_cairn(home, "search", *args, "--limit", "3", "--json", **env)
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+        return dict(json.loads(proc.stdout))
+
+    for mode in ("hybrid", "semantic"):
+        first = page("database locked", "--mode", mode)
+        why = first["vectors_unavailable"]
+        assert why is not None and why.startswith("semantic search is unavailable, keyword matches only")
+        assert all(words in why for words in expected), why
+        assert first["notices"] == [why]
+        assert all(r["scores"]["vector"] is None for r in first["results"])
+        ids, current = [], first
+        while True:
+            assert current["results"] and current["total"] == first["total"], current
+            ids += [r["id"] for r in current["results"]]
+            if current["next_token"] is None:
+                break
+            current = page("--page-token", current["next_token"])
+        assert first["total"] == len(ids) == len(set(ids)) > 3, (mode, ids)
+
+    keyword = page("database locked", "--mode", "keyword")
+    assert keyword["vectors_unavailable"] is None and keyword["notices"] == [] and keyword["results"]

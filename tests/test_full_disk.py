@@ -120,3 +120,48 @@ def test_on_a_full_disk_reads_answer_and_writes_fail_in_one_line_losing_nothing(
     assert run_cairn(reference, "sync", "--no-index", "--no-vectors", str(transcripts)).returncode == 0
     expected = json.loads(run_cairn(reference, "stats", "--json").stdout)
     assert json.loads(out["after"])["messages"] == expected["messages"]
+
+
+def test_a_full_disk_under_the_export_is_said_of_the_export_and_leaves_no_file(home: Path) -> None:
+    """`cairn export` only reads the store, so a full disk it meets is the export's own. That failure
+    reached the entry point's handler for store failures, which said *the store's* disk was full and
+    that nothing was lost: the user was sent to free space under the wrong directory. Here the store
+    sits on a disk with room and only the export's disk is full: each target says so in one line, no
+    temporary file is left beside it, and a file the export would have replaced is as it was."""
+    script = f"""
+        DISK=$(dirname "$FILLER")
+        export CAIRN_HOME="{home}"
+        rm -f "$FILLER"
+        printf 'an earlier export\\n' > "$DISK/earlier.jsonl"
+        dd if=/dev/zero of="$FILLER" bs=64k 2>/dev/null
+        run() {{ name=$1; shift; echo "=== $name"; $CAIRN "$@" 2>&1; rc=$?; echo "=== $name exit $rc"; }}
+        run new export --out "$DISK/new.jsonl"
+        run earlier export --out "$DISK/earlier.jsonl"
+        echo "=== stdout"; $CAIRN export 2>&1 >"$DISK/stdout.jsonl"; echo "=== stdout exit $?"
+        echo "=== files"; ls -A "$DISK"
+        echo "=== kept"; cat "$DISK/earlier.jsonl"
+        echo "=== store"; $CAIRN stats --json
+        mount -t tmpfs -o size=1m,nr_inodes=1 tmpfs "$DISK/home"  # room, but not for one more file
+        run inodes export --out "$DISK/home/new.jsonl"
+        echo "=== inodeless"; ls -A "$DISK/home"
+    """
+    proc = run_on_full_disk(home, script, size_mb=8)
+    out = _sections(proc.stdout)
+    assert "inodeless" in out, proc.stdout + proc.stderr
+
+    cases = {"new": "new.jsonl", "earlier": "earlier.jsonl", "stdout": "stdout", "inodes": "home/new.jsonl"}
+    for name, shown in cases.items():
+        assert out[f"{name} exit"].strip() == "1", out[name]
+        assert "Traceback" not in out[name] and "Exception ignored" not in out[name], out[name]
+        [line] = error_lines(out[name])
+        assert line.startswith("error: writing the export to "), line
+        assert line.split()[5].endswith(shown) and "its disk is full" in line, line
+        assert "cairn store" not in line.replace("the cairn store is unchanged", ""), line
+        assert "Free some space on that disk" in line and "--out" in line, line
+    assert "choose another --out" in error_lines(out["new"])[0]
+    assert "with --out FILE" in error_lines(out["stdout"])[0]
+
+    assert sorted(out["files"].split()) == ["earlier.jsonl", "filler", "home", "stdout.jsonl"]
+    assert out["inodeless"] == ""
+    assert out["kept"] == "an earlier export\n"
+    assert json.loads(out["store"])["messages"] > 0

@@ -43,7 +43,9 @@ def test_reading_commands_answer_from_a_read_only_home_and_change_nothing(home: 
     page = json.loads(_ok(run_read_only(home, "search", "sqlite", "--json")))
     assert page["results"], page
     assert any("read-only" in notice for notice in page["notices"]), page["notices"]
-    assert json.loads(_ok(run_read_only(home, "search", "sqlite", "--mode", "keyword", "--json")))["results"]
+    assert "read-only" in page["vectors_unavailable"] and page["total"] >= len(page["results"])
+    keyword = json.loads(_ok(run_read_only(home, "search", "sqlite", "--mode", "keyword", "--json")))
+    assert keyword["results"] and keyword["vectors_unavailable"] is None
 
     content = json.loads(_ok(run_read_only(home, "content", "--term", "sqlite", "--json")))
     assert content["results"]

@@ -12,12 +12,19 @@ root, `--out /dev/stdout` replaced the `/dev/stdout` symlink with a 0600 regular
   there, in place;
 * a character device (`/dev/null`, a terminal) or a FIFO: opened and written in place, streamed;
 * a directory, a missing parent directory, a block device, a socket: refused in one line that says
-  what to do, as is a path that cannot be written; before, the first two were tracebacks (item 7).
+  what to do, as is a path that cannot be written; before, the first two were tracebacks.
+
+Without `--out` the export goes to stdout (`stdout_target`), which is the same in-place stream.
+
+A write that fails is about the export's file, never the store, which export only reads: a full disk
+under the export (`ENOSPC`, `EDQUOT`) is said as such, naming the file and what to do. It used to
+reach the entry point's handler for store failures, which told the user *the store's* disk was full.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import sys
@@ -26,7 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-__all__ = ["ExportTarget", "ExportTargetError", "export_target"]
+__all__ = ["ExportTarget", "ExportTargetError", "export_target", "stdout_target"]
+
+#: The errors that mean the disk under the export has no room (blocks, inodes or the quota).
+_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 class ExportTargetError(Exception):
@@ -46,13 +56,24 @@ class ExportTarget:
     replace: bool
     std: TextIO | None = None
     """The process's own stdout or stderr, when PATH is one of them."""
+    name: str | None = None
+    """How messages name the target when not by `path` ("stdout" when no --out was given)."""
+
+    @property
+    def shown(self) -> str:
+        return self.name or str(self.path)
 
     @contextlib.contextmanager
     def open(self) -> Iterator[TextIO]:
-        """The handle to write the export to; a file is put in place only when the block completes."""
+        """The handle to write the export to; a file is put in place only when the block completes.
+        A write that fails raises `ExportTargetError` (exit 1) with a line about this target."""
         if self.std is not None:
-            yield self.std
-            self.std.flush()
+            try:
+                yield self.std
+                self.std.flush()
+            except OSError as exc:
+                _silence(self.std)
+                raise _cannot_write(self.shown, exc, in_place=True) from None
         elif self.replace:
             with _replaced(self.path) as handle:
                 yield handle
@@ -62,7 +83,13 @@ class ExportTarget:
                     with os.fdopen(fd, "w", encoding="utf-8", closefd=False) as handle:
                         yield handle
                 except OSError as exc:
-                    raise _cannot("write", self.path, exc, code=1) from None
+                    raise _cannot_write(self.shown, exc, in_place=True) from None
+
+
+def stdout_target() -> ExportTarget:
+    """The export's target without --out: this process's stdout, written in place (a shell's
+    `> file` or `| cmd`), its write failures said like those of --out."""
+    return ExportTarget(Path("/dev/stdout"), replace=False, std=sys.stdout, name="stdout")
 
 
 def export_target(path: Path) -> ExportTarget:
@@ -122,16 +149,56 @@ def _std_stream(found: os.stat_result) -> TextIO | None:
 
 
 def _cannot(verb: str, path: Path, exc: OSError, code: int = 2) -> ExportTargetError:
+    if exc.errno in _FULL_ERRNOS:
+        return _cannot_write(str(path), exc, in_place=False)
     return ExportTargetError(f"cannot {verb} --out {path}: {exc.strerror or exc}; choose another path", code)
 
 
+def _cannot_write(shown: str, exc: OSError, *, in_place: bool) -> ExportTargetError:
+    """A write of the export that failed (exit 1). `in_place`: the target was written as a stream, so
+    what reached it is incomplete; otherwise the temporary file is gone and the path is as it was.
+
+    A full disk is the one a user most meets and the one most easily misread, so it is named: the
+    disk that is full is the export's, the store is untouched, and the two ways out are said."""
+    left = f"what reached {shown} is incomplete" if in_place else f"nothing was written to {shown}"
+    elsewhere = "write it to a file with --out FILE" if shown == "stdout" else "choose another --out"
+    if exc.errno in _FULL_ERRNOS:
+        return ExportTargetError(
+            f"writing the export to {shown} failed: its disk is full ({exc.strerror or 'no space left'}); "
+            f"{left}, and the cairn store is unchanged. Free some space on that disk, or {elsewhere} "
+            "on another disk",
+            code=1,
+        )
+    return ExportTargetError(
+        f"writing the export to {shown} failed: {exc.strerror or exc}; {left}, and the cairn store is "
+        f"unchanged. Run it again, or {elsewhere}",
+        code=1,
+    )
+
+
+def _silence(stream: TextIO) -> None:
+    """Point `stream`'s descriptor at /dev/null once a write to it failed: the interpreter flushes it
+    again at exit, and what is still buffered would fail again there, printed as "Exception ignored"
+    after the one line that said why."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # a buffer without a descriptor (a test's capture)
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)
+
+
 @contextlib.contextmanager
-def _opened(path: Path, flags: int, mode: int = 0o600) -> Iterator[int]:
-    """`os.open`, its failure one line (`ExportTargetError`), the descriptor closed at the end."""
+def _opened(path: Path, flags: int, mode: int = 0o600, shown: Path | None = None) -> Iterator[int]:
+    """`os.open`, its failure one line (`ExportTargetError`) about `shown` (default `path`), the
+    descriptor closed at the end."""
     try:
         fd = os.open(path, flags, mode)
     except OSError as exc:
-        raise _cannot("write", path, exc) from None
+        raise _cannot("write", shown or path, exc) from None
     try:
         yield fd
     finally:
@@ -140,16 +207,21 @@ def _opened(path: Path, flags: int, mode: int = 0o600) -> Iterator[int]:
 
 @contextlib.contextmanager
 def _replaced(path: Path) -> Iterator[TextIO]:
-    """A new 0600 file beside `path`, renamed over it when the block completes; removed otherwise."""
+    """A new 0600 file beside `path`, renamed over it when the block completes; removed otherwise.
+
+    The file is synced before the rename: a file system that reports a full disk only when the data
+    is flushed (NFS) says so there, while `path` is still as it was, and a crash after the rename
+    leaves the whole export rather than an empty file."""
     temp = path.with_name(f".{path.name}.{os.getpid()}.export")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    with _opened(temp, flags) as fd:  # (a failure here created nothing to remove)
+    with _opened(temp, flags, shown=path) as fd:  # (a failure here created nothing to remove)
         try:
             os.fchmod(fd, 0o600)  # whatever the umask
             with os.fdopen(fd, "w", encoding="utf-8", closefd=False) as handle:
                 yield handle
+            os.fsync(fd)
             os.replace(temp, path)
         except OSError as exc:
-            raise _cannot("write", path, exc, code=1) from None
+            raise _cannot_write(str(path), exc, in_place=False) from None
         finally:
             temp.unlink(missing_ok=True)

@@ -179,13 +179,13 @@ def export_command(
     ] = None,
 ) -> None:
     """Write the memory as versioned JSONL (one row a line) for `cairn import` here or on another machine."""
-    from cairn.cli.export_target import ExportTargetError, export_target
+    from cairn.cli.export_target import ExportTargetError, export_target, stdout_target
     from cairn.lifecycle.export import export, scope_for
     from cairn.search.projects import resolve_projects
 
     settings = load_settings()
     try:  # what --out is decides how it is written, before the store is opened (`export_target`)
-        target = export_target(out.expanduser()) if out is not None else None
+        target = export_target(out.expanduser()) if out is not None else stdout_target()
     except ExportTargetError as exc:
         raise fail(str(exc), 2) from None
 
@@ -201,9 +201,7 @@ def export_command(
                     )
                 scope = await scope_for(store.db, [pid for pid, _ in found])
                 names = [path for _, path in found]
-            if target is None:
-                return await export(store.db, sys.stdout, scope=scope, projects=names)
-            with target.open() as handle:
+            with target.open() as handle:  # a failed write is the export's, said so (`ExportTargetError`)
                 return await export(store.db, handle, scope=scope, projects=names)
         finally:
             await store.close()

@@ -102,9 +102,11 @@ async def search(
     kinds = with_evidence(wanted) if evidence else wanted
 
     use_vectors = base.mode != "keyword"
+    unavailable: str | None = None  # why vectors took no part though the mode asked for them
     if use_vectors and vectors is None:
         use_vectors = False
-        notices.append("semantic search is not available here; keyword matches only")
+        unavailable = "semantic search is not available here; keyword matches only"
+        notices.append(unavailable)
     embedding = _start_embedding(vectors, base.query) if use_vectors else None
     # The vector queries do not depend on the keyword matches: they run alongside them, and their
     # answer is dropped unused when the keyword matches turn out decisive.
@@ -130,12 +132,14 @@ async def search(
         for task in (nearest, embedding):
             if task is not None:
                 _drop(task)
-    if use_vectors and nearest is not None:
-        vector_used = await _add_vector_signals(nearest, kinds, signals, notices)
-        if not vector_used and not use_keywords:
-            use_keywords = True
-            await _add_keyword_signals(db, kinds, query, filters, settings, signals)
-        use_vectors = vector_used
+    if use_vectors and nearest is not None and vectors is not None:
+        unavailable = await _add_vector_signals(nearest, vectors, kinds, signals)
+        if unavailable is not None:
+            notices.append(unavailable)
+            if not use_keywords:
+                use_keywords = True
+                await _add_keyword_signals(db, kinds, query, filters, settings, signals)
+            use_vectors = False
 
     vector = (await embedding)[0] if use_vectors and embedding is not None else None
     # Independent look-ups, at once: pending vectors, the date window's items, learned associations,
@@ -169,6 +173,7 @@ async def search(
         seen,
         notices,
         vector_skipped,
+        unavailable,
         started,
         record_usage,
         settings.home,
@@ -328,12 +333,12 @@ def _decisive(signals: dict[tuple[Kind, int], Signals], settings: Settings) -> b
 
 async def _add_vector_signals(
     nearest: asyncio.Task[list[list[VectorMatch]]],
+    vectors: VectorIndex,
     kinds: tuple[Kind, ...],
     signals: dict[tuple[Kind, int], Signals],
-    notices: list[str],
-) -> bool:
-    """Merge each kind's vector ranking (`_start_vector_matches`) into `signals`; False when the
-    vector index failed."""
+) -> str | None:
+    """Merge each kind's vector ranking (`_start_vector_matches`) into `signals`; when the vector
+    index failed, none of it and the one line saying so (`_vector_failure_notice`)."""
     try:
         found = await nearest
         for kind, matches in zip(kinds, found, strict=True):
@@ -343,21 +348,26 @@ async def _add_vector_signals(
                 entry.vector_rank, entry.cosine = rank, match.cosine
                 entry.passage_id = entry.passage_id or match.passage_id  # words beat meaning for a snippet
     except Exception as exc:
-        notices.append(_vector_failure_notice(exc))
         for entry in signals.values():
             entry.vector_rank = entry.cosine = None
-        return False
-    return True
+        return _vector_failure_notice(exc, vectors)
+    return None
 
 
-def _vector_failure_notice(exc: Exception) -> str:
-    """The one line that says vector search failed and the answer holds keyword matches only. A vector
-    store that cannot be used (a Chroma server that does not answer) is said with what to do, and logged
-    without its traceback: with no handler (the CLI) a logged warning reached the user as one (issue 45,
-    item 7, four chained exceptions). Anything else is a bug, logged whole."""
+def _vector_failure_notice(exc: Exception, vectors: VectorIndex) -> str:
+    """The one line that says vector search failed and the answer holds keyword matches only.
+
+    A vector store that cannot be used is said with what to do, and logged without its traceback:
+    with no handler (the CLI) a logged warning reaches the user as a traceback on stderr, and the
+    store's failure is no bug of cairn's. That is a Chroma server that does not answer, and an error
+    of Chroma's own (`ChromaError`): a damaged local store ("file is not a database") printed a
+    traceback above the keyword answer. `cairn doctor` tells that case's fix (rebuild or move the
+    directory aside). Anything else is a bug, logged whole."""
+    from chromadb.errors import ChromaError
+
     from cairn.store.vectors import VectorStoreError, VectorStoreUnavailable
 
-    if not isinstance(exc, VectorStoreError):
+    if not isinstance(exc, VectorStoreError | ChromaError):
         log.warning("vector search failed; answering from keyword matches", exc_info=True)
         return f"semantic search failed ({type(exc).__name__}: {exc}); keyword matches only"
     log.info("vector search failed, answering from keyword matches: %s", exc)
@@ -365,6 +375,12 @@ def _vector_failure_notice(exc: Exception) -> str:
         return (
             f"semantic search is unavailable, keyword matches only: {exc} (start the Chroma server, or unset "
             "chroma_url to use the local store)"
+        )
+    if isinstance(exc, ChromaError):
+        detail = " ".join(str(exc).split())[:200] or type(exc).__name__
+        return (
+            f"semantic search is unavailable, keyword matches only: the vector store at {vectors.location} "
+            f"cannot be used ({detail}); `cairn doctor` says what to do"
         )
     return f"semantic search failed ({exc}); keyword matches only"
 
@@ -572,6 +588,7 @@ async def _page(
     seen: list[str],
     notices: list[str],
     vector_skipped: bool,
+    unavailable: str | None,
     started: float,
     record_usage: bool,
     home: Path,
@@ -606,6 +623,7 @@ async def _page(
         total=len(ranked),
         next_token=next_token,
         vector_skipped=vector_skipped,
+        vectors_unavailable=unavailable,
         notices=notices,
         took_ms=round((time.perf_counter() - started) * 1000, 2),
     )

@@ -189,5 +189,11 @@ class SearchPage(BaseModel):
     total: int = Field(description="Results over all pages (stable across pages).")
     next_token: str | None = Field(default=None, description="Pass as `continuation` for the next page.")
     vector_skipped: bool = Field(default=False, description="Keyword matches were decisive.")
+    vectors_unavailable: str | None = Field(
+        default=None,
+        description="Why meaning took no part though the mode asked for it (no vector index here, the "
+        "vector store failed): the results are keyword matches only. None when vectors were searched, "
+        "skipped as decisive, or the mode is keyword.",
+    )
     notices: list[str] = Field(default_factory=list)
     took_ms: float = 0.0

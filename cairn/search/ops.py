@@ -166,16 +166,18 @@ async def search(store: Store, *, record_usage: bool = True, **fields: Any) -> A
         request,
         record_usage=_flag("record_usage", record_usage) and store.read_only is None,
     )
+    why: str | None = None
     if store.writer is not None and request.mode != "keyword":
-        page.notices.append(
+        why = (
             f"{store.writer} is writing the store (a backfill, say): results are by keyword only until "
             "it ends, and the vectors it is still building join the ranking then (a backfill run with "
             "the daemon up, `cairn daemon start` first, answers semantically as its vectors are built)"
         )
     elif store.read_only is not None and request.mode != "keyword":
-        page.notices.append(
-            f"the store was opened read-only ({store.read_only}), so its vectors were not searched"
-        )
+        why = f"the store was opened read-only ({store.read_only}), so its vectors were not searched"
+    if why is not None:
+        page.notices.append(why)
+        page.vectors_unavailable = why  # the reason this store gives, more telling than the search's
     return page.model_dump(mode="json")
 
 

@@ -375,6 +375,8 @@ async def test_a_failing_vector_index_degrades_to_keywords(store: Store, world: 
     page = await run(store, "sign in button transactions", vectors=Broken(), min_score=0)
     assert page.results and all(r.match == "keyword" for r in page.results)
     assert any("chroma is down" in n for n in page.notices)
+    assert page.vectors_unavailable is not None and "chroma is down" in page.vectors_unavailable
+    assert page.total == len(page.results) if page.next_token is None else page.total > len(page.results)
 
 
 async def conversation_store(store: Store, lines: dict[str, list[tuple[int, str, str]]]) -> dict[str, int]:
