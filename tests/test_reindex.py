@@ -235,3 +235,35 @@ async def test_a_spent_budget_stops_the_reindex_counting_the_scratch_runs_too(
     assert spent == [(1_000,)], "the one run is accounted in the store, swapped or not"
     assert not any(s.swapped for s in report.sessions), "stopped inside its first session"
     assert await rows(store, "SELECT id, content FROM ideas ORDER BY id") == old
+
+
+async def test_a_killed_reindexs_runs_are_recorded_by_the_next_one_once(
+    store: Store, settings: Settings
+) -> None:
+    """A re-index killed mid-session leaves its scratch store, whose runs (paid for) no ledger has: the
+    next re-index records them in the store before it starts, once; a finished one leaves no scratch."""
+    from cairn.agent.budget import budget_state
+    from cairn.reindex.scratch import build_scratch
+
+    await indexed(store, settings, SMALL)
+    [(session,)] = await rows(store, "SELECT id FROM sessions ORDER BY id LIMIT 1")
+    scratch = await build_scratch(store.db, settings, session)
+    async with scratch.db.write() as conn:  # what a killed claude-code re-index had recorded
+        await conn.execute(
+            "INSERT INTO index_runs (model, prompt_version, mode, input_tokens, output_tokens, outcome) "
+            "VALUES ('claude-code:claude-haiku-4-5', 'v', 'backfill', 58000, 2000, 'ok')"
+        )
+    await scratch.close()  # the process is gone; the scratch stays on disk
+    paid = settings.model_copy(update={"daily_token_budget": 1_000_000})
+    assert (await budget_state(store.db, paid)).spent == 0
+
+    data = await reindex_job(store, settings, model="offline")
+
+    assert data["sessions_swapped"] == len(SMALL)
+    paid_runs = "SELECT input_tokens, output_tokens FROM index_runs WHERE model LIKE 'claude-code%'"
+    assert await rows(store, paid_runs) == [(58000, 2000)]
+    assert (await budget_state(store.db, paid)).spent == 60_000
+    assert not (settings.home / "reindex-scratch").exists()
+    again = await reindex_job(store, settings, model="offline")
+    assert again["sessions_swapped"] == len(SMALL)
+    assert len(await rows(store, paid_runs)) == 1

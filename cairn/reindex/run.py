@@ -28,7 +28,7 @@ from cairn.agent.models import ModelChoice
 from cairn.backfill import Estimate, RunTally, estimate_paths
 from cairn.config import Settings
 from cairn.reindex.scratch import ScratchStore, build_scratch, clear_scratch
-from cairn.reindex.swap import SwapConflictError, SwapStats, copy_runs, swap_session
+from cairn.reindex.swap import SwapConflictError, SwapStats, copy_runs, recover_runs, swap_session
 from cairn.search.projects import resolve_projects
 from cairn.store.db import Database
 from cairn.store.store import Store, iso_utc
@@ -194,6 +194,7 @@ async def reindex(
     """Rebuild each of `sessions` (skipping those the resumed job swapped) and swap it in when whole."""
     job_id, done = await start_job(store.db, choice.name, selection)
     report = ReindexReport(job_id, total=len(sessions), already_done=sum(1 for s in sessions if s.id in done))
+    await recover_runs(store.db, settings)  # a killed re-index's runs, paid for and never recorded
     clear_scratch(settings)
     for session in sessions:
         if session.id in done:
@@ -240,6 +241,7 @@ async def _one_session(
 
     scratch = await build_scratch(store.db, settings, session.id)
     scratch_db = scratch.db
+    accounted = False
     try:
         scratch_store = ScratchStore(settings, scratch_db)
         indexed = await index_pending(
@@ -263,6 +265,7 @@ async def _one_session(
                 else "stopped before its last batch"
             )
             await copy_runs(store.db, scratch_db)
+            accounted = True
             report.index.stopped = report.index.stopped or indexed.stopped
             report.index.paused_until = report.index.paused_until or indexed.paused_until
             report.interrupted = report.interrupted or (not indexed.failures and not indexed.stopped)
@@ -272,10 +275,15 @@ async def _one_session(
         except SwapConflictError as exc:
             result.error = str(exc)
             await copy_runs(store.db, scratch_db)
+            accounted = True
             return False
-        result.swapped = True
+        result.swapped = accounted = True
     finally:
         await scratch_db.close()
+        # Once its runs are in the store (swapped or copied) it goes; else the next re-index records
+        # them (`recover_runs`), so a scratch on disk always holds runs no ledger has.
+        if accounted:
+            clear_scratch(settings)
     with contextlib.suppress(VectorStoreError):  # the outbox keeps it for the daemon or reindex-vectors
         await store.sync_vectors()
     return should_stop()
@@ -285,6 +293,7 @@ async def estimates(
     store: Store, settings: Settings, sessions: list[StoredSession], overhead: int
 ) -> list[tuple[StoredSession, Estimate]]:
     """What re-indexing each session would send: the backfill planner over a scratch copy of it."""
+    await recover_runs(store.db, settings)  # before a scratch of its own replaces a killed run's
     result = []
     try:
         for session in sessions:

@@ -13,7 +13,7 @@ executor), and `cairn.reindex.swap` moves the finished generation into the store
 The scratch store has no vector index: the agent's tools match by FTS5 and LIKE there (the session's
 messages are the only ones it holds), while entity names are matched by the owner's embedding function.
 It lives under `CAIRN_HOME` (private, 0700) and is removed after each session; one left by a crash is
-removed by the next run.
+removed by the next run, after its runs are recorded in the store (`cairn.reindex.swap.recover_runs`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from cairn.store.db import Database
 from cairn.store.store import Store
 
 SCRATCH_DIR = "reindex-scratch"
+SCRATCH_DB = "scratch.db"
 
 # What a session's re-index needs, copied with ids kept. The session's own messages are the input;
 # every other session's memory (ideas, spans, their relations and entity links) is the context the
@@ -117,7 +118,7 @@ async def build_scratch(main: Database, settings: Settings, session_id: str) -> 
     clear_scratch(settings)
     directory = scratch_dir(settings)
     directory.mkdir(mode=0o700, parents=True)
-    db = await Database.open(directory / "scratch.db", busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+    db = await Database.open(directory / SCRATCH_DB, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
     try:
         await db.conn.execute("ATTACH DATABASE ? AS src", (str(main.path),))
         await db.conn.execute("PRAGMA foreign_keys = OFF")

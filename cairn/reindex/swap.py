@@ -27,6 +27,7 @@ skips those ideas; the swap checks again for a correction made while the session
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -34,9 +35,12 @@ from typing import Any
 
 import aiosqlite
 
-from cairn.reindex.scratch import Scratch
+from cairn.config import Settings
+from cairn.reindex.scratch import SCRATCH_DB, Scratch, scratch_dir
 from cairn.store.corrections import REOPENED, forgotten_at
 from cairn.store.db import Database
+
+log = logging.getLogger(__name__)
 
 # An idea's links to other ideas, written once all of the generation's ideas have their new ids.
 _IDEA_LINKS = ("answered_by", "superseded_by")
@@ -131,6 +135,29 @@ async def copy_runs(main: Database, scratch: Database) -> None:
         async with main.write() as conn:
             for run in runs:
                 await _insert(conn, "index_runs", _without_id(run))
+
+
+async def recover_runs(main: Database, settings: Settings) -> int:
+    """Record in the store the runs of a scratch database that a killed re-index left; how many.
+
+    A scratch is removed as soon as its generation is swapped in or its runs are copied, so one still
+    on disk holds runs that no ledger has: they were paid for, and count against today's budget. A
+    scratch too damaged to read is left to `clear_scratch`, with a warning.
+    """
+    path = scratch_dir(settings) / SCRATCH_DB
+    if not path.exists():
+        return 0
+    try:
+        scratch = await Database.open(path, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+    except (sqlite3.Error, OSError) as exc:
+        log.warning("the runs of a re-index left half-way could not be read (%s); they are not counted", exc)
+        return 0
+    try:
+        count = int(await scratch.scalar("SELECT count(*) FROM index_runs") or 0)
+        await copy_runs(main, scratch)
+    finally:
+        await scratch.close()
+    return count
 
 
 async def swap_session(main: Database, scratch: Scratch, job_id: int) -> SwapStats:
