@@ -8,6 +8,9 @@ pydantic-ai request becomes one step of that session (`cairn.agent.claude_code_s
 - The tools stay pydantic-ai's. The CLI sees them through an in-process MCP server whose handlers
   only wait for pydantic-ai's result (`cairn.agent.claude_code_tools`), so retries, usage limits and
   output validation are exactly those of the API models.
+- The CLI runs in a configuration directory of cairn's own (`CLAUDE_CONFIG_DIR`, under `CAIRN_HOME`),
+  never writing to the user's `~/.claude.json` or `~/.claude`, with the user's login lent to it in the
+  environment (`cairn.agent.claude_code_login`).
 - The CLI gets nothing else: no built-in tool (`tools=[]`, so Bash, Read, Edit, Write and web tools
   do not exist and a call of one is answered "No such tool"), no user or project settings, hooks,
   plugins or MCP servers (`setting_sources=[]`, `strict_mcp_config`), no thinking, cairn's prompt
@@ -64,6 +67,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from cairn.agent import claude_code_errors as errors
 from cairn.agent import spend
 from cairn.agent.claude_code_gate import DEFAULT_UPSTREAM, Gate
+from cairn.agent.claude_code_login import LoginExpired, login_env
 from cairn.agent.claude_code_session import STDERR_LINES, Session, prompt_text
 from cairn.agent.claude_code_tools import SERVER_NAME, TOOL_PREFIX, ParkedCalls, tool_server
 
@@ -90,6 +94,9 @@ class ClaudeCodeConfig:
     env: dict[str, str]
     effort: EffortLevel | None = None
     cli_setting: Path | None = None
+    # Where the user's own Claude Code keeps its login (`cairn.agent.claude_code_login`), lent to each
+    # session; the CLI itself runs in cairn's configuration directory (`env["CLAUDE_CONFIG_DIR"]`).
+    login_dir: Path | None = None
 
 
 class _RunScopedModel(FunctionModel):
@@ -175,6 +182,12 @@ class ClaudeCodeModel:
                 if missing
                 else "claude-agent-sdk bundles none and there is no `claude` on PATH",
             )
+        try:
+            login = login_env(self.config.env, self.config.login_dir) if self.config.login_dir else {}
+        except LoginExpired as exc:
+            raise errors.login_expired(self.name, str(exc)) from exc
+        if own_config := self.config.env.get("CLAUDE_CONFIG_DIR"):
+            Path(own_config).mkdir(mode=0o700, parents=True, exist_ok=True)
         tools = [*info.function_tools, *info.output_tools]
         calls = ParkedCalls()
         # Never the user's project: nothing there is the indexing run's business.
@@ -209,6 +222,7 @@ class ClaudeCodeModel:
             # batch in the user's ~/.cache: the scratch directory holds them, and goes with the session.
             env={
                 **self.config.env,
+                **login,
                 "XDG_CACHE_HOME": str(Path(scratch.name) / "cache"),
                 "ANTHROPIC_BASE_URL": gate.url,
             },

@@ -91,6 +91,11 @@ def not_logged_in(model: str) -> ClaudeCodeNotLoggedIn:
     return ClaudeCodeNotLoggedIn(model, f"Claude Code is not logged in: {LOGIN_HINT}")
 
 
+def login_expired(model: str, reason: str) -> ClaudeCodeNotLoggedIn:
+    """The user's login, which cairn lends the CLI, has expired (`cairn.agent.claude_code_login`)."""
+    return ClaudeCodeNotLoggedIn(model, reason)
+
+
 def rate_limited(model: str, resets_at: int | None) -> ClaudeCodeRateLimited:
     """`resets_at` is the Unix time the CLI reported for the limit's reset, if any.
 

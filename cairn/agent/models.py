@@ -189,6 +189,7 @@ def _claude_code(model_name: str, settings: Settings) -> ModelChoice:
     and pauses indexing until it is fixed.
     """
     from cairn.agent.claude_code_cli import INSTALL_HINT, cli_env, find_cli, sdk_installed
+    from cairn.agent.claude_code_login import config_dir, user_config_dir
 
     if not sdk_installed():
         raise ModelConfigError(INSTALL_HINT)
@@ -197,12 +198,16 @@ def _claude_code(model_name: str, settings: Settings) -> ModelChoice:
     env = cli_env(settings)
     # The CLI picks its own output limit; cairn's bounds an indexing answer as for the API models.
     env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(settings.model_max_tokens)
+    # The user's login is read where their Claude Code keeps it; the CLI runs in cairn's own directory.
+    login_dir = user_config_dir(env)
+    env["CLAUDE_CONFIG_DIR"] = str(config_dir(settings))
     config = ClaudeCodeConfig(
         model_name,
         functools.partial(find_cli, settings),
         env,
         settings.claude_code_effort,
         settings.claude_code_cli,
+        login_dir,
     )
     bridge = ClaudeCodeModel(config)
     return ModelChoice(bridge.name, bridge.model, request_settings(settings), closers=[bridge.aclose])

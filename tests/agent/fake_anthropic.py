@@ -72,6 +72,7 @@ class FakeAnthropic:
         self.before_reply: Callable[[dict[str, Any]], None] | None = None
         self.usage: dict[str, int] | None = None  # every scripted reply's, e.g. with cache tokens
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []  # each Messages request's headers, names lower-cased
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -175,6 +176,8 @@ class FakeAnthropic:
                         404, {"type": "error", "error": {"type": "not_found_error", "message": self.path}}
                     )
                 else:
+                    with fake._lock:
+                        fake.headers.append({k.lower(): v for k, v in self.headers.items()})
                     reply = fake._next(body)
                     if fake.before_reply is not None:
                         fake.before_reply(body)
