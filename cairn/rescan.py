@@ -1,11 +1,12 @@
 """`cairn redact --rescan`: apply today's redaction rules to what older rules let through.
 
-Redaction runs before anything is stored, so a rule added later (issue 14 added password flags and
-URL passwords holding an `@`) protects new text only: the secrets stored before stay in the
-messages, their passages, the ideas and topics the indexer wrote from them, the file chunks, the
-learning tables, the git branch names of sessions and messages, the paths of file requests, and in the
-FTS indexes and Chroma vectors derived from those. The rescan walks every
-column that holds transcript-derived text, re-redacts it, and writes back only what changed.
+Redaction runs before anything is stored, so a rule added later (password flags, URL passwords
+holding an `@`) protects new text only: the secrets stored before stay in the messages, their
+passages, the ideas and topics the indexer wrote from them, the file chunks, the learning tables, the
+git branch names and working directories of sessions and messages, the projects' paths and names and
+every path `project_paths` records, the paths of file requests and search associations, and in the
+FTS indexes and Chroma vectors (documents and metadata) derived from those. The rescan walks every
+column that holds transcript-derived text or a path, re-redacts it, and writes back only what changed.
 
 It writes nothing but those base rows. The FTS5 tables are external-content tables kept in step by
 `AFTER UPDATE` triggers, and the vector outbox is filled by triggers on the same columns (migrations
@@ -13,6 +14,11 @@ It writes nothing but those base rows. The FTS5 tables are external-content tabl
 the outbox, so Chroma's documents no longer hold the secrets when it returns. (Entity aliases are the
 one exception: their trigger fires on insert and delete only, so an alias change queues its entity
 explicitly.)
+
+Like `cairn forget`, it leaves no copy of an old value in the files on disk: its writes zero the cells
+they free, the full-text indexes are merged and the WAL truncated at the end, and Chroma's log, free
+pages and unused HNSW slots are scrubbed once the changed vectors are written (its log kept a vector's
+old metadata, a project's path among it, for as long as it kept the write).
 
 Rows are scanned in id order, `batch` at a time, each batch one write transaction. After each commit
 the position (table, last id) is saved in `CAIRN_HOME/redact-rescan.json`; a killed or interrupted
@@ -25,7 +31,16 @@ Keys derived from the text follow it: a message's and an idea's `content_hash` (
 same transcript line is still recognised as stored), an association's `query_key`. Where the new
 value collides with another row's unique key (two rows that differed only in the secret), the row
 keeps its old hash, an entity gets its id appended, a duplicate alias or association is folded into
-the one that exists.
+the one that exists, and so is a project into the project already at its redacted path (as capture
+under today's rules would have filed both), a `project_paths` row into the one that exists.
+
+A project's path is in the metadata of every vector of its sessions, files and associations, and no
+trigger watches it: a project whose path changes queues them all (their embeddings are reused). An
+indexed file whose own path held a secret is dropped with its chunks: today's file index never reads
+such a file (`cairn.files.requests`), and its name is in its keywords. A project path that held a
+secret names no directory any more; the file index refuses its files as `secret`
+(`cairn.files.policy.redacted_dir`). Where each transcript is (`transcript_files.path`, and the
+daemon's queue of them) is left as it is: capture reads the file there.
 """
 
 from __future__ import annotations
@@ -44,7 +59,9 @@ from typing import Any
 import aiosqlite
 
 from cairn.config import Settings
+from cairn.lifecycle.forget import FTS_TABLES, checkpoint, compact_chroma
 from cairn.store import outbox
+from cairn.store.projects import merge_project, requeue_vectors
 from cairn.store.store import Store, idea_hash, message_hash
 from cairn.transcripts.redact import redact
 
@@ -73,19 +90,30 @@ class _Table:
 
 
 TABLES: tuple[_Table, ...] = (
-    _Table("messages", text=("text", "git_branch"), json=("tool_calls",), extra=("role", "kind")),
+    _Table("messages", text=("text", "git_branch", "cwd"), json=("tool_calls",), extra=("role", "kind")),
     _Table("message_passages", text=("text",), extra=("message_id",)),
     _Table("ideas", text=("content", "resolution")),
     _Table("topic_spans", text=("name", "summary")),
     _Table("entities", text=("canonical_name",)),
     _Table("entity_aliases", text=("alias",), extra=("entity_id",)),
     _Table("file_chunks", text=("content",), extra=("document_id",)),
-    _Table("search_associations", text=("query", "reason"), json=("grep_patterns",), extra=("file_path",)),
+    _Table("file_documents", text=("rel_path",)),
+    _Table(
+        "search_associations",
+        text=("query", "reason", "file_path", "rel_path"),
+        json=("grep_patterns",),
+        extra=("query_key",),
+    ),
     _Table("learning_sessions", text=("query", "error"), json=("reads", "greps")),
     _Table("index_runs", text=("error",), json=("rejected_items",)),
     _Table("file_requests", text=("path",)),
-    _Table("sessions", text=("git_branch",), key="rowid"),
+    _Table("sessions", text=("git_branch", "cwd"), key="rowid"),
+    _Table("projects", text=("path", "name")),
 )
+
+#: `project_paths` has a text key (no rowid to walk by): its rows, one per cwd and Claude Code
+#: directory, are rescanned after the tables above in one transaction.
+PROJECT_PATHS = "project_paths"
 
 
 @dataclass
@@ -244,19 +272,65 @@ async def _apply(conn: aiosqlite.Connection, table: _Table, row: sqlite3.Row, ne
         # A request for the redacted path exists already: this one is its duplicate.
         if not await _update_or(conn, name, row_id, new, None):
             await conn.execute("DELETE FROM file_requests WHERE id = ?", (row_id,))
-    elif name == "search_associations" and "query" in new:
-        key = " ".join(new["query"].lower().split())  # cairn.learning.associations.query_key
-        if not await _update_or(conn, name, row_id, {**new, "query_key": key}, None):
+    elif name == "search_associations" and ("query" in new or "file_path" in new):
+        wanted = dict(new)
+        key = row["query_key"]
+        if "query" in new:
+            key = wanted["query_key"] = " ".join(new["query"].lower().split())  # associations.query_key
+        if not await _update_or(conn, name, row_id, wanted, None):
             await conn.execute(
                 """
                 UPDATE search_associations SET hits = hits + ?, times_learned = times_learned + ?
                 WHERE query_key = ? AND file_path = ?
                 """,
-                (row["hits"], row["times_learned"], key, row["file_path"]),
+                (row["hits"], row["times_learned"], key, new.get("file_path", row["file_path"])),
             )
             await conn.execute("DELETE FROM search_associations WHERE id = ?", (row_id,))
+    elif name == "file_documents":
+        # Today's index never reads a file whose path holds a secret; chunks and vectors go with it.
+        await conn.execute("DELETE FROM file_documents WHERE id = ?", (row_id,))
+    elif name == "projects" and "path" in new:
+        await _move_project(conn, row_id, new)
     else:
         await _update(conn, name, row_id, new, table.key)
+
+
+async def _move_project(conn: aiosqlite.Connection, project_id: int, new: dict[str, str]) -> None:
+    """A project at its redacted path: folded into the project already there, else moved, and every
+    vector naming its old path queued again."""
+    async with conn.execute(
+        "SELECT id FROM projects WHERE path = ? AND id != ?", (new["path"], project_id)
+    ) as cursor:
+        there = await cursor.fetchone()
+    if there is not None:
+        await merge_project(conn, project_id, int(there[0]))
+        return
+    await _update(conn, "projects", project_id, new)
+    await requeue_vectors(conn, project_id)
+
+
+async def _project_paths(conn: aiosqlite.Connection) -> TableCount:
+    """Redact every `project_paths` row: its path (folded into the row already at the redacted path)
+    and its checkout."""
+    async with conn.execute("SELECT path, checkout FROM project_paths ORDER BY path") as cursor:
+        rows = [(str(r[0]), r[1]) for r in await cursor.fetchall()]
+    count = TableCount(scanned=len(rows))
+    for path, checkout in rows:
+        clean = redact(path)
+        clean_checkout = redact(checkout) if isinstance(checkout, str) and checkout else checkout
+        if clean == path and clean_checkout == checkout:
+            continue
+        count.changed += 1
+        async with conn.execute("SELECT 1 FROM project_paths WHERE path = ?", (clean,)) as cursor:
+            taken = clean != path and await cursor.fetchone() is not None
+        if taken:
+            await conn.execute("DELETE FROM project_paths WHERE path = ?", (path,))
+        else:
+            await conn.execute(
+                "UPDATE project_paths SET path = ?, checkout = ? WHERE path = ?",
+                (clean, clean_checkout, path),
+            )
+    return count
 
 
 async def _shift_passages(conn: aiosqlite.Connection, row: sqlite3.Row, text: str) -> None:
@@ -313,6 +387,7 @@ async def rescan(
             changed = await asyncio.to_thread(_changes, table, rows)
             if changed:
                 async with db.write() as conn:
+                    await conn.execute("PRAGMA secure_delete = ON")  # the old values' cells are zeroed
                     for row, new in changed:
                         await _apply(conn, table, row, new)
                     if table.name == "file_chunks":
@@ -324,13 +399,70 @@ async def rescan(
             count.changed += len(changed)
             if emit:
                 emit({"step": table.name, "completed": count.scanned, "total": total})
+    if PROJECT_PATHS not in done:
+        if should_stop and should_stop():
+            return report
+        if emit:
+            total = int(await db.scalar(f"SELECT count(*) FROM {PROJECT_PATHS}") or 0)
+            emit({"step": PROJECT_PATHS, "completed": 0, "total": total})
+        async with db.write() as conn:
+            await conn.execute("PRAGMA secure_delete = ON")
+            report.tables[PROJECT_PATHS] = await _project_paths(conn)
+        done[PROJECT_PATHS] = 1
+        await asyncio.to_thread(_save_marker, settings, fingerprint, done)
+        if emit:
+            scanned = report.tables[PROJECT_PATHS].scanned
+            emit({"step": PROJECT_PATHS, "completed": scanned, "total": scanned})
     report.finished = True
     try:
         report.vectors_synced = await store.sync_vectors()
     except Exception as exc:  # Chroma unavailable: the outbox keeps the work for the next drain
         report.vectors_error = f"{type(exc).__name__}: {exc}"
+    await _leave_no_copies(store, settings, vectors_done=report.vectors_error is None)
     _marker_path(settings).unlink(missing_ok=True)
     return report
+
+
+#: Chroma's log (`embeddings_queue`) keeps every write's metadata until its vector segment catches up,
+#: which for a small collection can be never. An add or upsert that a later add, upsert (cairn writes
+#: whole metadata) or delete of the same id replaced can never be read again: its metadata — a project's
+#: old path — is cleared.
+_SUPERSEDED_METADATA = """
+    UPDATE embeddings_queue SET metadata = NULL
+    WHERE operation <> 3 AND metadata IS NOT NULL AND EXISTS (
+        SELECT 1 FROM embeddings_queue AS later
+        WHERE later.topic = embeddings_queue.topic AND later.id = embeddings_queue.id
+          AND later.seq_id > embeddings_queue.seq_id AND later.operation IN (0, 2, 3))
+"""
+
+
+async def _leave_no_copies(store: Store, settings: Settings, *, vectors_done: bool) -> None:
+    """Leave no copy of the old values in the files on disk, as `cairn forget` does: SQLite's freed
+    cells zeroed (`secure_delete`, set for every batch), the full-text indexes merged into one segment
+    (FTS5 keeps a replaced row's terms in old segments until a merge), the WAL truncated; then
+    Chroma's log, free pages and unused HNSW slots (`cairn.lifecycle.forget.compact_chroma`), once
+    every changed vector is written."""
+    async with store.db.write() as conn:
+        for table in FTS_TABLES:
+            await conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+    await checkpoint(store.db.conn)
+    if settings.chroma_url is None and vectors_done and await outbox.pending(store.db) == 0:
+        await asyncio.to_thread(_compact_chroma, settings.chroma_dir)
+
+
+def _compact_chroma(chroma_dir: Path) -> None:
+    path = chroma_dir / "chroma.sqlite3"
+    if not path.is_file():
+        return
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+    try:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "embeddings_queue" in tables:
+            conn.execute("PRAGMA secure_delete = ON")
+            conn.execute(_SUPERSEDED_METADATA)
+    finally:
+        conn.close()
+    compact_chroma(chroma_dir)
 
 
 async def _refresh_keywords(conn: aiosqlite.Connection, documents: set[int]) -> None:

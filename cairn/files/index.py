@@ -31,7 +31,7 @@ from cairn.config import Settings
 from cairn.files.chunking import Chunk, chunk_text
 from cairn.files.keywords import document_keywords
 from cairn.files.paths import resolve_in_project
-from cairn.files.policy import Admitted, GitIgnore, Refusal, admit
+from cairn.files.policy import Admitted, GitIgnore, Refusal, admit, redacted_dir
 from cairn.store.db import Database
 from cairn.transcripts.redact import redact
 
@@ -291,6 +291,8 @@ async def drain_requests(db: Database, settings: Settings, *, limit: int | None 
 
 def _prime(gitignore: GitIgnore, project_dir: str, rows: Sequence[sqlite3.Row]) -> None:
     """Ask git about all pending paths of one checkout at once instead of one process per file."""
+    if redacted_dir(project_dir) is not None:  # no such directory: every file of it is refused unread
+        return
     relatives = []
     for row in rows:
         if row["project_dir"] == project_dir:

@@ -22,6 +22,7 @@ from typing import Literal
 
 from cairn.files.paths import ProjectPath, resolve_in_project
 from cairn.files.system import project_refusal, pseudo_filesystem
+from cairn.transcripts.redact import LABEL
 
 RefusalReason = Literal[
     "outside_project",
@@ -146,6 +147,18 @@ def covers_home(project_dir: str | os.PathLike[str]) -> bool:
     return root == home or root in home.parents
 
 
+def redacted_dir(project_dir: str | os.PathLike[str]) -> str | None:
+    """Why a project's directory cannot be read at all, or None: its stored path held a secret and holds
+    the redaction marker in its place (`cairn.store.projects`), so it names no directory on disk.
+
+    Checked before the path is resolved: `[REDACTED:github_token]` is a legal directory name, and one
+    made on purpose must not receive another project's file requests."""
+    text = os.fspath(project_dir)
+    if LABEL.search(text) is None:
+        return None
+    return f"{text} held a secret and is stored redacted: cairn cannot find it on disk"
+
+
 def not_a_project(project_dir: str | os.PathLike[str]) -> str | None:
     """Why a session's directory is no project whose files may be read, or None when it is one.
 
@@ -171,6 +184,9 @@ def admit(
     failure, not a policy decision — the drain records it as `failed`, and the next touch of the file
     tries again.
     """
+    hidden = redacted_dir(project_dir)
+    if hidden is not None:
+        return Refusal("secret", hidden)
     refused = not_a_project(project_dir)
     if refused is not None:
         return Refusal("not_a_project", refused)

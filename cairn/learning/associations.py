@@ -6,7 +6,9 @@ and the indexing agent's `search_associations` output (`source="agent"`) — and
 
 - the file must be a real file inside the session's project (symlinks and `..` resolved; an agent's
   relative path is relative to the project). Anything else is *rejected*: an association to a file
-  cairn will never index could only ever point search at nothing;
+  cairn will never index could only ever point search at nothing. So is a file whose path holds a
+  secret, in its name or in its project's directory (stored redacted, it names no file on disk): its
+  request is left for the file index to count as a `secret` skip;
 - one row per (query folded for case and spacing, real absolute path): the same lesson learned again
   *merges* into it — `times_learned` counts the repeats, `learned_at` moves to the latest, grep
   patterns are united, `original_score` keeps the weakest score seen — instead of piling up rows that
@@ -29,7 +31,7 @@ from typing import Literal
 import aiosqlite
 
 from cairn.files.paths import ProjectPath, resolve_in_project
-from cairn.files.policy import not_a_project
+from cairn.files.policy import not_a_project, redacted_dir
 from cairn.files.requests import request_files
 from cairn.store.json_columns import json_strings
 from cairn.store.store import iso_utc
@@ -66,10 +68,18 @@ async def record_association(
     key = query_key(stored_query)
     if not key:
         return "rejected"
+    if redacted_dir(project_dir) is not None:
+        # The project's directory held a secret: no file of it can be reached. The file index refuses
+        # the request and counts it (`secret`), as it does every file whose path holds one.
+        await request_files(conn, project_id, [(os.fspath(file_path), source)])
+        return "rejected"
     located = await asyncio.to_thread(_existing_file, project_dir, file_path, cwd)
     if located is None:
         return "rejected"
     absolute = str(located.absolute)
+    if redact(absolute) != absolute:  # stored redacted and counted as a `secret` skip, never in clear
+        await request_files(conn, project_id, [(absolute, source)])
+        return "rejected"
     when = iso_utc(learned_at or datetime.now(UTC))
     patterns = _distinct(redact(p) for p in grep_patterns)
     reason = (reason or "").strip() or None

@@ -85,7 +85,9 @@ async def save_sessions(
 ) -> int:
     """Insert new sessions and update open ones; a settled row is left as it is. Returns rows written.
 
-    The query and any error text came from the transcript: they are redacted before they are stored.
+    The query, the paths read, the patterns and any error text came from the transcript: they are
+    redacted before they are stored (a read below a directory whose name holds a token is a path
+    holding that token).
     """
     rows = [
         (
@@ -98,8 +100,8 @@ async def save_sessions(
             s.best_score,
             s.result_count,
             s.status,
-            json.dumps(s.reads, ensure_ascii=False),
-            json.dumps(s.greps, ensure_ascii=False),
+            json.dumps(_redacted(s.reads), ensure_ascii=False),
+            json.dumps(_redacted(s.greps), ensure_ascii=False),
             None if s.error is None else redact(s.error),
             _time(s.started_at) or "",
             _time(s.ended_at),
@@ -111,6 +113,11 @@ async def save_sessions(
     before = conn.total_changes
     await conn.executemany(_UPSERT, rows)
     return conn.total_changes - before
+
+
+def _redacted(items: list[str]) -> list[str]:
+    """Each item redacted, once: two paths that differed only in a secret are one stored path."""
+    return list(dict.fromkeys(redact(item) for item in items))
 
 
 def _session(row: aiosqlite.Row) -> SearchSession:

@@ -4,6 +4,12 @@ The first line is a header (`format`, `version`, the cairn that wrote it, when, 
 every exported table's rows in dependency order, each `{"type": TABLE, "row": {...}}` with the row's
 columns as stored, ids included as references for the importer (`cairn.lifecycle.tables`). Vectors
 are not exported: they are derived from the rows, and an import recomputes them (invariant 1).
+
+Every text value is written redacted (`cairn.transcripts.redact`), as an import redacts every value it
+reads: an export leaves the machine, and the store keeps one kind of path in clear — where each
+transcript is (`transcript_files.path`), which capture needs to read it again, and which spells out a
+working directory, token and all, in its Claude Code directory name. A store not yet rescanned after
+a rule was added (`cairn redact --rescan`) is exported under today's rules too.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import IO, Any
 from cairn import __version__
 from cairn.lifecycle.tables import FORMAT, FORMAT_VERSION, TABLES
 from cairn.store.db import Database
+from cairn.transcripts.redact import redact
 
 
 @dataclass(frozen=True)
@@ -63,7 +70,7 @@ def header(projects: list[str] | None) -> dict[str, Any]:
         "version": FORMAT_VERSION,
         "cairn": __version__,
         "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "projects": projects,
+        "projects": None if projects is None else [redact(project) for project in projects],
     }
 
 
@@ -85,8 +92,13 @@ async def records(db: Database, scope: ExportScope | None) -> Iterator[dict[str,
             params = {k: v for k, v in params.items() if f":{k}" in where}
         order = "id" if table.has_id else ", ".join(table.key_columns)
         rows = await db.fetchall(f"SELECT * FROM {table.name} WHERE {where} ORDER BY {order}", params)
-        out.extend({"type": table.name, "row": dict(row)} for row in rows)
+        out.extend({"type": table.name, "row": _redacted(dict(row))} for row in rows)
     return iter(out)
+
+
+def _redacted(row: dict[str, Any]) -> dict[str, Any]:
+    """`row` with every text value redacted; already redacted text comes back unchanged."""
+    return {column: redact(value) if isinstance(value, str) else value for column, value in row.items()}
 
 
 #: Characters a terminal obeys or that reorder what is read, beyond the C0 controls JSON escapes itself:

@@ -111,7 +111,9 @@ async def find_project(db: Database, cwd: str | None) -> Project | None:
         return None
     matched = await resolve_projects(db, cwd)
     if not matched:
-        candidates = dict.fromkeys(p.rstrip("/") for p in (cwd.strip(), os.path.realpath(cwd.strip())))
+        spellings = (cwd.strip(), os.path.realpath(cwd.strip()))
+        # Stored roots are redacted: a cwd below one whose name held a token matches it redacted.
+        candidates = dict.fromkeys(p.rstrip("/") for s in spellings for p in (s, redact(s)))
         for candidate in candidates:
             row = await db.fetchone(
                 """

@@ -33,6 +33,7 @@ from cairn.search.projects import resolve_projects
 from cairn.store.db import Database
 from cairn.store.store import Store, iso_utc
 from cairn.store.vectors import VectorStoreError
+from cairn.transcripts.redact import redact
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,12 @@ async def select_sessions(db: Database, selection: Selection) -> list[StoredSess
         ORDER BY coalesce(s.started_at, s.created_at), s.id
         """
     )
-    wanted = selection.project.casefold() if selection.project else None
+    # Stored paths are redacted: a path given with its token in it is matched by its redacted spelling.
+    wanted = (
+        {form.casefold() for form in (selection.project, redact(selection.project))}
+        if selection.project
+        else None
+    )
     since = iso_utc(selection.since) if selection.since else None
     result = []
     for row in rows:
@@ -85,7 +91,9 @@ async def select_sessions(db: Database, selection: Selection) -> list[StoredSess
         if named:
             if row["project_id"] not in named:
                 continue
-        elif wanted is not None and not any(wanted in p or wanted.replace("/", "-") in p for p in places):
+        elif wanted is not None and not any(
+            form in place or form.replace("/", "-") in place for form in wanted for place in places
+        ):
             continue
         if selection.session is not None and not row["id"].startswith(selection.session):
             continue

@@ -68,6 +68,7 @@ from cairn.search.projects import UNKNOWN_HINT, resolve_projects
 from cairn.search.semantic import calibrate, cosines
 from cairn.search.terms import ExactTerm, compile_term, is_code_shaped
 from cairn.store.db import Database
+from cairn.transcripts.redact import redact
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -526,7 +527,8 @@ async def _hydrate(
         _Row(
             source=index,
             id=int(row["id"]),
-            document_id=str(row["document_id"]),
+            # A message's document is its transcript, whose directory Claude Code names after the cwd.
+            document_id=redact(str(row["document_id"])),
             content=str(row["content"]),
             chunk_index=int(row["chunk_index"]),
             keyword_key=row["keyword_key"],

@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, field_validator
 
 from cairn.store.vocab import Intent
+from cairn.transcripts.redact import redact
 
 Kind = Literal["idea", "span", "message"]
 #: What an id can name: the kinds search ranks, and file chunks (found by `search_content`, shown by `show`).
@@ -147,7 +148,14 @@ class SupersededBy(BaseModel):
 
 class SourceLocation(BaseModel):
     file: str | None = None
+    """The transcript, redacted: the store keeps its real path to read it again, and Claude Code names
+    its directory after the session's cwd, so a token in the cwd is in it (every face shows this)."""
     line: int | None = None
+
+    @field_validator("file")
+    @classmethod
+    def _redacted(cls, value: str | None) -> str | None:
+        return None if value is None else redact(value)
 
 
 class SearchResult(BaseModel):

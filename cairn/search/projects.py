@@ -4,7 +4,9 @@ Code directory name.
 A project is a repository (`cairn.store.projects`): a path given here is looked up as what the store
 recorded (root, a cwd of one of its sessions, a Claude Code directory name), then by git's files on
 disk (a subdirectory of a worktree belongs to the main repository), then by the nearest stored path
-above it (a subdirectory of a checkout that no longer exists).
+above it (a subdirectory of a checkout that no longer exists). The store holds every path redacted
+(`cairn.store.projects`), so each spelling is also looked up redacted: a directory whose name held a
+token is still found by the path the user (or a hook) gives.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import PurePosixPath
 from cairn.search.errors import SearchError
 from cairn.store.db import Database
 from cairn.store.identity import git_identity
+from cairn.transcripts.redact import redact
 
 UNKNOWN_HINT = "`cairn projects` lists the stored projects and the paths each covers"
 
@@ -32,16 +35,17 @@ async def resolve_projects(db: Database, value: str) -> list[tuple[int, str]]:
     path_like = text.startswith(("~", ".", "/"))
     if path_like:
         candidates.append(os.path.realpath(os.path.expanduser(text)))
+    candidates = list(dict.fromkeys([*candidates, *map(redact, candidates)]))
     found = await _exact(db, candidates, text)
     if found or not path_like:
         return found
-    for candidate in dict.fromkeys(candidates):
+    for candidate in candidates:
         identity = git_identity(candidate)
         if identity is not None:
-            found = await _exact(db, [identity.root], None)
+            found = await _exact(db, [identity.root, redact(identity.root)], None)
             if found:
                 return found
-    return await _nearest_above(db, [c for c in dict.fromkeys(candidates) if c.startswith("/")])
+    return await _nearest_above(db, [c for c in candidates if c.startswith("/")])
 
 
 async def project_ids(db: Database, project: str | None) -> list[int] | None:
@@ -59,11 +63,11 @@ async def _exact(db: Database, candidates: list[str], name: str | None) -> list[
     rows = await db.fetchall(
         f"""
         SELECT id, path FROM projects
-        WHERE path IN ({marks}) OR name = ?
+        WHERE path IN ({marks}) OR name IN (?, ?)
            OR id IN (SELECT project_id FROM project_paths WHERE path IN ({marks}))
         ORDER BY id
         """,
-        (*candidates, name, *candidates),
+        (*candidates, name, None if name is None else redact(name), *candidates),
     )
     return [(int(row["id"]), str(row["path"])) for row in rows]
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from cairn.store.db import Database
 from cairn.store.open_ideas import OPEN, OPEN_QUESTION
+from cairn.transcripts.redact import redact
 
 #: `said_at` is when the idea's source message was said; the store falls back to the index time when that
 #: message has none, which these listings show as unknown (None) rather than as a time it was said.
@@ -62,7 +63,15 @@ async def list_ideas(
         "ORDER BY i.created_at DESC, i.id DESC LIMIT ?",
         (*params, limit),
     )
-    return [{**dict(row), "is_open": bool(row["is_open"])} for row in rows]
+    # The transcript's real path stays in the store (capture reads it); listings show it redacted.
+    return [
+        {**dict(row), "source_file": _redacted(row["source_file"]), "is_open": bool(row["is_open"])}
+        for row in rows
+    ]
+
+
+def _redacted(path: str | None) -> str | None:
+    return None if path is None else redact(path)
 
 
 async def list_projects(db: Database, *, limit: int = 100) -> list[dict[str, Any]]:

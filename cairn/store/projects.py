@@ -10,6 +10,12 @@ in the README: a `.worktrees/<name>` path belongs to the directory above it; a p
 a *repository-like* project (found by git, by a worktree's path, or whose sessions recorded a git
 branch) joins that project, the deepest one; anything else is a project of its own. A session with
 no cwd joins the project its Claude Code directory already belongs to, else that directory's own.
+
+Every path these tables hold goes through `cairn.transcripts.redact` as it is written, and every path
+looked up here is redacted the same way: a token in a directory name (`~/work/ghp_…/app`) is stored as
+its marker, and the same directory still finds the same project. Such a path cannot be used to reach
+the disk again (git's files, the file index), so a cwd that held a secret is grouped by the lexical
+rules above, on its redacted spelling.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import aiosqlite
 
 from cairn.store.identity import FoundBy, Identity, claude_dir_name, git_identity, layout_identity
 from cairn.transcripts.discover import is_subagent_file
+from cairn.transcripts.redact import redact
 
 _REPOSITORY_LIKE = """
     (p.found_by IN ('git', 'layout')
@@ -34,7 +41,7 @@ async def identify(conn: aiosqlite.Connection, cwd: str) -> Identity:
     found = git_identity(cwd) or layout_identity(cwd)
     if found is not None:
         return found
-    above = _ancestors(cwd)
+    above = _ancestors(redact(cwd))  # stored roots are redacted
     if above:
         marks = ",".join("?" * len(above))
         async with conn.execute(
@@ -71,7 +78,11 @@ async def project_for_claude_dir(conn: aiosqlite.Connection, directory: Path) ->
 
 
 async def upsert_project(conn: aiosqlite.Connection, root: str, found_by: FoundBy) -> int:
-    """The id of the project rooted at `root`; a better-founded `found_by` (git, layout) replaces a guess."""
+    """The id of the project rooted at `root`; a better-founded `found_by` (git, layout) replaces a guess.
+
+    The root is stored redacted, and so its name: git may answer with a real path that holds a secret
+    even for a cwd that did not (a symlink into `~/ghp_…/`)."""
+    root = redact(root)
     async with conn.execute(
         """
         INSERT INTO projects (path, name, found_by) VALUES (?, ?, ?)
@@ -90,11 +101,13 @@ async def upsert_project(conn: aiosqlite.Connection, root: str, found_by: FoundB
 async def add_path(
     conn: aiosqlite.Connection, path: str, project_id: int, kind: str, checkout: str | None
 ) -> None:
-    """Record that `path` (a cwd or a Claude Code directory name) belongs to the project; first wins."""
+    """Record that `path` (a cwd or a Claude Code directory name) belongs to the project; first wins.
+
+    Both paths are stored redacted (a Claude Code directory name spells out its cwd, secret and all)."""
     await conn.execute(
         "INSERT INTO project_paths (path, project_id, kind, checkout) VALUES (?, ?, ?, ?) "
         "ON CONFLICT (path) DO NOTHING",
-        (path, project_id, kind, checkout),
+        (redact(path), project_id, kind, None if checkout is None else redact(checkout)),
     )
 
 
@@ -108,31 +121,8 @@ async def merge_project(conn: aiosqlite.Connection, source: int, target: int, pr
     """
     if source == target:
         return
-    await _enqueue(
-        conn,
-        "messages",
-        "SELECT m.id FROM messages m JOIN sessions s ON s.id = m.session_id WHERE s.project_id = ?",
-        source,
-    )
-    await _enqueue(
-        conn,
-        "passages",
-        "SELECT mp.id FROM message_passages mp JOIN messages m ON m.id = "
-        "mp.message_id JOIN sessions s ON s.id = m.session_id WHERE s.project_id = ?",
-        source,
-    )
-    await _enqueue(
-        conn,
-        "ideas",
-        "SELECT i.id FROM ideas i JOIN sessions s ON s.id = i.session_id WHERE s.project_id = ?",
-        source,
-    )
-    await _enqueue(
-        conn,
-        "spans",
-        "SELECT t.id FROM topic_spans t JOIN sessions s ON s.id = t.session_id WHERE s.project_id = ?",
-        source,
-    )
+    for kind, select in _SESSION_ITEMS:
+        await _enqueue(conn, kind, select, source)
     await conn.execute("UPDATE sessions SET project_id = ? WHERE project_id = ?", (target, source))
     await _merge_documents(conn, source, target, prefix)
     await conn.execute(
@@ -146,6 +136,13 @@ async def merge_project(conn: aiosqlite.Connection, source: int, target: int, pr
     )
     await conn.execute("UPDATE project_paths SET project_id = ? WHERE project_id = ?", (target, source))
     await conn.execute("DELETE FROM projects WHERE id = ?", (source,))
+
+
+async def requeue_vectors(conn: aiosqlite.Connection, project_id: int) -> None:
+    """Queue every vector whose metadata names the project again: its path changed (no trigger watches
+    `projects.path`), and an embedding is reused, only its metadata is written anew."""
+    for kind, select in (*_SESSION_ITEMS, *_PROJECT_ITEMS):
+        await _enqueue(conn, kind, select, project_id)
 
 
 async def regroup(conn: aiosqlite.Connection) -> None:
@@ -191,9 +188,31 @@ def _claude_dir(path: Path) -> Path:
 
 
 async def _alias(conn: aiosqlite.Connection, path: str) -> int | None:
-    async with conn.execute("SELECT project_id FROM project_paths WHERE path = ?", (path,)) as cursor:
+    """The project `path` was recorded for, looked up as `add_path` stored it (redacted)."""
+    async with conn.execute("SELECT project_id FROM project_paths WHERE path = ?", (redact(path),)) as cursor:
         row = await cursor.fetchone()
     return None if row is None else int(row[0])
+
+
+#: The vectors of a project's sessions, by outbox kind: what names the project in its metadata.
+_SESSION_ITEMS: tuple[tuple[str, str], ...] = (
+    ("messages", "SELECT m.id FROM messages m JOIN sessions s ON s.id = m.session_id WHERE s.project_id = ?"),
+    (
+        "passages",
+        "SELECT mp.id FROM message_passages mp JOIN messages m ON m.id = "
+        "mp.message_id JOIN sessions s ON s.id = m.session_id WHERE s.project_id = ?",
+    ),
+    ("ideas", "SELECT i.id FROM ideas i JOIN sessions s ON s.id = i.session_id WHERE s.project_id = ?"),
+    ("spans", "SELECT t.id FROM topic_spans t JOIN sessions s ON s.id = t.session_id WHERE s.project_id = ?"),
+)
+#: The vectors of a project's indexed files and learned associations.
+_PROJECT_ITEMS: tuple[tuple[str, str], ...] = (
+    (
+        "chunks",
+        "SELECT c.id FROM file_chunks c JOIN file_documents d ON d.id = c.document_id WHERE d.project_id = ?",
+    ),
+    ("associations", "SELECT id FROM search_associations WHERE project_id = ?"),
+)
 
 
 async def _enqueue(conn: aiosqlite.Connection, kind: str, select: str, project_id: int) -> None:

@@ -19,7 +19,8 @@ conversational turn:
   (:func:`is_context`): it restates earlier conversation, so the indexer may use it to recognise
   and activate what it already holds but never draws a new idea from it;
 * every piece of text is redacted (:mod:`cairn.transcripts.redact`) *before* it is clipped, so a
-  secret can never survive half-cut at a clipping boundary;
+  secret can never survive half-cut at a clipping boundary; so are the session's working directory
+  and git branch, which name the session in every store table;
 * a message whose tool result was clipped also carries its ``full_text`` — the same rendering with the
   whole (redacted) result — so search can split it into passages (:mod:`cairn.transcripts.passages`)
   and find what the clipped display text elides. ``text`` stays the clipped one: it is what is shown
@@ -150,6 +151,7 @@ class Message(BaseModel):
     """The display text: tool results clipped to head + tail (shown, sent to the indexer, hashed)."""
     timestamp: datetime | None
     cwd: str | None
+    """The session's working directory, redacted: a directory that held a secret cannot be reached on disk."""
     git_branch: str | None
     is_sidechain: bool
     agent_id: str | None
@@ -249,8 +251,10 @@ class _Draft:
             kind=self.kind,
             text=text,
             timestamp=entry.timestamp,
-            cwd=entry.cwd or None,
-            git_branch=redact(entry.git_branch) if entry.git_branch else None,  # `feat/ghp_…` happens
+            # Paths and names are redacted like text: a token pasted into a directory or branch name
+            # (`~/work/ghp_…/app`, `feat/ghp_…`) would otherwise reach every row naming the session.
+            cwd=redact(entry.cwd) if entry.cwd else None,
+            git_branch=redact(entry.git_branch) if entry.git_branch else None,
             is_sidechain=entry.is_sidechain,
             agent_id=entry.agent_id,
             is_compact_summary=self.is_compact_summary,
