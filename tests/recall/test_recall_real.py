@@ -154,7 +154,7 @@ async def test_the_mcp_open_questions_list_follows_the_same_rule(stores: dict[st
     finally:
         await store.close()
     assert everything > 0, "control: the indexer left questions unanswered mid-session"
-    texts = [item.content for item in listed.questions]
+    texts = [item.preview for item in listed.questions]
     assert "Are you sure?" not in texts and not any("call failed" in text for text in texts)
     assert listed.question_count == len(listed.questions) < everything
 

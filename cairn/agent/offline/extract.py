@@ -301,7 +301,7 @@ def session_candidates(view: SessionView) -> list[Candidate]:
     for message in view.messages:
         if message.role != "tool":
             continue
-        if message.tool_error and (cause := failure_cause(message.tool_output)) is not None:
+        if message.failed and (cause := failure_cause(message.tool_output)) is not None:
             causes[message.line] = cause
         problem = tool_error(view, message) if message.turn not in tool_problem_turns else None
         if problem is not None:

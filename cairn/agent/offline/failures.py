@@ -19,7 +19,7 @@ _TOOL_NOISE = re.compile(
     re.IGNORECASE,
 )
 _ERROR_LINE = re.compile(
-    r"\b(?:\w*Error|\w*Exception|FAILED|failed|fatal|not found|No such file|denied|cannot|can't|unable)\b",
+    r"\b(?:\w*Error|\w*Exception|FAIL(?:ED)?|fatal|not found|No such file|denied|cannot|can't|unable)\b",
     re.IGNORECASE,
 )
 _EXIT_CODE = re.compile(r"^\s*Exit code \d+\s*$")
@@ -112,7 +112,7 @@ def tool_error(view: SessionView, message: Message) -> Candidate | None:
     """A problem from a failed tool call the conversation takes up, unless the failure is the
     harness's own (permissions, misuse); its content is the decoded line that says the cause."""
     output = message.tool_output.strip()
-    if not message.tool_error or not output or _TOOL_NOISE.search(output):
+    if not message.failed or not output or _TOOL_NOISE.search(output):
         return None
     detail = failure_cause(output)
     if detail is None or len(term_set(detail)) < 2 or not _taken_up(view, message, detail):

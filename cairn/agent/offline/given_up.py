@@ -48,9 +48,9 @@ def given_up(view: SessionView, candidates: list[Candidate], cause: dict[int, st
             detail = cause[candidate.line]
             call = calls.get(candidate.line)
             later = [m for m in results if m.line >= candidate.line]
-            failures = sum(1 for m in later if m.tool_error and cause.get(m.line) == detail)
+            failures = sum(1 for m in later if m.failed and cause.get(m.line) == detail)
             passed = call is not None and any(
-                not m.tool_error and (again := calls.get(m.line)) is not None and again.key == call.key
+                not m.failed and (again := calls.get(m.line)) is not None and again.key == call.key
                 for m in later
             )
             if failures >= MIN_FAILURES and not passed:

@@ -1,8 +1,9 @@
 """Links between the new ideas of one session update: what the batch asks and answers, sets and
 finishes, guesses and corrects — all inside the batch, so the result names the ideas by key.
 
-- **Answered, completed.** A problem is answered by the first later fix of the batch that shares a word
-  with it, within two turns. Otherwise a question, problem or todo is settled by the message of its own turn,
+- **Answered, completed.** A failed check the conversation took up is answered where a run of it passed.
+  A problem is answered by the first later fix of the batch that shares a word with it, within two
+  turns. Otherwise a question, problem or todo is settled by the message of its own turn,
   after it, that the learned model finds most likely to resolve something (its `resolved` kind past
   the model's threshold) among those that share a term with it and are more than an announced step:
   the reply that answers, the report that it is done or fixed. Nothing past
@@ -35,6 +36,7 @@ from cairn.agent.offline.cues import (
 )
 from cairn.agent.offline.reading import Message, SessionView
 from cairn.agent.offline.text import shorten, term_set
+from cairn.agent.offline.tool_calls import ToolCall, answered_calls, passing_rerun
 
 # Terms a refused offer shares with the suggestion it refuses ("set `gc.auto 0`" and "Set `gc.auto=0` to
 # disable auto-GC").
@@ -99,13 +101,23 @@ def answered(
     """Questions and problems of the batch and the later line of their turn that resolves each. Work
     put off and failures that never passed stay open: nothing in the batch settles them."""
     found: list[tuple[Candidate, int, str]] = []
+    calls = answered_calls(view)
     for question in candidates:
         if question.intent not in ("question", "problem") or question.origin in ("deferred", "given_up"):
             continue
+        passed = _passed(view, calls, question) if question.origin == "tool_error" else None
         fix = _fix_of(question, candidates) if question.intent == "problem" else None
-        if hit := fix or _resolution(view, question, resolving):
+        if hit := passed or fix or _resolution(view, question, resolving):
             found.append((question, *hit))
     return found
+
+
+def _passed(view: SessionView, calls: dict[int, ToolCall], failure: Candidate) -> tuple[int, str] | None:
+    """A failed check is settled where a run of it passed (`tool_calls.passing_rerun`), said so."""
+    line = passing_rerun(view, calls, failure.line)
+    if line is None:
+        return None
+    return line, f"{calls[failure.line].name} passed"
 
 
 # A fix answers a problem it follows within this many turns, when the two share a word.

@@ -47,7 +47,8 @@ class Message:
     turn: int  # a turn starts at each prompt: the person's, a sub-agent's task or a compaction
     prose: list[Segment] = field(default_factory=list)
     tool_name: str | None = None
-    tool_error: bool = False
+    tool_error: bool = False  # the call failed, by the tool's own account (what the model learned from)
+    failed: bool = False  # it failed by its own account or by what its output says (`runner_failed`)
     tool_output: str = ""
     files: list[str] = field(default_factory=list)
     written: list[str] = field(default_factory=list)
@@ -123,6 +124,21 @@ def person_words(message: BatchMessage) -> str | None:
     return match["said"].strip() or None if match else None
 
 
+# What a test runner, compiler or linter prints when it fails, in the tools' own formats: a shell run
+# piped through `tail` or `grep` exits 0 however its tests went (`go test ./... | grep FAIL`).
+_RUNNER_FAILED = re.compile(
+    r"^(?:--- FAIL: |FAIL\s|FAILED |npm ERR!|error(?:\[E\d+\])?: |Traceback \(most recent call last\))"
+    r"|\btest result: FAILED\b|\bTests?:\s+\d+ failed\b|^=+ .*\b\d+ failed\b|\berror TS\d+:"
+    r"|\bERROR task failed\b|^[\w./-]+\.[a-z]+:\d+:\d+: ",
+    re.MULTILINE,
+)
+
+
+def runner_failed(tool: str | None, output: str) -> bool:
+    """Whether a shell run's output says that the tests, the build or the linter failed."""
+    return tool == "Bash" and _RUNNER_FAILED.search(output) is not None
+
+
 def read_session(update: SessionUpdate) -> SessionView:
     """Parse one session update into messages with roles, turns, prose segments and tool facts."""
     prompts = _task_prompts(update)
@@ -139,8 +155,9 @@ def read_session(update: SessionUpdate) -> SessionView:
         if role == "tool":
             match = _TOOL_RESULT.match(raw.content)
             message.tool_name = match["name"] if match else None
-            message.tool_error = bool(match and match["error"])
             message.tool_output = raw.content[match.end() :] if match else raw.content
+            message.tool_error = bool(match and match["error"])
+            message.failed = message.tool_error or runner_failed(message.tool_name, message.tool_output)
         elif role in ("user", "assistant", "delegate"):
             message.prose = segments(raw.content)
             message.files = tool_files(raw.content)

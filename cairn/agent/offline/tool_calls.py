@@ -38,6 +38,9 @@ _LOOKS = re.compile(
     r"git(?: -C \S+)? (?:status|log|diff|show|branch|rev-parse))\b"
 )
 COMMAND_CHARS = 80
+# A chain's separators, and the redirections that only route a command's output.
+_CHAIN = re.compile(r"&&|\|\||;")
+_REDIRECT = re.compile(r"\d?>&\d|\d?>>?\s*\S+")
 
 
 def unescaped(rendered: str) -> str:
@@ -94,6 +97,18 @@ class ToolCall:
             return f"ran {self.name}"
         return None
 
+    @cached_property
+    def runs(self) -> frozenset[str]:
+        """What a shell call runs, each command of a chain without what only trims its output
+        (`mise run lint 2>&1 | tail -5 && mise run test | tail -12`: `mise run lint`, `mise run test`),
+        so a later `mise run test` is a run of the same check. Empty for any other tool."""
+        if self.command is None:
+            return frozenset()
+        parts = (_REDIRECT.sub(" ", part.split("|", 1)[0]) for part in _CHAIN.split(self.command))
+        return frozenset(
+            " ".join(words) for part in parts if (words := part.split()) and not _LOOKS.match(" ".join(words))
+        )
+
     @property
     def looks(self) -> bool:
         """A shell command that only looks (`ls types/`, `git status`): its failing is no bug."""
@@ -103,6 +118,22 @@ class ToolCall:
 def tool_calls(text: str) -> list[ToolCall]:
     """The calls a message's text renders, in order."""
     return [ToolCall(m["tool"], m["given"], m.start()) for m in _CALL.finditer(text)]
+
+
+def passing_rerun(view: SessionView, calls: dict[int, ToolCall], failed: int) -> int | None:
+    """The line of the first later result that passed of a run of the check the call answered at
+    `failed` ran (its command, or one command of its chain), or None. Only shell runs that do more than
+    look count."""
+    call = calls.get(failed)
+    if call is None or call.command is None or call.looks or not call.runs:
+        return None
+    for message in view.messages:
+        if message.role != "tool" or message.line <= failed or message.failed:
+            continue
+        again = calls.get(message.line)
+        if again is not None and (again.key == call.key or again.runs & call.runs):
+            return message.line
+    return None
 
 
 def answered_calls(view: SessionView) -> dict[int, ToolCall]:

@@ -3,7 +3,8 @@
 Most fixes in a coding session are said by the tools, not in prose: `golangci-lint` fails with
 "noctx: os/exec.Command must not be called", the agent edits the file, the same lint run passes. The
 assistant may never write "the fix is…". So when a failed call the conversation took up (a problem of
-the batch) is run again unchanged later in the batch and passes, and something was changed in
+the batch) is run again later in the batch (the same command, or one command of its chain:
+`tool_calls.passing_rerun`) and passes, and something was changed in
 between (an edit, or a command that changes things: `anchoring.change`), the last such change is
 the fix, cited at its message: "Fixed `mise run lint` failing with noctx: os/exec.Command must not be
 called: edited hooks.go (then it passed)". Only shell runs that do more than look count (`ls types/`
@@ -17,7 +18,7 @@ from cairn.agent.offline.candidate import Candidate
 from cairn.agent.offline.entities import extract
 from cairn.agent.offline.reading import SessionView
 from cairn.agent.offline.text import shorten
-from cairn.agent.offline.tool_calls import answered_calls
+from cairn.agent.offline.tool_calls import answered_calls, passing_rerun
 from cairn.agent.schema import DEFAULT_IMPORTANCE
 
 
@@ -35,18 +36,7 @@ def tool_fixes(view: SessionView, candidates: list[Candidate], cause: dict[int, 
         # types/` failing says where a file is not).
         if call is None or call.command is None or call.looks:
             continue
-        passed = next(
-            (
-                m.line
-                for m in view.messages
-                if m.role == "tool"
-                and m.line > problem.line
-                and not m.tool_error
-                and (again := calls.get(m.line)) is not None
-                and again.key == call.key
-            ),
-            None,
-        )
+        passed = passing_rerun(view, calls, problem.line)
         if passed is None:
             continue
         changes = [
