@@ -194,6 +194,21 @@ def test_reindex_vectors_rebuilds_a_deleted_chroma(cairn_home: Path, demo_home: 
     assert cairn_json("stats")["vectors"] == before
 
 
+def test_reindex_vectors_moves_a_damaged_chroma_aside_and_rebuilds(cairn_home: Path, demo_home: Path) -> None:
+    """A local vector store too damaged to open ("file is not a database") was a traceback; SQLite holds
+    everything it needs, so the rebuild moves it aside (kept, and said where) and makes a new one."""
+    shutil.copytree(demo_home, cairn_home, symlinks=True)
+    before = cairn_json("stats")["vectors"]
+    chroma = Path(cairn_json("config")["chroma_dir"])
+    (chroma / "chroma.sqlite3").write_bytes(b"not a database")
+    proc = cairn("reindex-vectors")
+    assert "Traceback" not in proc.stderr + proc.stdout
+    [aside] = [p for p in chroma.parent.iterdir() if p.name.startswith(f"{chroma.name}.damaged-")]
+    assert str(aside) in " ".join(proc.stdout.split()) and "file is not a database" in proc.stdout
+    assert (aside / "chroma.sqlite3").read_bytes() == b"not a database"
+    assert cairn_json("stats")["vectors"] == before
+
+
 def test_a_second_process_gets_a_clear_error(cairn_home: Path, demo_home: Path) -> None:
     shutil.copytree(demo_home, cairn_home, symlinks=True)  # what `cairn sync --demo` makes
     holder = subprocess.Popen(

@@ -156,13 +156,20 @@ def doctor(as_json: JsonOpt = False) -> None:
 
 @app.command("reindex-vectors")
 def reindex_vectors() -> None:
-    """Rebuild every Chroma collection from SQLite, the source of truth."""
+    """Rebuild every Chroma collection from SQLite, the source of truth (an embedded vector store too
+    damaged to open is moved aside first)."""
     settings = load_settings()
 
     from cairn.cli.progress import JobProgress
 
     with JobProgress(err) as progress:
         data = run_async(long_request(settings, "reindex_vectors", {}, progress))
+    if data.get("moved_aside"):
+        console.print(
+            f"The vector store could not be opened ({data['damage']}); it was moved to "
+            f"{data['moved_aside']} and a new one built. Delete that directory once you no longer need it.",
+            soft_wrap=True,  # a path broken over lines cannot be copied
+        )
     console.print(f"Rebuilt {data['vectors']} vectors from SQLite.")
 
 

@@ -248,7 +248,10 @@ async def reindex_vectors_job(
     phases.start("embed", None, "vectors")
     n = await store.reindex_vectors(progress=lambda done, total: phases.update("embed", done, total))
     phases.end("embed")
-    return {"vectors": n}
+    data: dict[str, Any] = {"vectors": n}
+    if (moved := store.vectors.moved_aside) is not None:
+        data["moved_aside"], data["damage"] = str(moved[0]), moved[1]
+    return data
 
 
 async def backfill_job(

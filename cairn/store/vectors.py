@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import chromadb
@@ -35,6 +38,8 @@ from cairn.config_checks import parse_chroma_url as parse_chroma_url  # checked 
 from cairn.store.cpus import EmbeddingMode, embedding_threads
 from cairn.store.embeddings import MiniLMInt8Embedding, make_embedding_function
 from cairn.store.failures import describe_write_failure
+
+log = logging.getLogger(__name__)
 
 #: Query vectors `VectorIndex.embed` keeps (384 floats each: ~3 MB for 256).
 QUERY_CACHE = 256
@@ -136,6 +141,8 @@ class VectorIndex:
             embedding_function if embedding_function is not None else make_embedding_function(settings, mode)
         )
         self._client: ClientAPI | None = None
+        # Where a rebuild moved a damaged embedded store, and why it could not be opened.
+        self.moved_aside: tuple[Path, str] | None = None
         self._collections: dict[str, Collection] = {}
         self._lock = threading.RLock()
         self._queries: OrderedDict[str, tuple[float, ...]] = OrderedDict()
@@ -474,13 +481,29 @@ class VectorIndex:
         kinds = VECTOR_KINDS if kind is None else (kind,)
         names = [collection_name(k) for k in kinds]
         with self._lock, self._reachable():
-            client = self._get_client()
+            client = self._client_to_rebuild() if kind is None else self._get_client()
             for k, name in zip(kinds, names, strict=True):
                 self._collections.pop(k, None)
                 with contextlib.suppress(NotFoundError):
                     client.delete_collection(name)
             for k in kinds:
                 self._collection(k)
+
+    def _client_to_rebuild(self) -> ClientAPI:
+        """The client a rebuild of every collection writes to. An embedded store too damaged to open
+        ("file is not a database") holds nothing a rebuild needs, since SQLite is the source of truth:
+        it is moved aside (`moved_aside`, kept for a look) and a new one is made in its place."""
+        try:
+            return self._get_client()
+        except Exception as exc:
+            if self.settings.chroma_url is not None or describe_write_failure(exc, self.settings.home):
+                raise
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+            aside = self.settings.chroma_dir.with_name(f"{self.settings.chroma_dir.name}.damaged-{stamp}")
+            self.settings.chroma_dir.rename(aside)
+            self.moved_aside = (aside, " ".join(str(exc).split())[:200])
+            log.warning("the vector store could not be opened (%s): moved to %s", exc, aside)
+            return self._get_client()
 
     def heartbeat(self) -> int:
         """Chroma's heartbeat (nanoseconds since the epoch): proof the client or server answers.
