@@ -37,6 +37,8 @@ _HOP = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "host", "content-length"}
 )
 _HEAD_LIMIT = 1 << 16
+# Generous: a streamed reply may pause between events while the model thinks; the CLI has its own.
+_TIMEOUT = httpx2.Timeout(connect=30.0, read=600.0, write=60.0, pool=30.0)
 _INPUT_KEYS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
 
@@ -48,7 +50,7 @@ class Gate:
     meter: RunMeter | None
     refused: SpendLimitReached | None = None
     _server: asyncio.Server | None = None
-    _client: httpx2.AsyncClient = field(default_factory=lambda: httpx2.AsyncClient(timeout=None))
+    _client: httpx2.AsyncClient = field(default_factory=lambda: httpx2.AsyncClient(timeout=_TIMEOUT))
 
     @property
     def url(self) -> str:
