@@ -17,6 +17,12 @@ it, and the links other sessions' ideas have to it (relations, `superseded_by`, 
 pointed at an idea with no successor goes with it, as when the executor replaces an idea. An entity
 only the old generation named, and nothing names any more, is deleted.
 
+The old generation's own links to other sessions' ideas are not carried: the new generation made its
+links again, and carrying the old ones too would keep every link any earlier generation ever made (a
+store's links then depended on how it was first indexed, and grew from one re-index to the next). The
+one exception is a `supersedes` or `answers` link that goes with the other idea's `superseded_by` or
+`answered_by`, which is carried with it (a person may have set that mark by hand).
+
 A person's corrections (`cairn.store.corrections`) hold for the new generation: answered, done,
 declined and importance are applied by the store's `ideas_corrected` trigger as each idea goes in, and
 a new idea where the person forgot one as wrong is not inserted (`forgotten_skipped`), nor what links
@@ -356,7 +362,8 @@ class _Kept:
     ideas: list[sqlite3.Row]
     injections: list[sqlite3.Row]
     pointers: list[tuple[str, int, int]]  # (column, idea outside the session, old idea it points at)
-    relations: list[sqlite3.Row]  # with exactly one end among the old ideas
+    # To an old idea from outside, or from one to an idea whose `superseded_by`/`answered_by` it is.
+    relations: list[sqlite3.Row]
     entities: list[int]
     # Old ideas answered or superseded by another session's idea: the successor keeps that state.
     resolved_outside: list[sqlite3.Row]
@@ -384,7 +391,13 @@ class _Kept:
             pointers=pointers,
             relations=await _rows(
                 conn,
-                f"SELECT * FROM relations WHERE (from_idea_id {in_old}) <> (to_idea_id {in_old})",
+                f"""
+                SELECT r.* FROM relations r JOIN ideas target ON target.id = r.to_idea_id
+                WHERE (r.from_idea_id {in_old}) <> (r.to_idea_id {in_old})
+                  AND (r.to_idea_id {in_old}
+                       OR (r.relation_type = 'supersedes' AND target.superseded_by = r.from_idea_id)
+                       OR (r.relation_type = 'answers' AND target.answered_by = r.from_idea_id))
+                """,
                 ids,
             ),
             entities=[
