@@ -27,7 +27,9 @@ A person's corrections (`cairn.store.corrections`) hold for the new generation: 
 declined and importance are applied by the store's `ideas_corrected` trigger as each idea goes in, and
 a new idea where the person forgot one as wrong is not inserted (`forgotten_skipped`), nor what links
 to it or an entity only it names. The scratch store already has the corrections and its executor
-skips those ideas; the swap checks again for a correction made while the session was re-indexed.
+skips those ideas; the swap checks again for a correction made while the session was re-indexed. A
+correction whose idea the new generation does not make is kept for the next idea made at its place,
+and counted (`corrections_waiting`).
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class SwapStats:
     new_spans: int = 0
     carried: int = 0  # old ideas whose usage, injections and links moved to a successor
     forgotten_skipped: int = 0  # new ideas left out: the person forgot an idea there as wrong
+    corrections_waiting: int = 0  # the person's corrections in the session no idea holds now (kept)
 
 
 @dataclass
@@ -221,7 +224,31 @@ async def swap_session(main: Database, scratch: Scratch, job_id: int) -> SwapSta
             "INSERT INTO reindex_sessions (job_id, session_id, ideas) VALUES (?, ?, ?)",
             (job_id, session_id, len(kept_ideas)),
         )
+        stats.corrections_waiting = await _waiting_corrections(conn, file_ids)
     return stats
+
+
+async def _waiting_corrections(conn: aiosqlite.Connection, file_ids: list[int]) -> int:
+    """The person's corrections in these files (forgets aside) that no idea takes now, by the rule of the
+    `ideas_corrected` trigger.
+
+    A new generation need not make every idea the old one made, so a correction can be left without its
+    idea. It is kept, and the trigger applies it to the next idea made at its place; counting the ones
+    waiting tells the person, instead of letting a declined or answered mark vanish from sight.
+    """
+    async with conn.execute(
+        """
+        SELECT count(*) FROM idea_corrections c
+        WHERE c.source_file_id IN (SELECT value FROM json_each(?)) AND c.state IS NOT 'forgotten'
+          AND NOT EXISTS (
+              SELECT 1 FROM ideas i
+              WHERE i.source_file_id = c.source_file_id AND i.source_line = c.source_line
+                AND (i.content_hash = c.content_hash OR (i.intent = c.intent AND NOT c.hash_only)))
+        """,
+        (json.dumps(file_ids),),
+    ) as cur:
+        row = await cur.fetchone()
+    return int(row[0]) if row else 0
 
 
 async def _check_files(conn: aiosqlite.Connection, files: Iterable[sqlite3.Row]) -> None:
