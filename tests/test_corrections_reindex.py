@@ -10,6 +10,7 @@ in process with a model that rewords every idea, so corrections must find theirs
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import shutil
 import sqlite3
@@ -205,3 +206,59 @@ async def test_an_idea_forgotten_while_its_session_is_reindexed_is_left_out_by_t
         "OR to_idea_id NOT IN (SELECT id FROM ideas)"
     )
     assert dangling == 0
+
+
+def _without(build: Callable[..., IndexResult], words: str) -> Callable[..., IndexResult]:
+    """The offline model, but one that does not make the ideas holding `words` (another model, or the
+    same one shown other memory, need not make every idea the last one made)."""
+
+    def build_result(*args: Any, **kwargs: Any) -> IndexResult:
+        result = build(*args, **kwargs)
+        result.ideas = [idea for idea in result.ideas if words not in idea.content]
+        return result
+
+    return build_result
+
+
+async def test_a_correction_whose_idea_is_not_made_again_waits_for_it_and_applies_when_it_returns(
+    store: Store, settings: Settings
+) -> None:
+    """A re-index that does not make a corrected idea again keeps the person's correction (it is kept by
+    the idea's place, not on its row), says it waits, and the next re-index that makes an idea there
+    gives it the correction again: the person's word does not silently stop applying."""
+    await indexed(store, settings, [DEMO])
+    before = await ideas_at(store)
+    rule = alone_at(before, "conclusion", "from CI")
+    await run_op(store, "correct", {"id": before[rule][0]["id"], "state": "declined", "importance": 0.3})
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(offline_model, "build_result", _without(offline_model.build_result, "from CI"))
+        without = await reindex_job(store, settings, model="offline")
+
+    assert without["sessions_swapped"] == 1 and without["runs_failed"] == 0, without["sessions"]
+    assert rule not in await ideas_at(store)
+    assert [s["corrections_waiting"] for s in without["sessions"]] == [1]
+    kept = await store.db.fetchall(
+        "SELECT state, importance FROM idea_corrections WHERE source_line = ?", (rule[1],)
+    )
+    assert [tuple(row) for row in kept] == [("declined", 0.3)]
+    assert "1 of yours wait for their idea" in _table_text(without)
+
+    again = await reindex_job(store, settings, model="offline")
+
+    assert again["sessions_swapped"] == 1 and again["runs_failed"] == 0, again["sessions"]
+    [returned] = (await ideas_at(store))[rule]
+    assert returned["declined_at"] is not None and returned["importance"] == 0.3
+    assert [s["corrections_waiting"] for s in again["sessions"]] == [0]
+    assert "wait for their idea" not in _table_text(again)
+
+
+def _table_text(data: dict[str, Any]) -> str:
+    """The `cairn reindex` table as the person reads it."""
+    from rich.console import Console
+
+    from cairn.cli.reindex import reindex_summary
+
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(reindex_summary(data, billed=False))
+    return console.export_text()

@@ -54,6 +54,13 @@ def reindex_summary(data: dict[str, Any], billed: bool) -> Any:
     )
     if forgotten:
         rows["ideas"] += f"; {forgotten:,} you forgot as wrong left out"
+    # Corrections (answered, done, declined, open, importance) whose idea the new memory does not hold.
+    waiting = sum(int(s.get("corrections_waiting") or 0) for s in sessions if s.get("swapped"))
+    if waiting:
+        rows["corrections"] = (
+            f"{waiting:,} of yours wait for their idea, which this re-index did not make: "
+            "kept, and applied when an idea is made at their line"
+        )
     return key_value_table("reindex", rows)
 
 

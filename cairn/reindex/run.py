@@ -164,6 +164,7 @@ class SessionResult(RunTally):
             "old_ideas": self.swap.old_ideas if self.swap else None,
             "carried": self.swap.carried if self.swap else None,
             "forgotten_skipped": self.swap.forgotten_skipped if self.swap else None,
+            "corrections_waiting": self.swap.corrections_waiting if self.swap else None,
             "swapped": self.swapped,
             "error": self.error,
         }

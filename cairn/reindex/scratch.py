@@ -5,10 +5,22 @@ Searches, recall, open questions and the vector index all read the store's `idea
 show both (or need a generation filter in every one of those readers), so `cairn reindex` builds it
 in a scratch database instead. It holds the session's transcript files (cursors back at line 0) and
 messages with their ids kept, every entity (so the new generation names things as the store does),
-and every other session's memory, so the agent finds, links, answers and supersedes across sessions
-as it would in the store, and the person's corrections of ideas, so it does what the store would.
-The ordinary indexer runs on the scratch store unchanged (same planner, agent, validator and
-executor), and `cairn.reindex.swap` moves the finished generation into the store in one transaction.
+the memory of every session that started before it, so the agent finds, links, answers and supersedes
+across sessions as it did when the session was new, and the person's corrections of ideas, so it does
+what the store would. The ordinary indexer runs on the scratch store unchanged (same planner, agent,
+validator and executor), and `cairn.reindex.swap` moves the finished generation into the store in one
+transaction.
+
+Only *earlier* sessions' memory, and none of what later sessions or the session's own old generation
+did to it, because a re-index goes oldest first and each session must be rebuilt from what it could
+have known. Shown a later session's ideas, a session's new generation depended on that session's
+previous generation: it dropped a candidate a later idea already said, related its ideas forward to
+ideas said after it, and the later session, rebuilt next, answered the changed memory differently. The
+result then depended on the order the store was first indexed in, and two re-indexes of one store did
+not make the same memory. Built from the messages and what came before, in the order `reindex` goes,
+each generation is a function of the stored messages, so a re-index settles at once, whatever made
+the store, and re-indexing one session makes what a full re-index makes for it. What later sessions
+said about this one's ideas is not lost: the swap carries it to the new generation.
 
 The scratch store has no vector index: the agent's tools match by FTS5 and LIKE there (the session's
 messages are the only ones it holds), while entity names are matched by the owner's embedding function.
@@ -30,10 +42,18 @@ SCRATCH_DIR = "reindex-scratch"
 SCRATCH_DB = "scratch.db"
 
 # What a session's re-index needs, copied with ids kept. The session's own messages are the input;
-# every other session's memory (ideas, spans, their relations and entity links) is the context the
-# agent searches, links to, answers and supersedes, as it would in the store. References into the
-# session's old generation, which is not copied, are cleared (foreign keys are off during the copy).
+# the memory of the sessions before it (ideas, spans, their relations and entity links) is the context
+# the agent searches, links to, answers and supersedes. "Before" is the order `reindex` takes sessions
+# in (`cairn.reindex.run.select_sessions`): start time, then id. Ideas of no session are context too.
+# References to ideas not copied (the session's old generation, later sessions) are cleared with the
+# verdict they carry, an answer or a supersession: the new generation decides those again from what
+# was said before it (foreign keys are off during the copy).
 _SESSION_FILES = "SELECT id FROM src.transcript_files WHERE session_id = :session"
+_EARLIER = """
+    SELECT s.id FROM src.sessions s, src.sessions this
+    WHERE this.id = :session
+      AND (coalesce(s.started_at, s.created_at), s.id) < (coalesce(this.started_at, this.created_at), this.id)
+"""
 _COPIES = (
     "INSERT INTO main.projects SELECT * FROM src.projects",
     "INSERT INTO main.sessions SELECT * FROM src.sessions",
@@ -43,15 +63,21 @@ _COPIES = (
     "INSERT INTO main.entity_aliases SELECT * FROM src.entity_aliases",
     f"""
     INSERT INTO main.topic_spans SELECT * FROM src.topic_spans
-    WHERE session_id <> :session AND (file_id IS NULL OR file_id NOT IN ({_SESSION_FILES}))
+    WHERE session_id IN ({_EARLIER}) AND (file_id IS NULL OR file_id NOT IN ({_SESSION_FILES}))
     """,
     f"""
     INSERT INTO main.ideas SELECT * FROM src.ideas
-    WHERE (session_id IS NULL OR session_id <> :session)
+    WHERE (session_id IS NULL OR session_id IN ({_EARLIER}))
       AND (source_file_id IS NULL OR source_file_id NOT IN ({_SESSION_FILES}))
     """,
-    "UPDATE main.ideas SET superseded_by = NULL WHERE superseded_by NOT IN (SELECT id FROM main.ideas)",
-    "UPDATE main.ideas SET answered_by = NULL WHERE answered_by NOT IN (SELECT id FROM main.ideas)",
+    """
+    UPDATE main.ideas SET superseded_by = NULL, valid_until = NULL
+    WHERE superseded_by NOT IN (SELECT id FROM main.ideas)
+    """,
+    """
+    UPDATE main.ideas SET answered_by = NULL, answered_at = NULL, resolved_line = NULL, resolution = NULL
+    WHERE answered_by NOT IN (SELECT id FROM main.ideas)
+    """,
     "UPDATE main.ideas SET span_id = NULL WHERE span_id NOT IN (SELECT id FROM main.topic_spans)",
     "UPDATE main.topic_spans SET parent_id = NULL WHERE parent_id NOT IN (SELECT id FROM main.topic_spans)",
     """

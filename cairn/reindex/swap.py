@@ -17,11 +17,19 @@ it, and the links other sessions' ideas have to it (relations, `superseded_by`, 
 pointed at an idea with no successor goes with it, as when the executor replaces an idea. An entity
 only the old generation named, and nothing names any more, is deleted.
 
+The old generation's own links to other sessions' ideas are not carried: the new generation made its
+links again, and carrying the old ones too would keep every link any earlier generation ever made (a
+store's links then depended on how it was first indexed, and grew from one re-index to the next). The
+one exception is a `supersedes` or `answers` link that goes with the other idea's `superseded_by` or
+`answered_by`, which is carried with it (a person may have set that mark by hand).
+
 A person's corrections (`cairn.store.corrections`) hold for the new generation: answered, done,
 declined and importance are applied by the store's `ideas_corrected` trigger as each idea goes in, and
 a new idea where the person forgot one as wrong is not inserted (`forgotten_skipped`), nor what links
 to it or an entity only it names. The scratch store already has the corrections and its executor
-skips those ideas; the swap checks again for a correction made while the session was re-indexed.
+skips those ideas; the swap checks again for a correction made while the session was re-indexed. A
+correction whose idea the new generation does not make is kept for the next idea made at its place,
+and counted (`corrections_waiting`).
 """
 
 from __future__ import annotations
@@ -58,6 +66,7 @@ class SwapStats:
     new_spans: int = 0
     carried: int = 0  # old ideas whose usage, injections and links moved to a successor
     forgotten_skipped: int = 0  # new ideas left out: the person forgot an idea there as wrong
+    corrections_waiting: int = 0  # the person's corrections in the session no idea holds now (kept)
 
 
 @dataclass
@@ -242,7 +251,31 @@ async def swap_session(main: Database, scratch: Scratch, job_id: int) -> SwapSta
             "INSERT INTO reindex_sessions (job_id, session_id, ideas) VALUES (?, ?, ?)",
             (job_id, session_id, len(kept_ideas)),
         )
+        stats.corrections_waiting = await _waiting_corrections(conn, file_ids)
     return stats
+
+
+async def _waiting_corrections(conn: aiosqlite.Connection, file_ids: list[int]) -> int:
+    """The person's corrections in these files (forgets aside) that no idea takes now, by the rule of the
+    `ideas_corrected` trigger.
+
+    A new generation need not make every idea the old one made, so a correction can be left without its
+    idea. It is kept, and the trigger applies it to the next idea made at its place; counting the ones
+    waiting tells the person, instead of letting a declined or answered mark vanish from sight.
+    """
+    async with conn.execute(
+        """
+        SELECT count(*) FROM idea_corrections c
+        WHERE c.source_file_id IN (SELECT value FROM json_each(?)) AND c.state IS NOT 'forgotten'
+          AND NOT EXISTS (
+              SELECT 1 FROM ideas i
+              WHERE i.source_file_id = c.source_file_id AND i.source_line = c.source_line
+                AND (i.content_hash = c.content_hash OR (i.intent = c.intent AND NOT c.hash_only)))
+        """,
+        (json.dumps(file_ids),),
+    ) as cur:
+        row = await cur.fetchone()
+    return int(row[0]) if row else 0
 
 
 async def _check_files(conn: aiosqlite.Connection, files: Iterable[sqlite3.Row]) -> None:
@@ -383,7 +416,8 @@ class _Kept:
     ideas: list[sqlite3.Row]
     injections: list[sqlite3.Row]
     pointers: list[tuple[str, int, int]]  # (column, idea outside the session, old idea it points at)
-    relations: list[sqlite3.Row]  # with exactly one end among the old ideas
+    # To an old idea from outside, or from one to an idea whose `superseded_by`/`answered_by` it is.
+    relations: list[sqlite3.Row]
     entities: list[int]
     # Old ideas answered or superseded by another session's idea: the successor keeps that state.
     resolved_outside: list[sqlite3.Row]
@@ -411,7 +445,13 @@ class _Kept:
             pointers=pointers,
             relations=await _rows(
                 conn,
-                f"SELECT * FROM relations WHERE (from_idea_id {in_old}) <> (to_idea_id {in_old})",
+                f"""
+                SELECT r.* FROM relations r JOIN ideas target ON target.id = r.to_idea_id
+                WHERE (r.from_idea_id {in_old}) <> (r.to_idea_id {in_old})
+                  AND (r.to_idea_id {in_old}
+                       OR (r.relation_type = 'supersedes' AND target.superseded_by = r.from_idea_id)
+                       OR (r.relation_type = 'answers' AND target.answered_by = r.from_idea_id))
+                """,
                 ids,
             ),
             entities=[
