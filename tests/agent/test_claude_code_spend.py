@@ -62,6 +62,17 @@ async def recorded(store: Store) -> tuple[int, int]:
     return sum(r["input_tokens"] for r in rows), sum(r["output_tokens"] for r in rows)
 
 
+async def all_recorded(store: Store, fake: FakeAnthropic, before: int = 0) -> int:
+    """How many requests the fake answered, once the ledger is checked to hold every one of them (and
+    `before` input tokens of earlier runs)."""
+    sent = answered(fake)
+    assert await recorded(store) == (
+        before + sent * PER_REQUEST["input_tokens"],
+        sent * PER_REQUEST["output_tokens"],
+    )
+    return sent
+
+
 async def test_a_refused_tool_loop_stops_at_the_runs_token_limit_and_every_request_is_recorded(
     store: Store, settings: Settings, looping: FakeAnthropic
 ) -> None:
@@ -77,8 +88,7 @@ async def test_a_refused_tool_loop_stops_at_the_runs_token_limit_and_every_reque
     [run] = report.runs
     assert run.outcome == USAGE_LIMIT and not run.systemic, run.error
     assert "token limit" in run.error
-    sent = answered(looping)
-    assert await recorded(store) == (sent * PER_REQUEST["input_tokens"], sent * PER_REQUEST["output_tokens"])
+    sent = await all_recorded(store, looping)
     [row] = await run_rows(store)
     assert row["requests"] == sent
     # Two requests pass the cap; the third never leaves cairn (the gate answers it itself).
@@ -101,11 +111,7 @@ async def test_a_refused_tool_loop_stops_at_the_daily_budget_and_the_ledger_hold
     [run] = report.runs
     assert run.outcome == USAGE_LIMIT, run.error
     assert "today's indexing budget" in run.error
-    sent = answered(looping)
-    assert await recorded(store) == (
-        earlier.input_tokens + sent * PER_REQUEST["input_tokens"],
-        sent * PER_REQUEST["output_tokens"],
-    )
+    sent = await all_recorded(store, looping, before=earlier.input_tokens)
     # The second request passed what was left; the third never left cairn.
     assert sent == 2
     state = await budget_state(store.db, settings)
@@ -128,8 +134,7 @@ async def test_a_model_stuck_on_refused_tools_is_given_up_after_a_few_replies(
     [run] = report.runs
     assert run.outcome == INVALID_OUTPUT and not run.systemic, run.error
     assert "Bash" in run.error
-    sent = answered(looping)
-    assert await recorded(store) == (sent * PER_REQUEST["input_tokens"], sent * PER_REQUEST["output_tokens"])
+    sent = await all_recorded(store, looping)
     assert MAX_REFUSED_REPLIES <= sent <= MAX_REFUSED_REPLIES + 1
 
 
