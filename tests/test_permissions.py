@@ -10,6 +10,8 @@ import stat
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.hostile_disks import CAIRN, cairn_env, run_cairn
 
 
@@ -69,3 +71,34 @@ def test_doctor_says_how_to_close_an_open_home(tmp_path: Path) -> None:
     subprocess.run(["chmod", "-R", "go-rwx", str(home)], check=True)  # what doctor said to run
     after = json.loads(run_cairn(home, "doctor", "--json").stdout)
     assert next(c for c in after["checks"] if c["name"] == "home")["ok"] is True
+
+
+def test_a_home_anyone_may_write_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Whoever can write `CAIRN_HOME` can change what cairn remembers and injects: a home anyone may write
+    (or another user's, below) is not used, in one line that says how to close it; doctor says it too."""
+    home = tmp_path / "home"
+    assert run_cairn(home, "sync", "--demo", "--no-vectors", "--no-index").returncode == 0
+    home.chmod(0o777)
+
+    proc = run_cairn(home, "search", "WAL")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert "any user may write it (mode 777)" in line and f"chmod 700 {home}" in line
+    doctor = run_cairn(home, "doctor", "--json")
+    check = next(c for c in json.loads(doctor.stdout)["checks"] if c["name"] == "home")
+    assert check["ok"] is False
+
+    home.chmod(0o700)
+    assert run_cairn(home, "search", "WAL").returncode == 0
+
+
+def test_a_home_of_another_user_is_refused(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("making a directory another user's needs root")
+    home = tmp_path / "home"
+    assert run_cairn(home, "sync", "--demo", "--no-vectors", "--no-index").returncode == 0
+    os.chown(home, 65534, 65534)  # nobody
+
+    proc = run_cairn(home, "stats")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "belongs to another user (uid 65534)" in proc.stderr

@@ -110,7 +110,7 @@ def _one_line_failure(exc: BaseException) -> str | None:
     """The line for a write failure (full, read-only) or an unusable store, else None (a bug: traceback)."""
     from cairn.config import Settings
     from cairn.store.db import DatabaseError
-    from cairn.store.failures import describe_write_failure
+    from cairn.store.failures import UnsafeHomeError, describe_write_failure
     from cairn.store.migrations import SchemaTooNewError
 
     try:
@@ -118,7 +118,7 @@ def _one_line_failure(exc: BaseException) -> str | None:
     except Exception:  # a bad setting was reported (or will be) on its own
         home = None
     message = describe_write_failure(exc, home)
-    if message is None and isinstance(exc, DatabaseError | SchemaTooNewError):
+    if message is None and isinstance(exc, DatabaseError | SchemaTooNewError | UnsafeHomeError):
         message = str(exc)
     if message is None:
         message = _vector_failure(exc)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from pathlib import Path
 
 __all__ = ["StoreReadOnlyError", "describe_write_failure", "disk_full", "unwritable_reason"]
@@ -48,6 +49,38 @@ class StoreReadOnlyError(RuntimeError):
             f"cannot write the cairn store at {home}: {reason}; {NOTHING_LOST}. "
             "Make it writable (or point CAIRN_HOME elsewhere) to change it; reading commands work as they are"
         )
+
+
+class UnsafeHomeError(RuntimeError):
+    """`CAIRN_HOME` belongs to another user or any user may write it: whoever can write it can change
+    what cairn remembers and injects into the user's sessions, so cairn does not use it."""
+
+    def __init__(self, home: Path, why: str, fix: str) -> None:
+        self.home = home
+        super().__init__(
+            f"cairn does not use CAIRN_HOME {home}: {why}, so others could change your memory; {fix}"
+        )
+
+
+def unsafe_home(home: Path) -> UnsafeHomeError | None:
+    """Why `home` (existing) must not be used, or None: owned by another user, or writable by anyone."""
+    try:
+        info = home.stat()
+    except OSError:
+        return None  # missing or unreadable: the open reports that itself
+    if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
+        return UnsafeHomeError(
+            home,
+            f"it belongs to another user (uid {info.st_uid})",
+            "run cairn as that user, or set CAIRN_HOME to a directory of your own",
+        )
+    if info.st_mode & stat.S_IWOTH:
+        return UnsafeHomeError(
+            home,
+            f"any user may write it (mode {stat.S_IMODE(info.st_mode):o})",
+            f"run `chmod 700 {home}` (or set CAIRN_HOME to a directory of your own)",
+        )
+    return None
 
 
 def describe_write_failure(exc: BaseException, home: Path | None = None) -> str | None:

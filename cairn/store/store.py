@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field
 from cairn.config import Settings
 from cairn.store import outbox
 from cairn.store.db import Database, DatabaseError
-from cairn.store.failures import StoreReadOnlyError, disk_full, unwritable_reason
+from cairn.store.failures import StoreReadOnlyError, disk_full, unsafe_home, unwritable_reason
 from cairn.store.hashing import idea_hash as idea_hash
 from cairn.store.injections import stats as recall_stats
 from cairn.store.lock import StoreLock, StoreLockedError
@@ -190,6 +190,8 @@ class Store:
         if reason is None:
             try:
                 settings.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+                if (unsafe := unsafe_home(settings.home)) is not None:
+                    raise unsafe
                 lock = StoreLock(settings.lock_path)
                 lock.acquire()
             except StoreLockedError as exc:
