@@ -40,7 +40,10 @@ misses of one rule's shape, and a rule that rescans the rest of the text from ea
 or backtracking that runs to the next space, a lookback from each flag) turns one message into
 minutes. The shapes no regex finds in linear time are found by scanners
 (`cairn.transcripts.redact_linear`); ``benchmarks/redact.py`` times a near miss of every rule's shape
-next to ordinary text of its size.
+next to ordinary text of its size. Linear is not yet quick: a near miss that costs a call into Python
+(a match the rule then declines, a flag taken back to its command) makes a text of them many times
+slower than text of its size, so `re` tells near misses apart itself wherever a bounded test can (in
+the rule's regex, or in a regex that must find something before the rule runs: `_Rule.candidate`).
 """
 
 from __future__ import annotations
@@ -67,8 +70,13 @@ class _Rule:
     """The regex runs only if one of these substrings occurs in the text."""
     lower: bool = False
     """Look for ``triggers`` in the lower-cased text (for case-insensitive rules)."""
+    candidate: re.Pattern[str] | None = None
+    """Where this finds nothing, ``replace`` would decline every match: for a rule whose near misses
+    cost a call each, a regex that tells in one scan that a text holds none it would replace."""
 
     def apply(self, text: str) -> tuple[str, int]:
+        if self.candidate is not None and self.candidate.search(text) is None:
+            return text, 0
         replaced = 0
         replace = self.replace
 
@@ -100,9 +108,14 @@ def _keep_prefix(kind: str) -> _Replacer:
     return replace
 
 
+_REFERENCE_PREFIXES = ("$", "%", "{", "<", "[REDACTED", "[private]", "***", "…", "...")
+#: What `_is_reference` tells, as a regex: a value starting here is a reference.
+_REFERENCE = "|".join(map(re.escape, _REFERENCE_PREFIXES))
+
+
 def _is_reference(value: str) -> bool:
     """A variable reference, template or placeholder rather than a literal secret."""
-    return value.startswith(("$", "%", "{", "<", "[REDACTED", "[private]", "***", "…", "..."))
+    return value.startswith(_REFERENCE_PREFIXES)
 
 
 _PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
@@ -144,6 +157,22 @@ _AUTH_HEADER = re.compile(
     r"([Aa](?i:uthorization)[\"']?\s*[:=]\s*[\"']?(?P<scheme>(?i:bearer|basic|token|digest)\s+)?)"
     r"([^\s\"',;]+)"
 )
+# Where `_authorization` may keep a header's credentials: a scheme and a value that is no reference, or
+# without a scheme a value of 20 characters or more, or of 8 or more with one among its first 19 that
+# may be a digit (a digit, or any other character but a space that is not printable ASCII:
+# `str.isdigit` is true of `²` too). A
+# superset, tested in a bounded look at the value that gives nothing back (possessive: what follows each
+# part cannot start with what it holds), so that a text of headers `_authorization` declines
+# (`"Authorization: " * 3200`, each taking the next header's name for its value) is passed over by `re`
+# alone; such a text cost a call each. Only a test: `_AUTH_HEADER` still decides, since a declined
+# header's value is passed over (a header inside it, `Authorization: xAuthorization: Bearer abc`, is
+# not read).
+_AUTH_REFERENCE = rf"(?!{_REFERENCE})"
+_AUTH_CANDIDATE = re.compile(
+    r"[Aa](?i:uthorization)[\"']?+\s*+[:=]\s*+[\"']?+"
+    rf"(?:(?=[BbTtDd])(?i:bearer|basic|token|digest)\s++{_AUTH_REFERENCE}\S"
+    rf"|{_AUTH_REFERENCE}(?=\S{{20}}|(?=\S{{8}})[!-/:-~]{{0,18}}+[^!-/:-~\s]))"
+)
 _BEARER = re.compile(r"([Bb](?i:earer)\s+)([A-Za-z0-9._~+/\-]{20,}=*)")
 # A URL's password runs to the *last* `@` before the host (`@` allowed): `u:p@ss@host` hides `p@ss`.
 # One holding `/` or `'` (`postgres://admin:sl/ash@db/app`), which the first form stops at, runs to the
@@ -151,12 +180,24 @@ _BEARER = re.compile(r"([Bb](?i:earer)\s+)([A-Za-z0-9._~+/\-]{20,}=*)")
 # declines a port and path (`http://host:8000/api/@me`).
 _PORT_AND_PATH = re.compile(r"\d{1,5}(?:/|$)")
 # A .netrc entry, `machine HOST login USER password SECRET`; anchored on the literal `machine` for `re`'s
-# fast scan. The `default` entry needs its `login` too: "the default password is admin" is prose.
-_NETRC = re.compile(r"(machine[ \t]+\S+(?:[ \t]+login[ \t]+\S+)?[ \t]+password[ \t]+)(\S+)")
-_NETRC_DEFAULT = re.compile(r"(default[ \t]+login[ \t]+\S+[ \t]+password[ \t]+)(\S+)")
+# fast scan. The `default` entry needs its `login` too: "the default password is admin" is prose. Each
+# word and space is taken whole (possessive): the next part starts with what the last cannot hold, so
+# giving characters back never helps, and a near miss (`"machine " * 6000`) costs one try, not one per
+# character of the word.
+_NETRC = re.compile(r"(machine[ \t]++\S++(?:[ \t]++login[ \t]++\S++)?[ \t]++password[ \t]++)(\S+)")
+_NETRC_DEFAULT = re.compile(r"(default[ \t]++login[ \t]++\S++[ \t]++password[ \t]++)(\S+)")
 _AWS_SECRET = re.compile(
     r"([Aa](?i:ws_?secret_?access_?key)[\"']?\s*[:=]\s*[\"']?)([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
 )
+
+
+def _by_first_letter(variants: list[str]) -> str:
+    """An alternation of `variants` grouped by their first letter (`K(?:ey|EY)|p(?:ass|wd)|…`): `re` tests
+    the alternatives one by one, and a letter then costs one test per first letter, not one per word."""
+    firsts = dict.fromkeys(variant[0] for variant in variants)
+    return "|".join(f"{first}(?:{'|'.join(v[1:] for v in variants if v[0] == first)})" for first in firsts)
+
+
 # Anchored on the secret word itself (not on the start of the name) with its case variants spelled out:
 # a case-sensitive literal alternation lets `re` skip quickly to candidates, where IGNORECASE or a
 # lookahead at every word start costs several times more on code-heavy text. The rest of the name
@@ -164,26 +205,36 @@ _AWS_SECRET = re.compile(
 # A bare "key" or "Key" is never a secret name (it needs a qualifier: `api_key`, `apiKey`; "KEY=" alone
 # is one, env style), so those two match only after a name character — checked by a lookbehind after
 # the literal, which keeps the literal first: a run of thousands of `key="` then costs no match each.
-_SECRET_WORD_ALTERNATION = "|".join(
-    variant
-    # "key" first: in a name that is a run of secret words, the test for the next one finds it first.
-    for word in ("key", "pass", "token", "secret", "pwd", "credential")
-    for variant in (
-        (r"key(?<=[\w.\-]key)", r"Key(?<=[\w.\-]Key)", "KEY")
-        if word == "key"
-        else (word, word.upper(), word.capitalize())
-    )
+_SECRET_WORD_ALTERNATION = _by_first_letter(
+    [
+        variant
+        for word in ("key", "pass", "token", "secret", "pwd", "credential")
+        for variant in (
+            (r"key(?<=[\w.\-]key)", r"Key(?<=[\w.\-]Key)", "KEY")
+            if word == "key"
+            else (word, word.upper(), word.capitalize())
+        )
+    ]
 )
-# The rest of the name after a secret word runs only up to the next secret word in it: a name made of
-# thousands of secret words ("key" * 16000, "pass." * 16000) otherwise cost a scan of the rest of it from
-# each of them, quadratic time (48 KB took 14 s). The match is then made at the name's last secret word
-# and `_redact_assignment` finds the name's start, as it does for any word the match starts at. The rest
-# is possessive: none of its characters can start the quote or separator, so giving any back never helps.
+# From the name's first secret word the match takes the rest of the name whole, and the separator and
+# value if they follow it. A name with none is still a match when the rest could hold another secret word
+# (`more`: 3 characters or more), one that takes the name whole: the search goes on after it, not at the
+# name's next secret word, so a name of thousands of secret words ("key" * 16000, "pass." * 16000) is
+# read once (48 KB took 14 s when each of its words began a search that read the rest of it). Where the
+# rest is shorter there is no other, and a name without a value is no match at all (`"api_key " * 6000`
+# costs no match each). `_AssignmentRule` passes over a match with no value. The rest is possessive: none
+# of its characters can start the quote or separator, so giving any back never helps.
 _ASSIGNMENT = re.compile(
-    rf"(?:{_SECRET_WORD_ALTERNATION})(?:(?!{_SECRET_WORD_ALTERNATION})[\w.\-])*+"
-    r"(?P<quote>[\"']?)"
+    rf"(?:{_SECRET_WORD_ALTERNATION})(?P<more>(?=[\w.\-]{{3}}))?[\w.\-]*+"
+    r"(?:(?P<quote>[\"']?)"
     r"(?P<sep>[ \t]*+(?::=|=>|=|:)[ \t]*+)"
     r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`|[^\s\"'`,;]+)"
+    r"|(?(more)|(?!)))"
+)
+# The last secret word of a name, searched for between its first one and the name's end: the one followed
+# by no other up to there (see `_redact_assignment`).
+_LAST_SECRET_WORD = re.compile(
+    rf"(?:{_SECRET_WORD_ALTERNATION})(?:(?!{_SECRET_WORD_ALTERNATION})[\w.\-])*+\Z"
 )
 
 _SPLIT_NAME = re.compile(r"[_.\-]+|(?<=[a-z0-9])(?=[A-Z])")
@@ -290,9 +341,18 @@ def _looks_like_code(value: str, key: str, sep: str) -> bool:
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 
 
-def _redact_assignment(text: str, match: re.Match[str]) -> tuple[int, str] | None:
-    """For a match of :data:`_ASSIGNMENT`: where the name starts and the replacement, or None."""
+def _redact_assignment(text: str, match: re.Match[str], ascii_text: bool) -> tuple[int, str] | None:
+    """For a match of :data:`_ASSIGNMENT` with a value: where the name starts and the replacement, or
+    None. `ascii_text`: the whole text is ASCII."""
+    # The name starts where a scan back over ASCII name characters from its last secret word stops. The
+    # match starts at its first one, the same place to scan back from unless a name character the scan
+    # stops at (a non-ASCII letter: `passé_key`) lies between the two: the name judged is then the part
+    # after that letter, as it was when the match started at the last word.
     start = match.start()
+    if not ascii_text and not text[start : match.start("quote")].isascii():
+        last = _LAST_SECRET_WORD.search(text, start, match.start("quote"))
+        if last is not None:
+            start = last.start()
     while start > 0 and text[start - 1] in _NAME_CHARS:
         start -= 1
     key = text[start : match.start("quote")]
@@ -325,8 +385,11 @@ class _AssignmentRule:
     def apply(self, text: str) -> tuple[str, int]:
         pieces: list[str] = []
         copied = 0  # text[:copied] is already in pieces
+        ascii_text = text.isascii()
         for match in _ASSIGNMENT.finditer(text):
-            found = _redact_assignment(text, match)
+            if match.lastgroup != "value":  # a name with no separator and value after it
+                continue
+            found = _redact_assignment(text, match, ascii_text)
             if found is None:
                 continue
             start, replacement = found
@@ -376,27 +439,42 @@ _CLI_NAMES = {
     "curl": "",
     "smbclient": "",
 }
-_CLI_COMMAND = re.compile(
-    "(?P<command>"
-    + "|".join(rf"{re.escape(name)}(?<![\w.\-]{re.escape(name)}){rest}" for name, rest in _CLI_NAMES.items())
-    + r")(?![\w\-])"
+
+
+def _command_word(name: str, rest: str) -> str:
+    """A command called `name` (`rest` after it) as a word of its own, a path before it allowed: the
+    literal first and its boundary checked behind it, for `re`'s fast scan."""
+    return rf"{re.escape(name)}(?<![\w.\-]{re.escape(name)}){rest}(?![\w\-])"
+
+
+#: Any of the commands: where one command's words end and the next command's begin.
+_CLI_COMMAND = "(?:" + "|".join(_command_word(name, rest) for name, rest in _CLI_NAMES.items()) + ")"
+# Every password flag any of them takes. Only a flag with a value that may hold a password is one: the
+# user flags (curl's `user:password`, smbclient's `user%password`) need the separator in it, the others
+# a value after a space or `=` (and `-p` one glued to it too), so that a text of such flags without one
+# (`"curl -u " * 6000`) is passed over by the regex alone.
+# (Spaces are taken whole and a value up to its first separator: giving back never helps, and a text of
+# flags without a value, `" -u" * 16000`, costs `re` a few steps each.)
+_CLI_FLAG_BODY = (
+    r"(?:(?:[uU]|-(?:user|proxy-user)(?=[ \t=]))"
+    r"""(?=(?:[ \t]++|=)?+(?:'[^'\n:%]*+[:%]|"[^"\n:%]*+[:%]|[^\s'"`;|&<>:%]*+[:%]))"""
+    r"|(?:-(?:password|pass)(?=[ \t=])|[awP])(?=(?:[ \t]++|=)[^\s\-])"
+    r"|p(?=[ \t]*+[^\s\-]))"  # (`=` and a value: `=` is a glued value's first character)
 )
-# Every password flag any of them takes. The rule looks for these first (a literal ` -` prefix lets
-# `re` skip to candidates), then back along the flag's shell command for one of the commands: text
-# without such a flag, nearly all of it, costs one scan. Only a flag with a value that may hold a
-# password is one: the user flags (curl's `user:password`, smbclient's `user%password`) need the
-# separator in it, the others a value after a space or `=` (and `-p` one glued to it too), so that a
-# text of such flags without one (`"curl -u " * 6000`) is passed over by the regex alone.
-_CLI_FLAG_NAMES = (
-    r"-(?:(?:[uU]|-(?:user|proxy-user)(?=[ \t=]))"
-    r"""(?=(?:[ \t]+|=)?(?:'[^'\n]*?[:%]|"[^"\n]*?[:%]|[^\s'"`;|&<>]*?[:%]))"""
-    r"|(?:-(?:password|pass)(?=[ \t=])|[awP])(?=(?:[ \t]+|=)[^\s\-])"
-    r"|p(?=(?:[ \t]+|=)?[^\s\-]))"
-)
+_CLI_FLAG_NAMES = "-" + _CLI_FLAG_BODY
+# The rule looks for one of these first (a literal ` -` prefix lets `re` skip to candidates): text
+# without one, nearly all of it, costs that one scan.
 _CLI_FLAG = re.compile(" " + _CLI_FLAG_NAMES)
 # The same after a tab (`mysql<TAB>-pSECRET`), for the few texts that have one: a character class in
 # front would cost every text `re`'s fast scan for the literal.
 _CLI_FLAG_TAB = re.compile(r"[ \t]" + _CLI_FLAG_NAMES)
+# The words of a shell command from its name up to one of its flags: no separator (a line end, `;`, `|`,
+# `&`) and no other command (the flags after that one are its own). Lazy, so that the flag is looked for
+# after each word and each character between words; a word is taken whole (possessive) once it is no
+# command. A command's stretch ends where the next one's starts, so each character is read once.
+_CLI_WORDS = rf"(?:[^\n;|&\w.\-]|(?!{_CLI_COMMAND})[\w.\-]++)*?"
+# A flag starts after a space or tab.
+_CLI_AT_FLAG = rf"(?<=[ \t])(?={_CLI_FLAG_NAMES})"
 #: How far back from a flag its command may start.
 _CLI_LOOKBACK = 400
 _LOGIN = re.compile(r"(?<!\S)login(?!\S)")
@@ -408,63 +486,128 @@ _LOGIN = re.compile(r"(?<!\S)login(?!\S)")
 # its password kept (and `" --a" * 12000` cost 12,000 calls).
 # (The name is checked for a value after it first: a name of thousands of characters is then scanned
 # for a secret word only when it is an option with a value.)
-_OPTION_SECRET_WORDS = "|".join(
-    variant
-    for word in ("pass", "pwd", "secret", "token", "key", "credential")
-    for variant in (word, word.upper(), word.capitalize())
+_OPTION_SECRET_WORDS = _by_first_letter(
+    [
+        variant
+        for word in ("pass", "pwd", "secret", "token", "key", "credential")
+        for variant in (word, word.upper(), word.capitalize())
+    ]
 )
 # An unquoted value of fewer than 4 characters, or of letters and `_` only, is code to `_spaced_option`
-# (`--token T`, `--password PASSWORD`): no match either.
+# (`--token T`, `--password PASSWORD`): no match either. Whether the value is one is told first (a
+# bounded test), before the name is read for a secret word: `" --token T" * 4800` then costs no search.
+_OPTION_VALUE = r"""'[^'\n]*'|"[^"\n]*"|(?![A-Za-z_]*+(?:[\s'"`;|&<>]|\Z))[^\s'"`;|&<>]{4,}"""
 _SPACED_OPTION = re.compile(
-    rf"--(?<!\S--)(?=[\w\-]*+[ \t]++[^\s\-])(?=[\w\-]*?(?:{_OPTION_SECRET_WORDS}))"
-    r"(?P<name>[A-Za-z][\w\-]*+)[ \t]++"
-    r"""(?P<value>'[^'\n]*'|"[^"\n]*"|(?![A-Za-z_]*+(?:[\s'"`;|&<>]|\Z))[^\s'"`;|&<>]{4,})"""
+    r"--(?<!\S--)"
+    r"""(?=[\w\-]*+[ \t]++(?!-)(?:['"]|(?![A-Za-z_]*+(?:[\s'"`;|&<>]|\Z))[^\s'"`;|&<>]{4}))"""
+    rf"(?=[\w\-]*?(?:{_OPTION_SECRET_WORDS}))"
+    rf"(?P<name>[A-Za-z][\w\-]*+)[ \t]++(?P<value>{_OPTION_VALUE})"
 )
 
 
-# `MYSQL_PWD=...` (mysql's password variable; `PWD` and `OLDPWD` are directories and have no `_`).
-_ENV_PWD = re.compile(r"(\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_PWD=)([^\s\"'`;]+|\"[^\"\n]*\"|'[^'\n]*')")
+# `MYSQL_PWD=...` (mysql's password variable; `PWD` and `OLDPWD` are directories and have no `_`): a
+# word of capitals, digits and single underscores starting with a capital (`MYSQL_PWD`), then `=` and
+# the value. The name comes before the one literal the shape has, so the text is read reversed
+# (`_env_pwds`), where `=DWP_` comes first and lets `re` skip to candidates: forward, a try at every
+# capital letter cost a text of near misses (`"A_PWD=;" * 6857`) most of the time of its other rules.
+# The name is read back to its start (`(?!\w)` after it, as `\b` before it), and only a candidate whose
+# value may start after the `=` (behind it in the reversed text) is looked at further.
+_ENV_PWD_REVERSED = re.compile(r"=DWP_(?<=[^\s`;]=DWP_)(?:[A-Z0-9]++_)*+[A-Z0-9]*+(?<=[A-Z])(?!\w)")
+_ENV_PWD_VALUE = re.compile(r"[^\s\"'`;]+|\"[^\"\n]*\"|'[^'\n]*'")
 
 
-def _env_pwd(match: re.Match[str]) -> str:
-    value = match.group(2)
-    quote = value[0] if value[0] in "'\"" else ""
-    inner = value[1:-1] if quote else value
-    if not inner or _is_reference(inner):
-        return match.group(0)
-    return f"{match.group(1)}{quote}[REDACTED:password]{quote}"
+def _env_pwds(text: str) -> Iterator[tuple[int, int, str]]:
+    """Each `NAME_PWD=value`'s value, left to right, as a regex matching the name, `_PWD=` and the value
+    (and declining references) replaced them: a value holding the next one hides it."""
+    size = len(text)
+    # (where the name starts, where its value starts), right to left
+    names = [(size - found.end(), size - found.start()) for found in _ENV_PWD_REVERSED.finditer(text[::-1])]
+    copied = 0
+    for start, at in reversed(names):
+        if start < copied or (value := _ENV_PWD_VALUE.match(text, at)) is None:
+            continue
+        copied = value.end()
+        quote = value[0][0] if value[0][0] in "'\"" else ""
+        inner = value[0][1:-1] if quote else value[0]
+        if inner and not _is_reference(inner):
+            yield at, value.end(), f"{quote}[REDACTED:password]{quote}"
 
 
-def _flags(*, spaced: str = "", glued: str = "") -> re.Pattern[str]:
-    """Flags whose value follows after spaces or `=` (`spaced`) or directly (`glued`: `-pSECRET`)."""
+def _flags(*, spaced: str = "", glued: str = "", value: str = "") -> re.Pattern[str]:
+    """Flags whose value follows after spaces or `=` (`spaced`) or directly (`glued`: `-pSECRET`), the
+    value where `value` (a lookahead) holds."""
     forms = []
     if spaced:
         forms.append(rf"(?<!\S)(?:{spaced})(?:[ \t]+|=)")
     if glued:
         forms.append(rf"(?<!\S)(?:{glued})(?=[^\s\-])")
-    return re.compile(rf"(?P<flag>{'|'.join(forms)})" + _CLI_VALUE)
+    return re.compile(rf"(?P<flag>{'|'.join(forms)})" + value + _CLI_VALUE)
 
 
 @dataclass(frozen=True, slots=True)
 class _Command:
     """A command's password flags. `split`: the value is `user<split>password` and only the password
-    is secret (without the separator the tool prompts). `login`: only in a `login` subcommand."""
+    is secret (without the separator the tool prompts). `login`: only in a `login` subcommand.
+
+    `first` finds the first place where any of the flags may be (after a space, or `first_tab` after
+    a space or tab), a quick test of whether the command's flags are in a text at all.
+    `password_flag` is a flag with a value that may be a password, where a flag may start, and
+    `next_flag` finds the next one from within a shell command."""
 
     flags: re.Pattern[str]
+    first: re.Pattern[str]
+    first_tab: re.Pattern[str]
+    password_flag: str
+    next_flag: re.Pattern[str]
     split: str | None = None
     login: bool = False
 
 
-_GLUED_P = _Command(_flags(glued="-p"))  # mysql -pSECRET (`-p SECRET` prompts and names a database)
+def _cli_command(
+    *, spaced: str = "", glued: str = "", split: str | None = None, login: bool = False
+) -> _Command:
+    """The command whose password flags are `spaced` and `glued` (as in `_flags`)."""
+    flags = _flags(spaced=spaced, glued=glued)
+    # Searched for, a flag whose value `_cli_secret` declines (no password: empty, a reference, an
+    # option) is passed over by `re`, not returned to it: `"mongo -p $X " * 4000` and `"curl -u a: " *
+    # 4363` cost a call each. A `user:password` value's password is what follows its first separator.
+    if split is None:
+        password = rf"(?!['\"]?(?:-|{_REFERENCE})|''|\"\")"
+    else:
+        after = rf"{re.escape(split)}(?!-|{_REFERENCE})"
+        password = (
+            rf"(?='[^'\n{split}]*+{after}[^'\n]|\"[^\"\n{split}]*+{after}[^\"\n]"
+            rf"|[^\s'\"`;|&<>{split}]*+{after}[^\s'\"`;|&<>])"
+        )
+    password_flag = _CLI_AT_FLAG + _flags(spaced=spaced, glued=glued, value=password).pattern
+    names = []  # each flag's name after its first `-`
+    if spaced:
+        names.append(rf"(?:{'|'.join(flag[1:] for flag in spaced.split('|'))})(?:[ \t]+|=)")
+    if glued:
+        names.append(rf"(?:{'|'.join(flag[1:] for flag in glued.split('|'))})")
+    # One of these flags and the first character of its value, a password flag of some command.
+    first = rf"-(?={_CLI_FLAG_BODY})(?:{'|'.join(names)}){password}[^\s`;|&<>]"
+    return _Command(
+        flags=flags,
+        first=re.compile(" " + first),
+        first_tab=re.compile(r"[ \t]" + first),
+        password_flag=password_flag,
+        next_flag=re.compile(_CLI_WORDS + password_flag),
+        split=split,
+        login=login,
+    )
+
+
+_GLUED_P = _cli_command(glued="-p")  # mysql -pSECRET (`-p SECRET` prompts and names a database)
 _COMMANDS: dict[str, _Command] = {
-    "sshpass": _Command(_flags(spaced="-p", glued="-p")),
-    "login": _Command(_flags(spaced="-p|--password", glued="-p"), login=True),
-    "redis-cli": _Command(_flags(spaced="-a|--pass")),
-    "mongo": _Command(_flags(spaced="-p|--password")),
-    "ldap": _Command(_flags(spaced="-w")),
-    "sqlcmd": _Command(_flags(spaced="-P")),
-    "curl": _Command(_flags(spaced="-u|--user|-U|--proxy-user", glued="-u|-U"), split=":"),
-    "smbclient": _Command(_flags(spaced="-U|--user", glued="-U"), split="%"),
+    "sshpass": _cli_command(spaced="-p", glued="-p"),
+    "login": _cli_command(spaced="-p|--password", glued="-p", login=True),
+    "redis-cli": _cli_command(spaced="-a|--pass"),
+    "mongo": _cli_command(spaced="-p|--password"),
+    "ldap": _cli_command(spaced="-w"),
+    "sqlcmd": _cli_command(spaced="-P"),
+    "curl": _cli_command(spaced="-u|--user|-U|--proxy-user", glued="-u|-U", split=":"),
+    "smbclient": _cli_command(spaced="-U|--user", glued="-U", split="%"),
 }
 
 
@@ -496,15 +639,35 @@ def _cli_secret(value: str, split: str | None) -> str | None:
     return f"{quote}{kept}[REDACTED:password]{quote}"
 
 
+def _first_flags() -> tuple[tuple[str, re.Pattern[str], _Command], ...]:
+    """For each command name, its command followed by the first of its password flags in its shell
+    command (after a `login` word in a command that needs one), and the command's flags."""
+    patterns = []
+    for name, rest in _CLI_NAMES.items():
+        command = _command(name)
+        assert command is not None
+        # The first `login` will do (atomic: were the flags not found after it, a later one is no help).
+        login = rf"(?>{_CLI_WORDS}(?<!\S)login(?!\S))" if command.login else ""
+        flag = _CLI_WORDS + command.password_flag
+        patterns.append((name, re.compile(_command_word(name, rest) + login + flag), command))
+    return tuple(patterns)
+
+
+_CLI_FIRST_FLAG = _first_flags()
+
+
 @dataclass(frozen=True, slots=True)
 class _CommandLineRule:
     """Password flags of known commands, within the shell command each belongs to; see the docstring.
 
     A flag belongs to the last command named between the start of its shell command (a line start,
-    `;`, `|`, `&`) and the flag, at most `_CLI_LOOKBACK` characters back. That lookback is made once
-    per stretch of text, not once per flag (`_Owner`): a text of `" -p" * 16000` cost 16,000 lookbacks
-    of 400 characters each, 90 times what text of its size costs. A flag with no
-    command before it also looks ahead for the next command, and flags before that have no command.
+    `;`, `|`, `&`) and the flag, at most `_CLI_LOOKBACK` characters back. The rule reads forward from
+    each command to its flags (`_CLI_FIRST_FLAG`, then `_Command.next_flag`), so that which command a
+    flag belongs to is settled by `re` alone: when each flag that looked like a password flag was taken
+    back to its command, a text of nothing but such flags cost up to 90 times what text of its size
+    costs (`" -p" * 16000`), and still 8 to 17 times once each stretch was read once, when the command
+    had no such flag (`"mysql -p " * 5333`: a call per flag). A command none of whose flags is in the
+    text is not read at all (`_Command.first`).
     """
 
     triggers: tuple[str, ...] = (" -", "\t-")
@@ -512,130 +675,52 @@ class _CommandLineRule:
     lower: bool = False
 
     def apply(self, text: str) -> tuple[str, int]:
+        tab = "\t-" in text
+        flag = (_CLI_FLAG_TAB if tab else _CLI_FLAG).search(text)
+        if flag is None:
+            return text, 0
+        # A command more than `_CLI_LOOKBACK` before a flag owns none of it.
+        start = max(0, flag.start() - _CLI_LOOKBACK)
+        firsts: dict[int, re.Match[str] | None] = {}  # each command's first flag, by `id`
+        found: list[tuple[int, int, int, str]] = []
+        for name, first_flag, command in _CLI_FIRST_FLAG:
+            if text.find(name, start) < 0 or (command.login and text.find("login", start) < 0):
+                continue
+            if (key := id(command)) not in firsts:
+                firsts[key] = (command.first_tab if tab else command.first).search(text, flag.start())
+            if (first := firsts[key]) is not None:
+                found += _passwords(text, first_flag, command, max(0, first.start() - _CLI_LOOKBACK))
+        if not found:
+            return text, 0
+        found.sort()
         pieces: list[str] = []
         copied = 0
-        count = 0
-        flags = _CLI_FLAG_TAB if "\t-" in text else _CLI_FLAG
-        owner = _Owner(text)
-        pos = 0
-        while (flag := flags.search(text, pos)) is not None:
-            pos = flag.end()
-            at = flag.start() + 1
-            if at < copied:
+        for at, value_start, value_end, replacement in found:
+            if at < copied:  # a flag inside the value of the one before
                 continue
-            named = owner.of(at)
-            if named is None:
-                pos = max(pos, owner.skip(at) - 1)  # flags before the next command have none
-                continue
-            command = _command(named.group("command"))
-            if command is None or (command.login and not _LOGIN.search(text, named.end(), at)):
-                continue
-            found = command.flags.match(text, at)
-            if found is None:
-                continue
-            replacement = _cli_secret(found.group("value"), command.split)
-            if replacement is None:
-                continue
-            pieces.append(text[copied : found.start("value")])
+            pieces.append(text[copied:value_start])
             pieces.append(replacement)
-            copied = found.end("value")
-            count += 1
-        if not count:
-            return text, 0
+            copied = value_end
         pieces.append(text[copied:])
-        return "".join(pieces), count
+        return "".join(pieces), len(pieces) // 2
 
 
-class _Owner:
-    """The command a flag belongs to, for flags asked about left to right: each stretch of text is
-    searched for commands and separators once, however many flags follow each other in it."""
-
-    __slots__ = ("_last", "_names", "_scanned", "_separator", "_text")
-
-    def __init__(self, text: str) -> None:
-        self._text = text
-        self._scanned = 0  # commands and separators before this are known
-        self._last: re.Match[str] | None = None  # the last command before `_scanned`
-        self._separator = -1  # the last separator before `_scanned` (or one earlier: see `skip`)
-        self._names = _Names(text)
-
-    def of(self, at: int) -> re.Match[str] | None:
-        """The last command named between the start of the flag's shell command and the flag at `at`."""
-        text = self._text
-        window = max(0, at - _CLI_LOOKBACK)
-        start = max(self._scanned, window)
-        if start < at:
-            self._separator = max(self._separator, *(text.rfind(mark, start, at) for mark in "\n;|&"))
-            for named in _commands(text, start, at):
-                self._last = named
-            self._scanned = at
-        last = self._last
-        if last is None or last.start() < max(self._separator + 1, window):
-            return None
-        return last
-
-    def skip(self, at: int) -> int:
-        """For a flag at `at` that has no command: where the next command starts, or a place up to
-        which none starts (`_CLI_AHEAD` on at most, so that a long text is not read to its end for a
-        stray flag). No flag before it has a command: the separators passed over need not be known,
-        since one only matters after a command, and there is none in between."""
-        text = self._text
-        # Most often the next command is near (`curl x; -u a curl ...`): one short search finds it.
-        near = _CLI_COMMAND.search(text, at, min(len(text), at + _CLI_NEAR))
-        if near is not None:  # (a command cut by the window's end starts no earlier than one it holds)
-            self._scanned = max(self._scanned, near.start())
-            self._last = None
-            return near.start()
-        end = min(len(text), at + _CLI_AHEAD)
-        named = self._names.first(at, end)  # a command starts with its name
-        # A command starting before `end` may run past it: it is read whole (a name is 9 characters
-        # at most; a longer command still matches as far as the search reads).
-        ahead = _CLI_COMMAND.search(text, named, min(len(text), end + 16)) if named < end else None
-        skip_to = min(ahead.start(), end) if ahead is not None else end
-        self._scanned = max(self._scanned, skip_to)
-        self._last = None
-        return skip_to
-
-
-class _Names:
-    """Where the command names occur, for positions that only grow: each name's search resumes where
-    its last one stopped, so a flag's look ahead does not read again what an earlier one read."""
-
-    __slots__ = ("_found", "_text")
-
-    def __init__(self, text: str) -> None:
-        self._text = text
-        # Per name: (`a`, `b`, found): the name does not start in [a, b); it starts at b if found.
-        self._found = dict.fromkeys(_CLI_NAMES, (0, 0, False))
-
-    def first(self, at: int, end: int) -> int:
-        """Where the first name starting in [at, end) starts; `end` if none does."""
-        text, first = self._text, end
-        for name, (a, b, found) in self._found.items():
-            if not (a <= at and (b >= end or (found and b >= at))):
-                start = b if a <= at < b else at  # [at, b) is known not to hold it
-                hit = text.find(name, start, end + len(name) - 1)
-                a, b, found = (at, hit, True) if hit >= 0 else (at, end, False)
-                self._found[name] = (a, b, found)
-            if found and b < first:
-                first = b
-        return first
-
-
-def _commands(text: str, start: int, end: int) -> Iterator[re.Match[str]]:
-    """The commands named in `text[start:end]`. A long stretch is first looked through for the names
-    with `str.find`, many times quicker than the regex over text that names none (nearly all)."""
-    if end - start > _FIND_FIRST:
-        found = [at for name in _CLI_NAMES if (at := text.find(name, start, end)) >= 0]
-        if not found:
-            return iter(())
-        start = min(found)  # every command starts with its name
-    return _CLI_COMMAND.finditer(text, start, end)
-
-
-_FIND_FIRST = 128
-_CLI_AHEAD = 4096
-_CLI_NEAR = 64
+def _passwords(
+    text: str, first_flag: re.Pattern[str], command: _Command, pos: int
+) -> Iterator[tuple[int, int, int, str]]:
+    """(flag, value start, value end, replacement) of each password of the commands `first_flag` finds
+    from `pos` on, left to right."""
+    while (match := first_flag.search(text, pos)) is not None:
+        named = match.start()
+        pos = match.end("flag")
+        flag: re.Match[str] | None = match
+        # Up to the first flag too far from the command for it to own: every later one is further.
+        while flag is not None and flag.start("flag") - named <= _CLI_LOOKBACK:
+            replacement = _cli_secret(flag.group("value"), command.split)
+            if replacement is not None:
+                yield flag.start("flag"), flag.start("value"), flag.end("value"), replacement
+            pos = flag.end("flag")
+            flag = command.next_flag.match(text, pos)
 
 
 def _package_token(match: re.Match[str]) -> str:
@@ -710,14 +795,14 @@ _RULES: tuple[_Rule | _ScanRule | _AssignmentRule | _CommandLineRule, ...] = (
     _Rule(_GITHUB, _whole("github_token"), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
     _Rule(_PACKAGE_TOKENS, _package_token, ("glpat-", "npm_", "pypi-", "SG.")),
     _ScanRule(_jwts, ("eyJ",)),
-    _Rule(_AUTH_HEADER, _authorization, ("authorization",), lower=True),
+    _Rule(_AUTH_HEADER, _authorization, ("authorization",), lower=True, candidate=_AUTH_CANDIDATE),
     _Rule(_BEARER, _keep_prefix("bearer_token"), ("bearer",), lower=True),
     _ScanRule(_url_passwords, ("://",)),
     _Rule(_NETRC, _keep_prefix("password"), ("machine",)),
     _Rule(_NETRC_DEFAULT, _keep_prefix("password"), ("default",)),
     _Rule(_AWS_SECRET, _keep_prefix("aws_secret_access_key"), ("aws_secret", "awssecret"), lower=True),
     _CommandLineRule(),
-    _Rule(_ENV_PWD, _env_pwd, ("_PWD=",)),
+    _ScanRule(_env_pwds, ("_PWD=",)),
     _Rule(_SPACED_OPTION, _spaced_option, ("--",)),
     _AssignmentRule(),
 )
