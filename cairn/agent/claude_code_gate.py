@@ -36,6 +36,8 @@ DEFAULT_UPSTREAM = "https://api.anthropic.com"
 _HOP = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "host", "content-length"}
 )
+# A reply is passed on decoded (its usage is read on the way), so it no longer has its encoding.
+_DECODED = _HOP | {"content-encoding"}
 _HEAD_LIMIT = 1 << 16
 # Generous: a streamed reply may pause between events while the model thinks; the CLI has its own.
 _TIMEOUT = httpx2.Timeout(connect=30.0, read=600.0, write=60.0, pool=30.0)
@@ -108,12 +110,13 @@ class Gate:
             kind = response.headers.get("content-type", "")
             counting = _is_messages(target) and self.meter is not None and response.status_code == 200
             head = [f"HTTP/1.1 {response.status_code} {response.reason_phrase}"]
-            head += [f"{k}: {v}" for k, v in response.headers.items() if k.lower() not in _HOP]
+            head += [f"{k}: {v}" for k, v in response.headers.items() if k.lower() not in _DECODED]
             head += ["transfer-encoding: chunked", "connection: close", "", ""]
             writer.write("\r\n".join(head).encode("latin-1"))
             events = _SseUsage(self.meter) if counting and "event-stream" in kind else None
             whole = bytearray() if counting and events is None else None
-            async for chunk in response.aiter_raw():
+            # Decoded: the gate reads the usage in it, so it passes the reply on uncompressed.
+            async for chunk in response.aiter_bytes():
                 if events is not None:
                     events.feed(chunk)
                 elif whole is not None:

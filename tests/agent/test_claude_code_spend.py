@@ -12,7 +12,10 @@ third refused reply and cairn's interrupt, and is counted like the rest.
 
 from __future__ import annotations
 
+import gzip
+import threading
 from collections.abc import AsyncIterator, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx2
@@ -29,7 +32,7 @@ from cairn.agent.spend import RunMeter
 from cairn.config import Settings
 from cairn.store.store import Store
 from tests.agent.claude_code_helpers import cli_processes, descendants, point_cli_at, require_cli
-from tests.agent.fake_anthropic import FakeAnthropic, Reply
+from tests.agent.fake_anthropic import FakeAnthropic, Reply, message, sse
 from tests.agent.test_indexer import only_batch, run_rows, store
 
 __all__ = ["store"]  # the indexer tests' store: one small transcript, captured, not indexed
@@ -160,3 +163,36 @@ async def test_the_gate_forwards_any_request_and_counts_a_messages_reply_sent_wh
             other = await client.post(f"{gate.url}/v1/messages/count_tokens", json={})
             # Not a Messages request, so not held to the cap: forwarded (the fake serves no such path).
             assert other.status_code == 404 and "count_tokens" in other.json()["error"]["message"]
+
+
+async def test_the_gate_reads_the_usage_of_a_compressed_stream() -> None:
+    """The API may compress an event stream; the gate still counts it, and passes it on decoded."""
+    usage = {"input_tokens": 7, "output_tokens": 3}
+    reply = sse(message([{"type": "text", "text": "hi"}], "end_turn", "m", usage))
+
+    class Gzipping(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length", "0")))
+            body = gzip.compress(reply)
+            self.send_response(200)
+            for name, value in (("content-type", "text/event-stream"), ("content-encoding", "gzip")):
+                self.send_header(name, value)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            """Quiet."""
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Gzipping)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    meter = RunMeter()
+    try:
+        upstream = f"http://127.0.0.1:{server.server_address[1]}"
+        async with opened(upstream, meter) as gate, httpx2.AsyncClient() as client:
+            got = await client.post(f"{gate.url}/v1/messages?beta=true", json={"stream": True})
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert got.status_code == 200 and got.content == reply
+    assert (meter.input_tokens, meter.output_tokens, meter.requests) == (7, 3, 1)
