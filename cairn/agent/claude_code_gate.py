@@ -115,14 +115,21 @@ class Gate:
             writer.write("\r\n".join(head).encode("latin-1"))
             events = _SseUsage(self.meter) if counting and "event-stream" in kind else None
             whole = bytearray() if counting and events is None else None
-            # Decoded: the gate reads the usage in it, so it passes the reply on uncompressed.
-            async for chunk in response.aiter_bytes():
-                if events is not None:
-                    events.feed(chunk)
-                elif whole is not None:
-                    whole += chunk
-                writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                await writer.drain()
+            try:
+                # Decoded: the gate reads the usage in it, so it passes the reply on uncompressed.
+                async for chunk in response.aiter_bytes():
+                    if not chunk:
+                        continue  # an empty chunk would end the chunked body
+                    if events is not None:
+                        events.feed(chunk)
+                    elif whole is not None:
+                        whole += chunk
+                    writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    await writer.drain()
+            except httpx2.HTTPError as exc:
+                # The reply has begun: no error reply can follow it. The cut stream is the CLI's to report.
+                log.warning("Claude Code gate: the API's reply broke off: %s", exc)
+                return
             writer.write(b"0\r\n\r\n")
             await writer.drain()
             if whole is not None and self.meter is not None:

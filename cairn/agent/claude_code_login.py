@@ -114,4 +114,6 @@ def _read_keychain(user_dir: Path) -> str | None:
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    return found.stdout.strip() or None if found.returncode == 0 else None
+    if found.returncode != 0:
+        return None
+    return found.stdout.strip() or None

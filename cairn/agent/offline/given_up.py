@@ -18,7 +18,7 @@ from dataclasses import replace
 from cairn.agent.offline.candidate import TOOL_FAILURE_LEAD, Candidate
 from cairn.agent.offline.reading import SessionView
 from cairn.agent.offline.text import shorten
-from cairn.agent.offline.tool_calls import ToolCall, answered_calls
+from cairn.agent.offline.tool_calls import ToolCall, answered_calls, passing_rerun
 
 MIN_FAILURES = 3
 
@@ -49,10 +49,7 @@ def given_up(view: SessionView, candidates: list[Candidate], cause: dict[int, st
             call = calls.get(candidate.line)
             later = [m for m in results if m.line >= candidate.line]
             failures = sum(1 for m in later if m.failed and cause.get(m.line) == detail)
-            passed = call is not None and any(
-                not m.failed and (again := calls.get(m.line)) is not None and again.key == call.key
-                for m in later
-            )
+            passed = passing_rerun(view, calls, candidate.line) is not None
             if failures >= MIN_FAILURES and not passed:
                 content = shorten(f"{_failing(call, candidate.content)}: {detail}", 230)
                 candidate = replace(candidate, content=content, origin="given_up")

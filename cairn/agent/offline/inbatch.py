@@ -113,7 +113,11 @@ def answered(
 
 
 def _passed(view: SessionView, calls: dict[int, ToolCall], failure: Candidate) -> tuple[int, str] | None:
-    """A failed check is settled where a run of it passed (`tool_calls.passing_rerun`), said so."""
+    """A failed check is settled where a run of it passed (`tool_calls.passing_rerun`), said so; a
+    look (`ls`, `git status`) failing is no check."""
+    call = calls.get(failure.line)
+    if call is None or call.command is None or call.looks:
+        return None
     line = passing_rerun(view, calls, failure.line)
     if line is None:
         return None

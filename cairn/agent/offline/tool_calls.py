@@ -121,11 +121,10 @@ def tool_calls(text: str) -> list[ToolCall]:
 
 
 def passing_rerun(view: SessionView, calls: dict[int, ToolCall], failed: int) -> int | None:
-    """The line of the first later result that passed of a run of the check the call answered at
-    `failed` ran (its command, or one command of its chain), or None. Only shell runs that do more than
-    look count."""
+    """The line of the first later result that passed of the call answered at `failed`, run again: the
+    same call, or for a shell run one command of its chain (`runs`). None when it never passed."""
     call = calls.get(failed)
-    if call is None or call.command is None or call.looks or not call.runs:
+    if call is None:
         return None
     for message in view.messages:
         if message.role != "tool" or message.line <= failed or message.failed:
