@@ -47,6 +47,7 @@ from cairn.lifecycle.tables import BY_NAME, FORMAT, FORMAT_VERSION, STATE_FORMAT
 from cairn.store.corrections import forgotten_at
 from cairn.store.db import Database
 from cairn.store.legacy_states import with_state
+from cairn.store.origins import fill_origins
 from cairn.transcripts.redact import redact_with_count
 
 #: The longest line an import reads: far above any row cairn exports (a message's text is at most 256 K
@@ -300,6 +301,8 @@ class _Importer:
             if mapped is not None and self.owned.was_added(target, mapped):
                 await self.conn.execute(f"UPDATE {name} SET {column} = ? WHERE id = ?", (mapped, local))
         await import_cursors.settle(self.conn, self.claims)
+        # An export written before messages had an origin brings them without one.
+        await fill_origins(self.conn)
 
 
 async def import_lines(db: Database, lines: Iterable[str | None]) -> ImportReport:

@@ -48,7 +48,9 @@ from dataclasses import dataclass
 import aiosqlite
 
 from cairn.store.legacy_states import backfill as backfill_states
+from cairn.store.origins import fill_origins
 from cairn.store.projects import regroup
+from cairn.transcripts.origin import ORIGINS
 
 
 class SchemaTooNewError(RuntimeError):
@@ -65,7 +67,7 @@ class Migration:
     description: str
     statements: tuple[str, ...]
     # Work SQL cannot express (it reads the disk), run after the statements in the same transaction.
-    then: Callable[[aiosqlite.Connection], Awaitable[None]] | None = None
+    then: Callable[[aiosqlite.Connection], Awaitable[object]] | None = None
 
 
 def _enqueue(kind: str, item: str, op: str) -> str:
@@ -1020,6 +1022,21 @@ _IDEA_STATE = Migration(
     then=backfill_states,
 )
 
+_ORIGINS_SQL = ", ".join(repr(origin) for origin in ORIGINS)
+_MESSAGE_ORIGIN = Migration(
+    14,
+    "message origin: prompt, reply, tool call or result, subagent, summary, system; the tool, its argument",
+    (
+        f"ALTER TABLE messages ADD COLUMN origin TEXT CHECK (origin IS NULL OR origin IN ({_ORIGINS_SQL}))",
+        "ALTER TABLE messages ADD COLUMN tool TEXT",
+        "ALTER TABLE messages ADD COLUMN tool_arg TEXT",
+        "ALTER TABLE messages ADD COLUMN failed INTEGER NOT NULL DEFAULT 0 CHECK (failed IN (0, 1))",
+        # A turn's closing reply is found from any of its messages (`cairn.search.exchanges`).
+        "CREATE INDEX messages_replies ON messages (file_id, line) WHERE origin = 'reply'",
+    ),
+    then=fill_origins,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     _CAPTURE,
     _MEMORY,
@@ -1034,6 +1051,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _PROJECTS,
     _CORRECTIONS,
     _IDEA_STATE,
+    _MESSAGE_ORIGIN,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

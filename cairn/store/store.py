@@ -448,8 +448,8 @@ class Store:
             INSERT INTO messages (
                 session_id, file_id, line, end_line, byte_start, byte_end, uuid, message_id, role, kind,
                 text, content_hash, timestamp, cwd, git_branch, is_sidechain, agent_id, is_noise,
-                is_compact_summary, tool_calls, tool_results
-            ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                is_compact_summary, tool_calls, tool_results, origin, tool, tool_arg, failed
+            ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (file_id, line, content_hash) DO NOTHING
             """,
             [_message_row(m, file_id, file_session) for m in messages],
@@ -756,6 +756,7 @@ async def _unqueue_unembedded(
 
 
 def _message_row(message: Message, file_id: int, file_session: str | None) -> tuple[Any, ...]:
+    tool, argument, failed = message.tool()
     return (
         message.session_id or file_session,
         file_id,
@@ -778,6 +779,10 @@ def _message_row(message: Message, file_id: int, file_session: str | None) -> tu
         int(message.is_compact_summary),
         _json_list(message.tool_calls),
         _json_list(message.tool_results),
+        message.origin,
+        tool,
+        argument or None,
+        int(failed),
     )
 
 

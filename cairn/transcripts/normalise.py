@@ -59,6 +59,7 @@ from cairn.transcripts.entries import (
     ToolUseBlock,
     UserEntry,
 )
+from cairn.transcripts.origin import Origin, is_compaction_agent, key_argument, origin_of, tool_of
 from cairn.transcripts.reader import MAX_TEXT_CHARS, ReadEntry, cut_text
 from cairn.transcripts.redact import redact
 
@@ -105,7 +106,6 @@ _BOILERPLATE = re.compile(
     re.DOTALL,
 )
 """Blocks the harness inserts into messages and tool results: reminders and hook output."""
-_COMPACTION_AGENT_PREFIX = "acompact"
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[()][0-9A-Za-z]|[@-_])")
 _ELLIPSIS = "…"
 
@@ -133,6 +133,8 @@ class ToolResultRef(BaseModel):
     tool_name: str | None
     """None when the matching ``tool_use`` was never seen (e.g. reading started mid-file)."""
     is_error: bool
+    tool_arg: str | None = None
+    """What the call acted on (`key_argument`: a command, a file); None when the call was never seen."""
 
 
 class Message(BaseModel):
@@ -172,18 +174,30 @@ class Message(BaseModel):
         return self.text if self.full_text is None else self.full_text
 
     @property
+    def origin(self) -> Origin:
+        """The person's prompt, the assistant's reply, a tool call or result… (`cairn.transcripts.origin`)."""
+        return origin_of(
+            role=self.role,
+            kind=self.kind,
+            text=self.text,
+            tool_calls=[{"name": call.name} for call in self.tool_calls],
+            tool_results=[{"tool_name": result.tool_name} for result in self.tool_results],
+            is_sidechain=self.is_sidechain,
+            agent_id=self.agent_id,
+        )
+
+    def tool(self) -> tuple[str | None, str, bool]:
+        """(tool, key argument, failed) of the message's first call or result (`origin.tool_of`)."""
+        return tool_of(
+            self.origin,
+            [call.model_dump() for call in self.tool_calls],
+            [result.model_dump() for result in self.tool_results],
+        )
+
+    @property
     def is_context(self) -> bool:
         """Context for the indexer, never the source of a new idea (see :func:`is_context`)."""
         return is_context(self.kind, self.agent_id)
-
-
-def is_compaction_agent(agent_id: str | None) -> bool:
-    """Whether ``agent_id`` is the subagent Claude Code runs to write a compact summary.
-
-    Its transcript (``subagents/agent-acompact-*.jsonl``) is the compaction instructions and the
-    summary: a retelling of the parent session, not new conversation.
-    """
-    return bool(agent_id) and str(agent_id).startswith(_COMPACTION_AGENT_PREFIX)
 
 
 def is_context(kind: str, agent_id: str | None) -> bool:
@@ -418,7 +432,12 @@ class Normaliser:
         name = known[0] if known else None
         is_error = bool(block.is_error)
         draft.tool_results.append(
-            ToolResultRef(tool_use_id=block.tool_use_id, tool_name=name, is_error=is_error)
+            ToolResultRef(
+                tool_use_id=block.tool_use_id,
+                tool_name=name,
+                is_error=is_error,
+                tool_arg=key_argument(name, known[1]) if known else None,
+            )
         )
         body = block.content
         if body is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -303,6 +304,27 @@ ROWS: dict[int, list[tuple[str, dict[str, Any]]]] = {
             },
         ),
     ],
+    14: [
+        (
+            "messages",
+            {
+                "session_id": "s-1",
+                "file_id": 1,
+                "line": 7,
+                "end_line": 7,
+                "byte_start": 1000,
+                "byte_end": 1100,
+                "role": "user",
+                "kind": "tool_result",
+                "text": "[tool_result Bash error] exit 2",
+                "content_hash": "h14",
+                "origin": "tool_result",
+                "tool": "Bash",
+                "tool_arg": "make test",
+                "failed": 1,
+            },
+        ),
+    ],
 }
 
 
@@ -573,3 +595,107 @@ async def test_v9_passages_are_indexed_queued_and_go_with_their_message(conn: ai
     ) as cur:
         assert [tuple(r) for r in await cur.fetchall()] == [(1, "delete"), (2, "delete")]
     await conn.execute("INSERT INTO message_passages_fts (message_passages_fts) VALUES ('integrity-check')")
+
+
+async def test_v14_gives_every_stored_message_its_origin_and_a_result_its_calls_argument(
+    conn: aiosqlite.Connection,
+) -> None:
+    await migrate(conn, target=13)
+    await populate(conn, 1)
+    rows = [
+        # (line, role, kind, text, tool_calls, tool_results, is_sidechain, agent_id)
+        (10, "user", "text", "run the build please", [], [], 0, None),
+        (
+            11,
+            "assistant",
+            "text",
+            'Building now.\n[tool_use Bash] command="npm run build"',
+            [{"id": "t1", "name": "Bash", "input": 'command="npm run build"'}],
+            [],
+            0,
+            None,
+        ),
+        (
+            12,
+            "user",
+            "tool_result",
+            "[tool_result Bash error] exit 1",
+            [],
+            [{"tool_use_id": "t1", "tool_name": "Bash", "is_error": True}],
+            0,
+            None,
+        ),
+        (
+            13,
+            "assistant",
+            "text",
+            '[tool_use Read] file_path="/src/app.py"',
+            [{"id": "t2", "name": "Read", "input": 'file_path="/src/app.py"'}],
+            [],
+            0,
+            None,
+        ),
+        (
+            14,
+            "user",
+            "tool_result",
+            "[tool_result Read] def main(): ...",
+            [],
+            [{"tool_use_id": "t2", "tool_name": "Read", "is_error": False}],
+            0,
+            None,
+        ),
+        (
+            15,
+            "user",
+            "tool_result",
+            "[tool_result Task] The cause is a stale lock",
+            [],
+            [{"tool_use_id": "t9", "tool_name": "Task", "is_error": False}],
+            0,
+            None,
+        ),
+        (16, "user", "compact_summary", "This session is being continued", [], [], 0, None),
+        (17, "user", "text", "Find where the lock is taken", [], [], 1, "a1"),
+        (18, "system", "system", "hook output", [], [], 0, None),
+    ]
+    await conn.execute("BEGIN IMMEDIATE")
+    for line, role, kind, text, calls, results, sidechain, agent in rows:
+        await conn.execute(
+            "INSERT INTO messages (session_id, file_id, line, end_line, byte_start, byte_end, role, kind, "
+            "text, content_hash, tool_calls, tool_results, is_sidechain, agent_id) "
+            "VALUES ('s-1', 1, ?, ?, 0, 1, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                line,
+                line,
+                role,
+                kind,
+                text,
+                f"o{line}",
+                json.dumps(calls),
+                json.dumps(results),
+                sidechain,
+                agent,
+            ),
+        )
+    await conn.execute("COMMIT")
+
+    await migrate(conn)
+
+    async with conn.execute(
+        "SELECT line, origin, tool, tool_arg, failed FROM messages WHERE line >= 10 ORDER BY line"
+    ) as cur:
+        got = [tuple(row) for row in await cur.fetchall()]
+    assert got == [
+        (10, "prompt", None, None, 0),
+        (11, "reply", None, None, 0),
+        (12, "tool_result", "Bash", "npm run build", 1),
+        (13, "tool_call", "Read", "/src/app.py", 0),
+        (14, "tool_result", "Read", "/src/app.py", 0),
+        (15, "subagent", "Task", None, 0),
+        (16, "summary", None, None, 0),
+        (17, "subagent", None, None, 0),
+        (18, "system", None, None, 0),
+    ]
+    async with conn.execute("SELECT count(*) FROM messages WHERE origin IS NULL") as cur:
+        assert (await cur.fetchone())[0] == 0
