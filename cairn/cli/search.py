@@ -290,6 +290,14 @@ def search(
             "context); repeat for several.",
         ),
     ] = None,
+    origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--from",
+            help="Only messages from: prompt (yours), reply (the assistant's), tool_call, tool_result, "
+            "subagent, summary (compaction), system; repeat or comma-separate for several.",
+        ),
+    ] = None,
     since: Annotated[
         str | None, typer.Option("--since", help="Only items said at or after: 2025-01-31, today, 3d, 2w.")
     ] = None,
@@ -314,10 +322,14 @@ def search(
     daemon for you: the daemon also indexes what the hooks queue, with your indexing model.
     """
     from cairn.store.vocab import INTENTS
+    from cairn.transcripts.origin import ORIGINS
 
     unknown = sorted(set(intent or ()) - set(INTENTS))
     if unknown:
         raise fail(f"unknown intent {', '.join(unknown)}; choose from {', '.join(INTENTS)}", 2)
+    origins = [o.strip() for value in origin or () for o in value.split(",") if o.strip()]
+    if unknown := sorted(set(origins) - set(ORIGINS)):
+        raise fail(f"unknown --from {', '.join(unknown)}; choose from {', '.join(ORIGINS)}", 2)
     args: dict[str, Any] = {
         "query": query,
         "mode": mode.value,
@@ -325,6 +337,7 @@ def search(
         "project": project,
         "session": session,
         "intents": list(intent or ()),
+        "origins": origins,
         "since": parse_when(since, "--since"),
         "until": parse_when(until, "--until"),
         "include_superseded": include_superseded,

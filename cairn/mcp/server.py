@@ -34,6 +34,7 @@ from cairn.dates import ACCEPTED, DateError, parse_when_iso
 from cairn.mcp.backend import Backend
 from cairn.mcp.sizing import CONTENT_PASSAGE_CHARS, REPLY_CHARS, fit, one_line, size, text_part
 from cairn.store.vocab import Intent
+from cairn.transcripts.origin import Origin
 
 SHOW_HINT = "call show(id) for the full item, timeline(id) for what was said around it"
 NEXT_HINT = "pass next_cursor as cursor for more"
@@ -231,6 +232,13 @@ def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPS
             list[Intent] | None,
             Field(description='Only ideas with these intents, e.g. ["decision", "problem"].'),
         ] = None,
+        origins: Annotated[
+            list[Origin] | None,
+            Field(
+                description="Only messages from these origins: prompt (the person's), reply (the "
+                'assistant\'s), tool_call, tool_result, subagent, summary, system; e.g. ["prompt", "reply"].'
+            ),
+        ] = None,
         since: Annotated[
             str | None,
             Field(description=f"Only items said at or after this time: {ACCEPTED}."),
@@ -257,6 +265,7 @@ def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPS
             "project": project,
             "session": session,
             "intents": intents,
+            "origins": origins,
             "since": _when(since, "since"),
             "until": _when(until, "until"),
             "include_superseded": include_superseded,

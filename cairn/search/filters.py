@@ -16,6 +16,16 @@ from cairn.search.models import Kind
 # Messages worth finding: what people and tools said, and compaction summaries. Slash commands, meta
 # lines and noise (hook chatter, interruptions, bare acknowledgements) only crowd results.
 MESSAGE_KINDS = ("text", "tool_result", "compact_summary")
+#: The stored kinds a message of each origin can have: what the vectors' metadata can filter by.
+KINDS_OF_ORIGIN: dict[str, tuple[str, ...]] = {
+    "prompt": ("text",),
+    "reply": ("text",),
+    "tool_call": ("text",),
+    "tool_result": ("tool_result",),
+    "subagent": ("text", "tool_result"),
+    "summary": ("compact_summary", "summary"),
+    "system": ("meta", "system", "command"),
+}
 
 
 @dataclass(frozen=True)
@@ -80,6 +90,8 @@ class Filters:
     project_paths: tuple[str, ...] = ()
     session: str | None = None
     intents: tuple[str, ...] = ()
+    origins: tuple[str, ...] = ()
+    """Only messages from these origins: what a message is (`cairn.transcripts.origin`)."""
     since: str | None = None
     until: str | None = None
     include_superseded: bool = False
@@ -93,20 +105,31 @@ class Filters:
             self.session is not None
             or self.project_ids is not None
             or self.intents
+            or self.origins
             or self.since is not None
             or self.until is not None
         )
 
     def kinds(self, wanted: tuple[Kind, ...]) -> tuple[Kind, ...]:
-        """The kinds that can match: only ideas have intents, and no kind matches an unknown project."""
+        """The kinds that can match: only ideas have intents, only messages an origin, and no kind
+        matches an unknown project."""
         if self.project_ids is not None and not self.project_ids:
             return ()
-        return tuple(k for k in wanted if k == "idea") if self.intents else wanted
+        if self.intents:
+            wanted = tuple(k for k in wanted if k == "idea")
+        if self.origins:
+            wanted = tuple(k for k in wanted if k == "message")
+        return wanted
 
     def sql(self, kind: Kind) -> tuple[str, list[Any]]:
         """Conditions over table alias `t` for `kind`, and their parameters."""
         spec = TABLES[kind]
-        clauses, params = [spec.eligible], []
+        clauses: list[str] = [spec.eligible]
+        params: list[Any] = []
+        if kind == "message" and self.origins:
+            # Asked for by origin, hook and system output is worth finding too.
+            clauses = [f"t.is_noise = 0 AND t.origin IN ({','.join('?' * len(self.origins))})"]
+            params.extend(self.origins)
         if self.session is not None:
             clauses.append("t.session_id = ?")
             params.append(self.session)
@@ -142,7 +165,13 @@ class Filters:
                 return False
             if not self.include_superseded and metadata.get("superseded") is True:
                 return False
-        return kind != "message" or metadata.get("kind") in MESSAGE_KINDS
+        return kind != "message" or metadata.get("kind") in self._message_kinds()
+
+    def _message_kinds(self) -> tuple[str, ...]:
+        """The stored message kinds (`messages.kind`, in the vectors' metadata) the filters let through."""
+        if not self.origins:
+            return MESSAGE_KINDS
+        return tuple(sorted({kind for origin in self.origins for kind in KINDS_OF_ORIGIN[origin]}))
 
     def where(self, kind: Kind) -> dict[str, Any] | None:
         """The part of the filters Chroma's metadata can apply inside the vector query."""
@@ -157,7 +186,7 @@ class Filters:
             if not self.include_superseded:
                 clauses.append({"superseded": False})
         if kind == "message":
-            clauses.append({"kind": {"$in": list(MESSAGE_KINDS)}})
+            clauses.append({"kind": {"$in": list(self._message_kinds())}})
         if not clauses:
             return None
         return clauses[0] if len(clauses) == 1 else {"$and": clauses}

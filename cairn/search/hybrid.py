@@ -232,6 +232,7 @@ async def _filters(
         project_paths=project_paths,
         session=request.session,
         intents=tuple(request.intents),
+        origins=tuple(request.origins),
         since=iso_utc(request.since) if request.since else None,
         until=iso_utc(request.until) if request.until else None,
         include_superseded=request.include_superseded,
@@ -653,6 +654,9 @@ def _results(query: FtsQuery, page: list[Ranked], passages: dict[int, str]) -> l
                 completed_at=item.row.get("completed_at"),
                 declined_at=item.row.get("declined_at"),
                 related=item.related,
+                origin=item.origin,
+                call=item.call,
+                failed=bool(item.row.get("failed")),
                 source=item.source,
                 learned_from=r.lift.query if r.lift is not None else None,
             )

@@ -15,6 +15,7 @@ from typing import Any
 from cairn.search.filters import TABLES, Filters
 from cairn.search.models import Kind, SessionInfo, SourceLocation, SupersededBy, item_id, preview
 from cairn.store.db import Database
+from cairn.transcripts.origin import ORIGINS, Origin, call_label
 
 # Message kinds weighed by their own `search_boosts` entry; other messages (prose) use "message".
 _OWN_BOOST = frozenset({"tool_result", "compact_summary"})
@@ -67,7 +68,7 @@ _SQL: dict[Kind, str] = {
     "message": f"""
         SELECT t.id, t.role AS intent, t.text AS content, NULL AS importance, 0 AS usage,
                {TABLES["message"].said_at} AS said_at, t.session_id, t.file_id, t.line,
-               t.kind AS message_kind,
+               t.kind AS message_kind, t.origin, t.tool, t.tool_arg, t.failed,
                NULL AS superseded_by, NULL AS answered_by, NULL AS sup_content, NULL AS sup_said_at,
                NULL AS answered_at, NULL AS completed_at, NULL AS declined_at,
                cov.id AS topic_id, cov.name AS topic,
@@ -131,6 +132,19 @@ class Item:
             preview=preview(row["sup_content"] or ""),
             said_at=row["sup_said_at"],
         )
+
+    @property
+    def origin(self) -> Origin | None:
+        """Where a message comes from (`cairn.transcripts.origin`); None for ideas and spans."""
+        value = self.row.get("origin")
+        return value if value in ORIGINS else None
+
+    @property
+    def call(self) -> str | None:
+        """The call a tool call, tool result or subagent report belongs to: `Bash: npm run build`."""
+        if self.origin not in ("tool_call", "tool_result", "subagent") or not self.row.get("tool"):
+            return None
+        return call_label(self.row.get("tool"), self.row.get("tool_arg"))
 
     @cached_property
     def source(self) -> SourceLocation:

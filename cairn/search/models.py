@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, field_validator
 
 from cairn.store.vocab import Intent
+from cairn.transcripts.origin import Origin
 from cairn.transcripts.redact import redact
 
 Kind = Literal["idea", "span", "message"]
@@ -92,6 +93,11 @@ class SearchRequest(BaseModel):
     project: str | None = Field(default=None, description="Project path or name.")
     session: str | None = None
     intents: list[Intent] = Field(default_factory=list, description="Only ideas with these intents.")
+    origins: list[Origin] = Field(
+        default_factory=list,
+        description="Only messages from these origins (prompt, reply, tool_call, tool_result, subagent, "
+        "summary, system).",
+    )
     since: datetime | None = Field(default=None, description="Only items said at or after this time.")
     until: datetime | None = Field(default=None, description="Only items said before this time.")
     include_superseded: bool = False
@@ -182,6 +188,15 @@ class SearchResult(BaseModel):
         "out of recall and open items.",
     )
     related: int = Field(default=0, description="Ideas related to this one (for spans: ideas in it).")
+    origin: Origin | None = Field(
+        default=None,
+        description="A message: the person's prompt, the assistant's reply, a tool call, a tool result, a "
+        "subagent's report, a compaction summary or system output. None for ideas and spans.",
+    )
+    call: str | None = Field(
+        default=None, description="A tool call, result or subagent report: its call, e.g. `Bash: npm test`."
+    )
+    failed: bool = Field(default=False, description="A tool result: the call failed.")
     source: SourceLocation = Field(default_factory=SourceLocation)
     learned_from: str | None = Field(
         default=None,

@@ -94,6 +94,7 @@ async def test_every_tool_and_every_parameter_is_described(server: MCPServer) ->
             "project",
             "session",
             "intents",
+            "origins",
             "since",
             "until",
             "include_superseded",
