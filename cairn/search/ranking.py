@@ -116,6 +116,20 @@ def recency(said_at: str | None, settings: Settings, now: datetime) -> float:
     return 0.5 ** (age_days / settings.search_half_life_days)
 
 
+def prior(item: Item, boosts: dict[str, float]) -> float:
+    """The score factor of what an item is: an idea's intent, a topic span, or a message's origin —
+    `tool_result:Read` before `tool_result`, so one tool's output can weigh unlike another's. A
+    message stored without an origin (none after migration 14) falls back to its kind's entry."""
+    origin = item.origin
+    if origin is not None:
+        tool = item.row.get("tool")
+        if tool and (by_tool := boosts.get(f"{origin}:{tool}")) is not None:
+            return by_tool
+        if (by_origin := boosts.get(origin)) is not None:
+            return by_origin
+    return boosts.get(item.boost_key, 1.0)
+
+
 def score(
     item: Item,
     signals: Signals,
@@ -125,7 +139,7 @@ def score(
 ) -> tuple[float, ScoreParts]:
     """The item's final score (unclamped, for sorting) from (relevance, vector part), and its parts."""
     relevant, vector = parts
-    boost = settings.search_boosts.get(item.boost_key, 1.0)
+    boost = prior(item, settings.search_boosts)
     if item.superseded_by is not None:
         boost *= settings.search_superseded_penalty
     fresh = recency(item.said_at, settings, now)

@@ -79,3 +79,21 @@ def test_an_unknown_origin_is_refused_with_the_choices(cairn_home: Path) -> None
     assert result.returncode == 2
     assert "unknown --from stdout" in result.stderr
     assert "tool_result" in result.stderr
+
+
+async def test_a_prior_per_origin_and_per_tool_weighs_each_kind_of_message(
+    store: Store, settings: Settings, tmp_path: Path
+) -> None:
+    path = failing_build(tmp_path / "app").write(tmp_path / "s.jsonl")
+    assert (await sync_file(store, path, settings)).error is None
+
+    async def first(boosts: dict[str, float]) -> str | None:
+        weighed = settings.model_copy(update={"search_boosts": {**settings.search_boosts, **boosts}})
+        request = SearchRequest(query="webpack tokenizer", mode="keyword", kind="messages")
+        page = await search(store.db, None, weighed, request, record_usage=False)
+        return page.results[0].origin
+
+    assert await first({"tool_result": 5.0}) == "tool_result"
+    # The tool's own entry comes before its origin's.
+    assert await first({"tool_result": 5.0, "tool_result:Bash": 0.01}) != "tool_result"
+    assert await first({"prompt": 5.0}) == "prompt"
