@@ -56,6 +56,7 @@ class DevSet:
     files: dict[str, Path]
     questions: list[Question]
     home: Path
+    tolerance: int
     store: Store | None = None
     bm25: LineBM25 | None = None
 
@@ -71,13 +72,15 @@ def dev_sets(shared: Path, stores: Path) -> list[DevSet]:
     for conversation in converted:
         conversation.write(locomo_home / "sessions")
     return [
-        DevSet("coding-qa-dev", qa.files, qa.questions, stores / "coding-qa-dev"),
-        DevSet("coding-qa-corpus-dev", corpus.files, corpus.questions, stores / "coding-qa-corpus-dev"),
+        DevSet("coding-qa-dev", qa.files, qa.questions, stores / "coding-qa-dev", 3),
+        DevSet("coding-qa-corpus-dev", corpus.files, corpus.questions, stores / "coding-qa-corpus-dev", 3),
+        # `cairn eval locomo` scores LoCoMo at the evidence turn itself.
         DevSet(
             "locomo-dev",
             {key: path for c in converted for key, path in c.files.items()},
             [q for c in converted for q in c.questions],
             locomo_home,
+            0,
         ),
     ]
 
@@ -99,13 +102,35 @@ async def figures(dev: DevSet, boosts: dict[str, float]) -> dict[str, float]:
     dev.store.settings = base.model_copy(update={"search_boosts": boosts})
     key_of_path = {str(path.resolve()): key for key, path in dev.files.items()}
     scored = await score_questions(
-        dev.store, dev.bm25, dev.questions, key_of_path, modes=("hybrid",), kinds=("all",)
+        dev.store,
+        dev.bm25,
+        dev.questions,
+        key_of_path,
+        modes=("hybrid",),
+        kinds=("all",),
+        tolerance=dev.tolerance,
     )
     return dict(scored["retrieval"][GROUP])
 
 
-async def evaluate(sets: list[DevSet], boosts: dict[str, float]) -> dict[str, dict[str, float]]:
-    return {dev.name: await figures(dev, boosts) for dev in sets}
+#: Sets without tool output (LoCoMo is conversation only): a tool's factor cannot change them.
+CONVERSATION_ONLY = frozenset({"locomo-dev"})
+
+
+async def evaluate(
+    sets: list[DevSet],
+    boosts: dict[str, float],
+    key: str | None = None,
+    known: dict[str, dict[str, float]] | None = None,
+) -> dict[str, dict[str, float]]:
+    """Each set's figures under `boosts`; a set `key` cannot affect keeps its `known` figures."""
+    skip = key is not None and known is not None and key not in ("prompt", "reply")
+    return {
+        dev.name: known[dev.name]
+        if skip and known and dev.name in CONVERSATION_ONLY
+        else await figures(dev, boosts)
+        for dev in sets
+    }
 
 
 def objective(results: dict[str, dict[str, float]], floor: dict[str, dict[str, float]]) -> float:
@@ -129,14 +154,16 @@ async def main() -> None:
         defaults = dict(eval_settings(sets[0].home).search_boosts)
         before = await evaluate(sets, defaults)
         best, best_score = dict(defaults), objective(before, before)
+        current = before
         for round_number in range(args.rounds):
             changed = False
             for key in KEYS:
                 for value in GRID:
                     trial = {**best, key: value}
-                    got = objective(await evaluate(sets, trial), before)
+                    results = await evaluate(sets, trial, key, current)
+                    got = objective(results, before)
                     if got > best_score + 1e-4:
-                        best, best_score, changed = trial, got, True
+                        best, best_score, current, changed = trial, got, results, True
                 print(
                     f"round {round_number + 1} {key}={best.get(key)} objective {best_score:.4f}",
                     file=sys.stderr,
