@@ -363,12 +363,18 @@ class Settings(BaseSettings):
             "todo": 0.7,
             "context": 0.65,
             "span": 0.3,
+            "prompt": 1.1,
+            "reply": 1.1,
+            "tool_call": 0.2,
+            "tool_result": 0.8,
+            "tool_result:Bash": 1.0,
+            "summary": 0.5,
             "message": 1.0,
-            "tool_result": 0.9,
             "compact_summary": 0.5,
         },
-        description="Score factor per idea intent, and for topic spans, messages, tool results and "
-        "compaction summaries.",
+        description="Score factor per idea intent, for topic spans, and per message origin (prompt, reply, "
+        "tool_call, tool_result, subagent, summary, system) or origin and tool ('tool_result:Read' before "
+        "'tool_result'); 'message' and 'compact_summary' for messages stored without an origin.",
     )
     search_min_score: float = Field(
         default=0.1,

@@ -88,7 +88,8 @@ async def test_a_prior_per_origin_and_per_tool_weighs_each_kind_of_message(
     assert (await sync_file(store, path, settings)).error is None
 
     async def first(boosts: dict[str, float]) -> str | None:
-        weighed = settings.model_copy(update={"search_boosts": {**settings.search_boosts, **boosts}})
+        by_origin = {key: value for key, value in settings.search_boosts.items() if ":" not in key}
+        weighed = settings.model_copy(update={"search_boosts": {**by_origin, **boosts}})
         request = SearchRequest(query="webpack tokenizer", mode="keyword", kind="messages")
         page = await search(store.db, None, weighed, request, record_usage=False)
         return page.results[0].origin
