@@ -58,7 +58,9 @@ def test_json_is_the_search_page_with_score_parts() -> None:
     first = page["results"][0]
     assert {"id", "kind", "score", "scores", "snippet", "session", "source"} <= set(first)
     assert {"bm25", "vector", "fusion", "recency", "importance", "usage", "boost"} <= set(first["scores"])
-    assert any("**" in r["snippet"] for r in page["results"]), "matched words are marked bold"
+    marked = [r["snippet"][a:b].lower() for r in page["results"] for a, b in r["highlights"]]
+    assert {"wal", "journal"} <= set(marked), "matched words are given as offsets into the snippet"
+    assert not any("**" in r["snippet"] for r in page["results"])
 
 
 def test_kind_and_intent_filters() -> None:
@@ -195,11 +197,12 @@ def _render(renderable: Any) -> str:
     return buffer.getvalue()
 
 
-def test_bold_markers_become_styles_and_markup_stays_literal() -> None:
-    text = cli_search.bold_marked("use **WAL** not [bold]x[/bold] C:\\**dir** and a ** stray")
-    assert text.plain == "use WAL not [bold]x[/bold] C:\\dir and a ** stray"
+def test_highlights_become_bold_and_markup_and_stars_stay_literal() -> None:
+    snippet = "use WAL not [bold]x[/bold] C:\\dir and a **stray** \x1b[2J end"
+    text = cli_search.highlighted(snippet, [[4, 7], [30, 33], [55, 58]])
+    assert text.plain == "use WAL not [bold]x[/bold] C:\\dir and a **stray** \u241b[2J end"
     bold = [text.plain[s.start : s.end] for s in text.spans if s.style == "bold"]
-    assert bold == ["WAL", "dir"]
+    assert bold == ["WAL", "dir", "end"]  # offsets hold where a control character was made visible
 
 
 def test_superseded_results_point_at_their_successor() -> None:
@@ -210,7 +213,8 @@ def test_superseded_results_point_at_their_successor() -> None:
                 "kind": "idea",
                 "intent": "decision",
                 "score": 0.5,
-                "snippet": "use **Postgres**",
+                "snippet": "use Postgres",
+                "highlights": [[4, 12]],
                 "said_at": "2025-01-02T03:04:05Z",
                 "session": {"id": "abc", "project_name": "shop", "topic": "Storage"},
                 "superseded": True,

@@ -514,6 +514,8 @@ def render_benchmark(run: dict[str, Any]) -> None:
             group, *(_figure(by_category.get(c, {}).get("recall_any@10")) for c in categories)
         )
     console.print(per_category)
+    if run.get("shown"):
+        console.print(shown_table(run["shown"], run["k"]))
     headline = "hybrid/all" if "hybrid/all" in run["misses"] else list(run["retrieval"])[-1]
     misses = run["misses"][headline]
     console.print(f"[yellow]{len(misses)} misses[/] in {headline} (no evidence in the top {run['k']}):")
@@ -528,6 +530,30 @@ def render_benchmark(run: dict[str, Any]) -> None:
         )
     if len(misses) > MISSES_SHOWN:
         console.print(f"  ... {len(misses) - MISSES_SHOWN} more (--json lists every group's misses)")
+
+
+def shown_table(shown: dict[str, dict[str, Any]], k: int) -> Table:
+    """What a person sees in each group's top k (`cairn.evals.shown`): repeats and unreadable snippets."""
+    table = Table(
+        title=f"what a person sees in the top {k}: results repeating a higher one, snippets with "
+        "escapes or raw tool JSON",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        collapse_padding=True,
+        pad_edge=False,
+    )
+    for column in ("search", "results", "repeats", "unreadable", "escapes", "raw JSON"):
+        table.add_column(column, justify="left" if column == "search" else "right", no_wrap=True)
+    for group, figures in shown.items():
+        table.add_row(
+            group,
+            f"{figures['results']:,}",
+            *(
+                f"{figures[name]:,} ({figures[f'{name}_share']:.0%})"
+                for name in ("repeats", "unreadable", "escapes", "raw_json")
+            ),
+        )
+    return table
 
 
 def _finish(run: dict[str, Any], out: Path | None, as_json: bool, keep: Path | None) -> None:

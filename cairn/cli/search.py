@@ -32,7 +32,8 @@ from cairn.cli.common import (
     fail,
     print_json,
 )
-from cairn.cli.safe import plain_text, terminal_data
+from cairn.cli.safe import plain_text, terminal_data, visible
+from cairn.search.labels import kind_label
 
 
 class SearchMode(StrEnum):
@@ -66,9 +67,6 @@ MinScoreOpt = Annotated[
 
 
 PageLimitOpt = Annotated[int, typer.Option("--limit", min=1, max=MAX_SEARCH_LIMIT, help="Results per page.")]
-
-
-_BOLD = re.compile(r"\*\*(.+?)\*\*", re.S)
 
 
 def _ask(op: str, args: dict[str, Any], on_direct: Callable[[], Any] | None = None) -> Any:
@@ -120,15 +118,19 @@ def empty_date_range(since: str | None, until: str | None = None) -> str | None:
     return empty_range(since, until)
 
 
-def bold_marked(text: str, style: str = "") -> Text:
-    """`text` with its `**bold**` passages bold and the markers removed; everything else literal."""
+def highlighted(text: str, highlights: Any = (), style: str = "") -> Text:
+    """`text` with its matched words (`highlights`, offsets into it) bold, every character literal and
+    its controls made visible piece by piece, so the offsets point where they should."""
     out = Text(style=style)
     pos = 0
-    for match in _BOLD.finditer(text):
-        out.append(text[pos : match.start()])
-        out.append(match[1], style="bold")
-        pos = match.end()
-    out.append(text[pos:])
+    for span in sorted(highlights or ()):
+        start, end = max(int(span[0]), pos), min(int(span[1]), len(text))
+        if start >= end:
+            continue
+        out.append(visible(text[pos:start]))
+        out.append(visible(text[start:end]), style="bold")
+        pos = end
+    out.append(visible(text[pos:]))
     return out
 
 
@@ -151,17 +153,6 @@ def when(value: str | None, with_time: bool = True) -> str:
     return moment.strftime("%Y-%m-%d %H:%M" if with_time else "%Y-%m-%d")
 
 
-def _kind_label(item: dict[str, Any]) -> str:
-    """An idea by its intent, a message by its role (`msg:user`), a topic span as `span`."""
-    kind = str(item.get("kind") or "")
-    intent = item.get("intent")
-    if kind == "idea" and intent:
-        return str(intent)
-    if kind == "message":
-        return f"msg:{intent}" if intent else "msg"
-    return f"{kind}:{intent}" if intent else kind
-
-
 def _session_label(session: dict[str, Any] | None) -> str:
     if not session:
         return ""
@@ -179,7 +170,8 @@ def search_table(page: dict[str, Any]) -> Table:
     """One page of results, ranked; superseded ones dimmed and struck through, pointing at their successor.
 
     Where each was said (project · topic) goes under its passage rather than in a column of its own, so
-    the passage keeps most of an 80-column terminal.
+    the passage keeps most of an 80-column terminal. `page` is the op's answer as it came: the snippet
+    is made visible piece by piece (`highlighted`), everything else here through `terminal_data`.
     """
     table = Table(expand=True, show_lines=True)
     table.add_column("#", justify="right", style="dim", no_wrap=True)
@@ -188,10 +180,14 @@ def search_table(page: dict[str, Any]) -> Table:
     table.add_column("date", no_wrap=True)
     table.add_column("score", justify="right", no_wrap=True)
     table.add_column("match", ratio=1, overflow="fold")
-    for rank, result in enumerate(page.get("results") or [], start=1):
-        snippet_source = result.get("snippet") or result.get("preview") or result.get("content") or ""
+    answered = page.get("results") or []
+    for rank, (raw, result) in enumerate(zip(answered, terminal_data(answered), strict=True), start=1):
         superseded = bool(result.get("superseded"))
-        cell = bold_marked(_oneline(snippet_source), style="dim strike" if superseded else "")
+        style = "dim strike" if superseded else ""
+        if raw.get("snippet"):
+            cell = highlighted(str(raw["snippet"]), raw.get("highlights"), style)
+        else:
+            cell = highlighted(_oneline(raw.get("preview") or raw.get("content") or ""), (), style)
         successor = result.get("superseded_by")
         if superseded:
             cell.append(
@@ -205,7 +201,7 @@ def search_table(page: dict[str, Any]) -> Table:
         table.add_row(
             str(rank),
             ref(result.get("id", "")),
-            _kind_label(result),
+            kind_label(result),
             when(result.get("said_at"), with_time=False),
             f"{float(result.get('score') or 0):.2f}",
             cell,
@@ -234,11 +230,14 @@ def _no_results(query: str) -> None:
 
 
 def render_search(page: dict[str, Any], query: str) -> None:
+    """A search page as the op answered it (`search_table` makes its text visible)."""
+    table = search_table(page) if page.get("results") else None
+    page = terminal_data(page)
     results = page.get("results") or []
     if not results:
         _no_results(query or page.get("query") or "")
     else:
-        console.print(search_table(page))
+        console.print(table)
         footer = Text(f"{len(results)} of {page.get('total', len(results))}", style="bold")
         footer.append(f" · {page.get('mode', '')} · {float(page.get('took_ms') or 0):.0f} ms", style="dim")
         console.print(footer)
@@ -354,7 +353,7 @@ def search(
     if as_json:
         print_json(page)
     else:
-        render_search(terminal_data(page), query)
+        render_search(page, query)
     if direct:
         _hint_daemon()
 
@@ -729,7 +728,7 @@ def render_timeline(data: dict[str, Any]) -> None:
                 "▶" if is_anchor else "",
                 when(item.get("said_at")),
                 ref(item.get("id", "")),
-                _kind_label({"kind": "idea", **item}),
+                kind_label({"kind": "idea", **item}),
                 Text(text, style="dim strike" if item.get("superseded") else ""),
                 style="bold" if is_anchor else None,
             )

@@ -19,7 +19,8 @@ line)` — and this module does the rest:
    range (`cairn.evals.extents`) lies within `tolerance` lines of it. recall_any@k: some evidence line hit
    in the top k; recall_all@k: every one of them; MRR: 1 / rank of the first hit; p50/p95 latency of the
    search call. Overall, per category and per session, plus the misses (no hit in the top k) with what
-   ranked first instead.
+   ranked first instead, and what a person sees in each top k (`cairn.evals.shown`: results repeating a
+   higher one, snippets with escapes or raw tool JSON).
 
 The result is a plain dict that `cairn.evals.runs.save_run` writes and `cairn.evals.compare` compares:
 `retrieval` holds `{group: {recall_any@1, ..., mrr}}` with groups `bm25` and `<mode>/<kind>`, and the
@@ -63,6 +64,7 @@ from cairn.evals.questions import (
     Question,
     physical_lines,
 )
+from cairn.evals.shown import Shown, shown, summed
 from cairn.ingest import sync_paths
 from cairn.prompts import load_prompt
 from cairn.search.hybrid import search
@@ -295,6 +297,7 @@ class Ranked:
     first: Located | None
     ms: float
     kinds: list[str] = field(default_factory=list)
+    shown: Shown = field(default_factory=Shown)
 
     def first_hit_kind(self, question: Question) -> str | None:
         rank = first_covering_rank(self.hits, _targets(question))
@@ -377,7 +380,8 @@ async def _search_one(
         for result, extent in zip(results, await extents.of(results), strict=True)
     ]
     hits = [item.hits(question, tolerance) for item in located]
-    return Ranked(hits, located[0] if located else None, ms, [item.kind for item in located])
+    seen = shown([(result.snippet, result.content) for result in results])
+    return Ranked(hits, located[0] if located else None, ms, [item.kind for item in located], seen)
 
 
 def _baseline(bm25: LineBM25, question: Question, tolerance: int) -> Ranked:
@@ -406,8 +410,9 @@ async def score_questions(
     """Rank every question with the baseline and each mode x kind and score the rankings.
 
     `key_of_path` maps a transcript path as the store records it (absolute, resolved) to its file key.
-    Returns `retrieval`, `latency_ms`, `per_category`, `per_session`, `misses`, `first_hit_kinds` (each
-    `{group: ...}`) and `ranks` (`{question id: {group: rank of the first hit or None}}`).
+    Returns `retrieval`, `latency_ms`, `per_category`, `per_session`, `misses`, `first_hit_kinds`,
+    `shown` (what a person sees in each top 10, `cairn.evals.shown`; each `{group: ...}`) and `ranks`
+    (`{question id: {group: rank of the first hit or None}}`).
     """
     groups = [BASELINE, *(group_name(m, k) for m in modes for k in kinds)]
     rankings: dict[str, list[tuple[Question, Ranked]]] = {g: [] for g in groups}
@@ -438,6 +443,7 @@ async def score_questions(
             for i, q in enumerate(questions)
         },
         "first_hit_kinds": {g: _first_hit_kinds(rows) for g, rows in rankings.items()},
+        "shown": {g: summed(r.shown for _, r in rows) for g, rows in rankings.items() if g != BASELINE},
     }
 
 
@@ -556,6 +562,7 @@ async def run_benchmark(
         "misses": scored["misses"],
         "ranks": scored["ranks"],
         "first_hit_kinds": scored["first_hit_kinds"],
+        "shown": scored["shown"],
         "store": {
             "messages": filled.messages,
             "ideas": filled.ideas,

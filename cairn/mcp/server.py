@@ -1,12 +1,12 @@
 """The MCP server `cairn mcp` runs: cairn's memory tools, and what the model sees of their results.
 
 Results follow progressive disclosure, because every token a tool returns is a token of the agent's
-context: `search` answers with one compact line per result (id, kind, intent, date, score, preview) and
-the agent calls `show(id)` for the few worth reading in full, or `timeline(id)` for what was said
-around one. `search_content` is the exception by design (seed 004): it returns the passages' text at
-once, since its caller wants the passage itself, not a pointer to it. No default reply passes
-`sizing.REPLY_CHARS` (8K characters): pages end early, long texts come in parts, and bad arguments
-are refused in one line (`sizing`).
+context: `search` answers with one compact line per result (id, kind, intent, date, score, preview, and
+for a message its origin and call) and the agent calls `show(id)` for the few worth reading in full, or
+`timeline(id)` for what was said around one. `search_content` is the exception by design (seed 004):
+it returns the passages' text at once, since its caller wants the passage itself, not a pointer to it.
+No default reply passes `sizing.REPLY_CHARS` (8K characters): pages end early, long texts come in
+parts, and bad arguments are refused in one line (`sizing`).
 
 The model reads parameter descriptions, not docstring `Args:` (the SDK ignores those), so every
 parameter carries an `Annotated[..., Field(description=...)]`; tool docstrings are the tool
@@ -125,6 +125,12 @@ def compact_result(result: dict[str, Any]) -> dict[str, Any]:
         "score": round(float(result["score"]), 2),
         "preview": result["preview"],
     }
+    # What a message is (a prompt, a reply, a tool call or result…) and its call, only when it has one.
+    for key in ("origin", "call"):
+        if result.get(key):
+            compact[key] = result[key]
+    if result.get("failed"):
+        compact["failed"] = True
     if result.get("superseded"):
         compact["superseded"] = True
         replacement = result.get("superseded_by")
@@ -256,7 +262,9 @@ def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPS
     ) -> str:
         """Search cairn's memory of past sessions; compact results, best first.
 
-        Each result is {id, kind, intent, date, score, preview}; call show(id) for the full item.
+        Each result is {id, kind, intent, date, score, preview}; a message also has its origin, and a
+        tool call or result its call (`Bash: npm test`, failed: true when it failed). Call show(id) for
+        the full item.
         """
         args = {
             "query": query,

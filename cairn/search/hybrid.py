@@ -45,20 +45,20 @@ from cairn.search.errors import BadContinuationError
 from cairn.search.filters import TABLES, Filters
 from cairn.search.folding import Ranked, fold_answered, fold_messages
 from cairn.search.hydrate import Item, answers_of, load
-from cairn.search.keyword import keyword_hits, passage_texts, snippet_of
+from cairn.search.keyword import keyword_hits, passage_texts
 from cairn.search.models import (
     KIND_OF_FILTER,
     Kind,
     SearchPage,
     SearchRequest,
     SearchResult,
-    preview,
 )
 from cairn.search.paging import MAX_SEEN, decode_token, encode_token
 from cairn.search.projects import UNKNOWN_HINT, resolve_projects
 from cairn.search.query import FtsQuery, build
 from cairn.search.ranking import Scale, Signals, relevance, score
 from cairn.search.semantic import PASSAGES, VectorMatch, cosines_of, vector_matches
+from cairn.search.snippets import ResultText
 from cairn.store.db import Database
 from cairn.store.store import iso_utc
 from cairn.store.usage import record_use
@@ -631,21 +631,30 @@ async def _page(
 
 
 def _results(query: FtsQuery, page: list[Ranked], passages: dict[int, str]) -> list[SearchResult]:
-    """The page as results; a message found through a passage shows that passage as its snippet."""
+    """The page as results, each read as a person reads it (`cairn.search.snippets`); a message found
+    through a passage shows that passage as its snippet."""
     results = []
     for r in page:
         item = r.item
+        row = item.row
+        reading = ResultText(
+            item.origin, row.get("tool"), row.get("tool_arg"), bool(row.get("failed")), row.get("project")
+        )
+        snippet, preview = reading.shown(
+            query, passages.get(r.signals.passage_id or 0, item.content), item.content
+        )
         results.append(
             SearchResult(
                 id=item.id,
                 kind=item.kind,
                 intent=item.intent,
                 content=item.content,
-                preview=preview(item.content),
+                preview=preview,
                 score=round(r.score, 4),
                 scores=r.parts,
                 match=r.signals.match_type,
-                snippet=snippet_of(query, passages.get(r.signals.passage_id or 0, item.content)),
+                snippet=snippet.text,
+                highlights=snippet.highlights,
                 said_at=item.said_at,
                 session=item.session,
                 superseded=item.superseded_by is not None,
@@ -656,7 +665,7 @@ def _results(query: FtsQuery, page: list[Ranked], passages: dict[int, str]) -> l
                 related=item.related,
                 origin=item.origin,
                 call=item.call,
-                failed=bool(item.row.get("failed")),
+                failed=bool(row.get("failed")),
                 source=item.source,
                 learned_from=r.lift.query if r.lift is not None else None,
             )

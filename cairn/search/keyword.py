@@ -16,8 +16,8 @@ strength is what the "BM25 is decisive" shortcut and the final score's match par
 FTS5 finds the candidates and marks where each matched (`highlight()`, in C, for the rows returned);
 the tier is read from those marks (`cairn.search.tiers`), so no Python runs over a candidate's words.
 Asking FTS5 for each tier instead (`MATCH ... AND rowid IN (...)`) evaluates the whole expression over
-the whole table every time. Snippets, needed only for the page shown, are cut here around the matches
-a compiled pattern finds.
+the whole table every time. Snippets, needed only for the page shown, are cut elsewhere
+(`cairn.search.snippets`).
 
 Common terms draw no candidates of their own. FTS5 ranks every row an OR query matches before it
 keeps the top N, so a query's cost is the rows its terms match: at 100K ideas a term in every twentieth
@@ -38,25 +38,19 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 
 from cairn.search.filters import TABLES, Filters
-from cairn.search.models import Kind, preview
+from cairn.search.models import Kind
 from cairn.search.query import FtsQuery
-from cairn.search.tiers import CLOSE, OPEN, SUFFIXES, Tiers, stem
+from cairn.search.tiers import CLOSE, OPEN, Tiers
 from cairn.store.db import Database
 
-SNIPPET_TOKENS = 24
 PASSAGES_FTS = "message_passages_fts"
 # Document frequencies are counted up to this many rows (`term_counts`).
 DF_CAP = 5000
 # Terms matching this many rows between them draw enough candidates (`candidate_match`).
 DRAW_ROWS = DF_CAP
-
-_TOKEN = re.compile(r"\w+")
-# Stems at least this long match as prefixes (FTS5's `"term"*`); shorter ones only as whole words.
-MIN_PREFIX_STEM = 3
 
 _TEXT: dict[Kind, str] = {
     "idea": "t.content",
@@ -76,105 +70,6 @@ class KeywordHit:
     @property
     def order(self) -> tuple[float, float, int]:
         return (-self.strength, self.bm25, self.row_id)
-
-
-class Matcher:
-    """Where a query's key terms occur in a text, for its snippet.
-
-    One compiled pattern finds them (a word that starts with a term's stem, as FTS5's `"term"*`
-    prefix query does; stems shorter than `MIN_PREFIX_STEM` only as whole words with a plural or
-    -ed/-ing ending), so Python looks only at the matches, not at every word of a long text.
-    """
-
-    def __init__(self, query: FtsQuery) -> None:
-        self.terms = [stem(term) for term in query.terms]
-        self._terms = re.compile(
-            "|".join(f"(?<!\\w)({_term_pattern(term)})" for term in self.terms), re.IGNORECASE
-        )
-
-    def _matches(self, text: str) -> list[tuple[int, int, int]]:
-        """(start, end, term index) of every key-term occurrence, in order."""
-        return [(m.start(), m.end(), (m.lastindex or 1) - 1) for m in self._terms.finditer(text)]
-
-    def snippet(self, text: str) -> str | None:
-        """The `SNIPPET_TOKENS`-word passage holding the most distinct key terms, starting 3 words
-        before a match, matched words in `**bold**` and the text's own asterisks escaped; None when no
-        key term occurs. Only the words around the chosen match are tokenised."""
-        matches = self._matches(text)
-        if not matches:
-            return None
-        positions = _positions(text, matches)
-        best, best_key = 0, (-1, -1)
-        for i, position in enumerate(positions):
-            lo = max(0, position - 3)
-            first = i
-            while first > 0 and positions[first - 1] >= lo:
-                first -= 1
-            last = i
-            while last < len(positions) and positions[last] < lo + SNIPPET_TOKENS:
-                last += 1
-            found = [term for _, _, term in matches[first:last]]
-            key = (len(set(found)), len(found))
-            if key > best_key:
-                best, best_key = i, key
-        start_char = _words_back(text, matches[best][0], 3)
-        tokens = []
-        for token in _TOKEN.finditer(text, start_char):
-            if len(tokens) == SNIPPET_TOKENS:
-                break
-            tokens.append(token)
-        more_after = len(tokens) == SNIPPET_TOKENS and _TOKEN.search(text, tokens[-1].end()) is not None
-        hit_starts = {start for start, _, _ in matches}
-        parts, cursor = [], start_char
-        for token in tokens:
-            parts.append(_escape(text[cursor : token.start()]))
-            parts.append(f"**{token.group()}**" if token.start() in hit_starts else token.group())
-            cursor = token.end()
-        body = " ".join("".join(parts).split())
-        before = _TOKEN.search(text, 0, start_char) is not None
-        return ("…" if before else "") + body + ("…" if more_after else "")
-
-
-def _words_back(text: str, at: int, n: int) -> int:
-    """Where the word `n` words before offset `at` starts (looking back a bounded distance)."""
-    lo = max(0, at - 64 * n)
-    found = list(_TOKEN.finditer(text, lo, at))
-    if lo > 0 and found and found[0].start() == lo:
-        found = found[1:]  # the window may begin inside a word
-    if len(found) >= n:
-        return found[-n].start()
-    return found[0].start() if found else at
-
-
-def _term_pattern(term: str) -> str:
-    if len(term) >= MIN_PREFIX_STEM:
-        return re.escape(term) + r"\w*"
-    return _word_pattern(term) + r"(?!\w)"
-
-
-def _word_pattern(word: str) -> str:
-    return re.escape(word) + "(?:" + "|".join(SUFFIXES) + ")?"
-
-
-def _positions(text: str, matches: list[tuple[int, int, int]]) -> list[int]:
-    """The word position of each match: words are counted only in the gaps between matches."""
-    positions: list[int] = []
-    count, cursor = 0, 0
-    for start, end, _ in matches:
-        count += len(_TOKEN.findall(text, cursor, start)) if cursor < start else 0
-        positions.append(count)
-        count += 1
-        cursor = end
-    return positions
-
-
-def _escape(text: str) -> str:
-    return text.replace("*", "\\*")
-
-
-def plain(text: str) -> str:
-    """`text` on one line with its asterisks escaped, so it cannot fake a match marker."""
-    return _escape(" ".join(text.split()))
 
 
 async def keyword_hits(
@@ -408,12 +303,3 @@ async def texts_of(db: Database, kind: Kind, ids: list[int]) -> dict[int, str]:
         (json.dumps(ids),),
     )
     return {int(row["id"]): str(row["text"] or "") for row in rows}
-
-
-def snippet_of(query: FtsQuery | None, text: str) -> str:
-    """The best passage of `text` for `query` with matched words in bold, else its escaped preview."""
-    if query is not None:
-        found = Matcher(query).snippet(text)
-        if found is not None:
-            return found
-    return plain(preview(text))

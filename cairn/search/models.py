@@ -168,13 +168,22 @@ class SearchResult(BaseModel):
     id: str
     kind: Kind
     intent: str | None = Field(default=None, description="Idea intent; a message's role; None for spans.")
-    content: str
-    preview: str
+    content: str = Field(description="The whole text, as stored (a tool call or result in its rendering).")
+    preview: str = Field(
+        description="At most 200 characters of the text as a person reads it, plain (no markdown, escapes or "
+        "tool JSON); a tool result starts with its call, `$ npm test → exit 1: ...`."
+    )
     score: float
     scores: ScoreParts
     match: MatchType
     snippet: str = Field(
-        description="The best-matching passage, matched words in **bold** (the text's own * escaped as \\*)."
+        description="The best-matching passage as plain text, cut at word boundaries (… where cut); a tool "
+        "result or call starts with the call, `$ npm run build → exit 1: ...`, `Read src/app.py → ...`. "
+        "The matched words are in `highlights`."
+    )
+    highlights: list[tuple[int, int]] = Field(
+        default_factory=list,
+        description="The matched words of `snippet`: [start, end) character offsets into it.",
     )
     said_at: str | None = None
     session: SessionInfo | None = None

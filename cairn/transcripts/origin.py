@@ -79,10 +79,20 @@ def fields_of(rendered: str) -> dict[str, str]:
 
 
 def _value_at(text: str, start: int) -> tuple[str, int]:
-    """The value starting at `start` (decoded when a JSON string) and where it ends."""
+    """The value starting at `start` (decoded when a JSON string) and where it ends.
+
+    Compact JSON has spaces only inside strings, so a list or object (`todos=[{"content":"fix it"}]`)
+    ends at the first space outside one: not at the first space, where a `key=` inside its strings
+    would be read as a field of its own."""
     if start >= len(text) or text[start] != '"':
-        end = text.find(" ", start)
-        end = len(text) if end < 0 else end
+        end, quoted = start, False
+        while end < len(text) and (quoted or text[end] != " "):
+            if text[end] == "\\":
+                end += 1
+            elif text[end] == '"':
+                quoted = not quoted
+            end += 1
+        end = min(end, len(text))
         return text[start:end], end
     i = start + 1
     while i < len(text):
@@ -114,13 +124,19 @@ def key_argument(tool: str | None, rendered_input: str) -> str:
     if not rendered_input:
         return ""
     fields = fields_of(rendered_input)
+    name = key_field(tool, fields)
+    return _one_line(fields[name]) if name else ""
+
+
+def key_field(tool: str | None, fields: Mapping[str, str]) -> str | None:
+    """The name of the input field that holds a call's key argument (`key_argument`), if any."""
     wanted = _KEY_FIELD.get(tool or "")
-    value = fields.get(wanted, "") if wanted else ""
-    if not value and not wanted:
-        value = next((fields[name] for name in _ARGUMENT_FIELDS if fields.get(name)), "")
-        if not value and tool and tool.startswith("mcp__"):
-            value = next((v for v in fields.values() if v and not v.startswith(("[", "{"))), "")
-    return _one_line(value)
+    if wanted:
+        return wanted if fields.get(wanted) else None
+    name = next((name for name in _ARGUMENT_FIELDS if fields.get(name)), None)
+    if name is None and tool and tool.startswith("mcp__"):
+        name = next((n for n, v in fields.items() if v and not v.startswith(("[", "{"))), None)
+    return name
 
 
 def _one_line(text: str) -> str:

@@ -8,7 +8,6 @@ the app assembles the pages, the pages never reach back into the app.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -17,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from cairn.config import Settings
+from cairn.search.labels import kind_label
 from cairn.ui.backend import Ops
 from cairn.ui.forgets import Forgets
 from cairn.ui.text import fold, markdown, markdown_inline, message_parts
@@ -24,24 +24,23 @@ from cairn.ui.units import FILTERS as UNIT_FILTERS
 from cairn.ui.urls import url
 
 INTENTS = ("decision", "conclusion", "question", "problem", "solution", "todo", "context")
-_BOLD = re.compile(r"\*\*(.+?)\*\*", re.S)
 
 
-def marked(snippet: str | None) -> Markup:
-    """A search snippet with its `**matched**` words in <mark>, every other character escaped."""
+def marked(snippet: str | None, highlights: Any = ()) -> Markup:
+    """A search snippet (plain text) with its matched words (`highlights`, offsets into it) in <mark>,
+    every character escaped: a snippet is shown as text, never rendered as markdown."""
     text = str(snippet or "")
     out: list[str] = []
     pos = 0
-    for match in _BOLD.finditer(text):
-        out.append(str(escape(_unstar(text[pos : match.start()]))))
-        out.append(f"<mark>{escape(_unstar(match[1]))}</mark>")
-        pos = match.end()
-    out.append(str(escape(_unstar(text[pos:]))))
+    for span in sorted(highlights or ()):
+        start, end = max(int(span[0]), pos), min(int(span[1]), len(text))
+        if start >= end:
+            continue
+        out.append(str(escape(text[pos:start])))
+        out.append(f"<mark>{escape(text[start:end])}</mark>")
+        pos = end
+    out.append(str(escape(text[pos:])))
     return Markup("".join(out))
-
-
-def _unstar(text: str) -> str:
-    return text.replace("\\*", "*")
 
 
 def ref(item_id: Any) -> str:
@@ -63,6 +62,7 @@ def _environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(marked=marked, ref=ref, when=short_time, md=markdown, md_inline=markdown_inline)
+    env.filters.update(kind=kind_label)
     env.filters.update(UNIT_FILTERS)
     env.globals.update(intents=INTENTS, fold=fold, message_parts=message_parts, url=url)
     return env

@@ -66,6 +66,10 @@ def test_eval_qa_and_locomo_report_the_baseline_and_every_mode_and_kind(
     assert run["store"]["messages"] > 0 and run["store"]["ideas"] > 0 and run["store"]["bm25_documents"] == 28
     assert set(run["ranks"]) == {"t1", "t2", "t3"}
     assert set(run["first_hit_kinds"]["bm25"]) == {"line"}
+    assert set(run["shown"]) == GROUPS - {"bm25"}  # the baseline shows lines, not snippets
+    for figures in run["shown"].values():
+        assert 0 < figures["results"] <= 30 and 0 <= figures["repeats"] <= figures["results"]
+        assert figures["unreadable_share"] == round(figures["unreadable"] / figures["results"], 4)
     assert set(run["first_hit_kinds"]["hybrid/messages"]) <= {"message"}
     assert all(m["evidence"][0].startswith(DEMO.name) for g in GROUPS for m in run["misses"][g])
     assert not Path(run["home"]).exists()
@@ -80,6 +84,7 @@ def test_eval_qa_and_locomo_report_the_baseline_and_every_mode_and_kind(
     assert "a hit is a result at an evidence line" in shown
     assert "bm25" in shown and "keyword/ideas" in shown and "any@10" in shown
     assert "misses in keyword/all" in shown
+    assert "what a person sees in the top 10" in shown and "raw JSON" in shown
     saved = sorted(runs.glob("*.json"))  # both runs may start within one second: named by time, then kind
     assert len(saved) == 2
     [qa_run] = [p for p in saved if "-qa-offline-" in p.name]

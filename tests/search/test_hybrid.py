@@ -160,7 +160,8 @@ async def test_phrase_ranks_above_near_above_scattered_terms(store: Store, world
 async def test_prefix_matching_finds_partial_words(store: Store, world: World) -> None:
     page = await run(store, "authent", mode="keyword")
     assert ids(page)[0] == str(world.ideas["auth"])
-    assert "**Authentication**" in page.results[0].snippet
+    top = page.results[0]
+    assert [top.snippet[a:b] for a, b in top.highlights] == ["Authentication"]
 
 
 async def test_semantic_mode_finds_a_paraphrase_without_shared_words(store: Store, world: World) -> None:
@@ -259,7 +260,7 @@ async def test_result_carries_context_parts_and_location(store: Store, world: Wo
     assert (top.source.file, top.source.line) == ("/t/a2.jsonl", 3)
     assert top.related == 1
     assert top.content == "We use transactions for operations" and len(top.preview) <= 200
-    assert "**transactions**" in top.snippet
+    assert top.snippet == top.content and "transactions" in [top.snippet[a:b] for a, b in top.highlights]
     parts = top.scores
     assert 0 < parts.fusion <= 1 and 0 < parts.recency <= 1 and parts.importance == 0.5
     assert 0 < top.score <= 1

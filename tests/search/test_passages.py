@@ -48,7 +48,9 @@ async def test_a_term_only_in_the_elided_middle_of_a_tool_result_finds_that_mess
     page = await run(store, stem, mode="keyword")
     assert [r.id for r in page.results] == [f"m{tool_result}"]
     # The snippet is cut from the passage that matched, not from the clipped text shown in full.
-    assert f"**{stem}" in page.results[0].snippet and stem not in page.results[0].content
+    found = page.results[0]
+    assert stem not in found.content
+    assert [found.snippet[a:b] for a, b in found.highlights] == [HIDDEN_FILE.split(".")[0]]
 
     hits = await keyword_hits(store.db, "message", build(stem), Filters(), 10)  # type: ignore[arg-type]
     (hit,) = hits

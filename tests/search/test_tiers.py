@@ -6,7 +6,6 @@ import sqlite3
 
 import pytest
 
-from cairn.search.keyword import Matcher
 from cairn.search.query import build
 from cairn.search.tiers import ALL_TERMS, CLOSE, NEAR, OPEN, PHRASE, Tiers
 
@@ -62,14 +61,3 @@ def test_a_text_without_marks_is_no_match() -> None:
     fts = build("anything at all")
     assert fts is not None
     assert Tiers(fts).strength("nothing marked here") == 0.0
-
-
-def test_snippet_centres_on_the_matches_of_a_long_text() -> None:
-    fts = build("worktree corruption")
-    assert fts is not None
-    text = "intro " * 5000 + "the *worktree* index showed corruption again " + "outro " * 5000
-    snippet = Matcher(fts).snippet(text)
-    assert snippet is not None
-    assert snippet.startswith("…intro intro the \\***worktree**\\* index showed **corruption** again")
-    assert snippet.endswith("…") and len(snippet) < 300
-    assert Matcher(fts).snippet("no match here") is None
