@@ -103,7 +103,7 @@ def _render(run: dict[str, Any]) -> None:
     console.print(
         f"decisions, fixes, closed, open: labels with an idea of any kind within ±{run['tolerance']} lines; "
         "near a label: ideas within it of a labelled line; answered links: question and answer both at one "
-        "closed item; SS open: SessionStart's open items right / shown, labels found, wrong opens",
+        "closed item or fix; SS open: SessionStart's open items right / shown, labels found, wrong opens",
         style="dim",
     )
     missed = [

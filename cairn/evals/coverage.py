@@ -13,8 +13,10 @@ and state are `cairn.evals.truth.score_ideas`'s business):
   as a fact): how much of what the indexer stores is something a teammate marked;
 - **answered links**: each idea the store marks answered, with the line that answers it. A link is
   correct when its question lies within `tolerance` of a closed item's `raised_line` and its answer
-  within `tolerance` of that same item's `resolved_line`. Todos marked done are scored the same way
-  apart (*done links*).
+  within `tolerance` of that same item's `resolved_line` — or, for a failure settled by its fix, of a
+  fix's `problem_line` and `fix_line` (the change that made it pass: a labeller lists a failed check
+  fixed later as a fix pair, not always as a closed item too). `by_fix` counts the links right only as
+  a fix pair. Todos marked done are scored the same way apart (*done links*).
 
 `add` sums sessions' figures (micro-averaged: shares are recomputed from the summed counts).
 """
@@ -88,18 +90,21 @@ def labelled_lines(truth: SessionTruth) -> list[int]:
 
 
 def _links(truth: SessionTruth, links: Sequence[Link], tolerance: int) -> dict[str, Any]:
-    def right(link: Link) -> bool:
+    def near(link: Link, pairs: Iterable[tuple[int, int]]) -> bool:
         return any(
-            abs(link.line - c.raised_line) <= tolerance
-            and abs(link.answer_line - c.resolved_line) <= tolerance
-            for c in truth.closed_items
+            abs(link.line - raised) <= tolerance and abs(link.answer_line - resolved) <= tolerance
+            for raised, resolved in pairs
         )
 
-    wrong = [link for link in links if not right(link)]
+    closed = [(c.raised_line, c.resolved_line) for c in truth.closed_items]
+    fixes = [(f.problem_line, f.fix_line) for f in truth.fixes]
+    wrong = [link for link in links if not near(link, closed) and not near(link, fixes)]
+    by_fix = sum(not near(link, closed) and near(link, fixes) for link in links)
     return {
         "links": len(links),
         "correct": len(links) - len(wrong),
         "precision": share(len(links) - len(wrong), len(links)),
+        "by_fix": by_fix,
         "wrong": [{"idea": w.idea, "line": w.line, "answer_line": w.answer_line} for w in wrong],
     }
 
@@ -163,5 +168,11 @@ def add(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     for name in ("answered_links", "done_links"):
         links = sum(r[name]["links"] for r in rows)
         correct = sum(r[name]["correct"] for r in rows)
-        result[name] = {"links": links, "correct": correct, "precision": share(correct, links)}
+        by_fix = sum(r[name].get("by_fix", 0) for r in rows)
+        result[name] = {
+            "links": links,
+            "correct": correct,
+            "precision": share(correct, links),
+            "by_fix": by_fix,
+        }
     return result

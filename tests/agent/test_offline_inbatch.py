@@ -1,8 +1,9 @@
 """The offline indexer links a batch's own ideas (issue 15, part 2): answers, completions, changes of plan.
 
-A question, problem or todo is settled by the message of its own turn, after it, that the learned model
-finds most likely to resolve something (`inbatch.answered` / `inbatch.completed` over
-`classifier.resolutions`); a change of plan supersedes the latest earlier decision it shares words with.
+A question, problem or todo is settled at the end of the work of its own turn, when the learned model
+finds a later message of that turn resolving (`inbatch.answered` / `inbatch.completed` over
+`classifier.resolutions`; where the structure puts the link: `test_offline_links.py`); a change of plan
+supersedes the latest earlier decision it shares words with.
 Which messages are ideas is the model's call (`test_offline_learned.py`, `cairn eval sessions`), so the
 rules are tested on ideas and resolution scores built here, and the whole path on the team-written eval
 transcript (`evals/datasets/core`, case 02) for what must hold whatever the model picks.
@@ -155,7 +156,7 @@ TODO_TURN = (
 )
 
 
-def test_a_todo_is_completed_by_the_most_resolving_later_message_of_its_turn() -> None:
+def test_a_todo_is_completed_at_the_end_of_the_work_of_its_turn() -> None:
     view = view_of(*TODO_TURN)
     todo = idea(view, 2, "todo", "Add a regression test for NULL regions in the nightly export.")
     # 1 is before the todo, 6 in the next turn: neither can complete it, however sure the model is.

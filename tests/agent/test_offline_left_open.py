@@ -278,8 +278,11 @@ def test_a_failure_a_change_made_pass_is_a_fix_cited_at_the_change(model_picks: 
         "Fixed `mise run lint 2>&1` failing with lint failed: hooks.go:42: noctx: exec.Command needs a ctx: "
         "edited hooks.go (then it passed)"
     )
-    # Settled where the lint run passed, as the labelled sessions mark a closed failure; the fix says how.
-    assert [(a.question_idea_id, a.answered_at_line) for a in result.answered_questions] == [(problem.key, 8)]
+    # Settled by the change that made the lint run pass (issue 41: "a fix names the change that made the
+    # failure pass"), where its fix idea is: the labelled fix pair, not the run that only confirms it.
+    assert [(a.question_idea_id, a.answered_at_line) for a in result.answered_questions] == [(problem.key, 5)]
+    [answer] = result.answered_questions
+    assert answer.answer_summary == "edited hooks.go, then `mise run lint 2>&1` passed"
 
 
 @pytest.mark.parametrize(

@@ -51,7 +51,7 @@ def test_near_a_label_counts_ideas_at_labelled_lines_but_not_at_declined_ones() 
     assert near == {"ideas": 4, "near": 2, "share": 0.5}
 
 
-def test_an_answered_link_is_right_only_with_both_ends_at_one_closed_item() -> None:
+def test_an_answered_link_is_right_only_with_both_ends_at_one_closed_item_or_fix() -> None:
     right = Link(idea=1, line=11, answer_line=21)  # raised 10, resolved 20
     crossed = Link(idea=2, line=11, answer_line=44)  # raised of one item, resolved of the other
     nowhere = Link(idea=3, line=150, answer_line=152)
@@ -60,7 +60,18 @@ def test_an_answered_link_is_right_only_with_both_ends_at_one_closed_item() -> N
     assert (links["correct"], links["links"], links["precision"]) == (1, 3, 0.3333)
     assert [w["idea"] for w in links["wrong"]] == [2, 3]
     assert links["wrong"][0] == {"idea": 2, "line": 11, "answer_line": 44}
-    assert figures["done_links"] == {"links": 0, "correct": 0, "precision": None, "wrong": []}
+    assert links["by_fix"] == 0
+    assert figures["done_links"] == {"links": 0, "correct": 0, "precision": None, "by_fix": 0, "wrong": []}
+
+
+def test_a_failure_settled_at_the_change_that_fixed_it_is_a_right_link() -> None:
+    """Issue 41: "a fix names the change that made the failure pass". A failed check settled by its fix
+    matches a labelled fix pair (problem 50, fix 60); the change's line elsewhere does not."""
+    at_fix = Link(idea=1, line=51, answer_line=62)
+    elsewhere = Link(idea=2, line=51, answer_line=70)
+    links = score_distilled(TRUTH, ideas(51), messages=4, answered=[at_fix, elsewhere])["answered_links"]
+    assert (links["correct"], links["links"], links["by_fix"]) == (1, 2, 1)
+    assert [w["idea"] for w in links["wrong"]] == [2]
 
 
 def test_a_session_with_no_labels_has_no_shares_but_counts_its_ideas() -> None:
@@ -84,4 +95,4 @@ def test_sums_are_micro_averaged_over_sessions() -> None:
     assert total["ideas_per_100_messages"] == 3.0
     assert total["coverage"]["closed"] == {"labels": 2, "covered": 2, "share": 1.0}
     assert total["near_label"] == {"ideas": 6, "near": 2, "share": 0.3333}  # not the mean of 1.0 and 0.0
-    assert total["answered_links"] == {"links": 2, "correct": 1, "precision": 0.5}
+    assert total["answered_links"] == {"links": 2, "correct": 1, "precision": 0.5, "by_fix": 0}

@@ -1,14 +1,18 @@
 """Links between the new ideas of one session update: what the batch asks and answers, sets and
 finishes, guesses and corrects — all inside the batch, so the result names the ideas by key.
 
-- **Answered, completed.** A failed check the conversation took up is answered where a run of it passed.
-  A problem is answered by the first later fix of the batch that shares a word with it, within two
-  turns. Otherwise a question, problem or todo is settled by the message of its own turn,
-  after it, that the learned model finds most likely to resolve something (its `resolved` kind past
-  the model's threshold) among those that share a term with it and are more than an announced step:
-  the reply that answers, the report that it is done or fixed. Nothing past
-  the threshold in the turn leaves it open; work put off and failures that never passed stay open.
-  No `answers` relation is added: the answered line already says where.
+- **Answered, completed.** A failed check the conversation took up is settled by the change that made
+  it pass — the last change before a run of it passed, or that run when nothing changed — and by
+  nothing else: words near a failure answer no failure. A problem said in words is answered by the
+  first later fix of the batch that shares a word with it, within two turns. Otherwise a question,
+  problem or todo is settled at the end of the work of its own turn (the assistant's last message with
+  words in it), when the learned model finds a later message of the turn resolving (its `resolved` kind
+  past the model's threshold) that shares a term with it and is more than an announced step; a question
+  the assistant answers right away — its very next message speaks before doing anything, and the model
+  finds it at least as resolving as the end — is answered by that reply. A turn the person cut into
+  while its work was in flight settles nothing; nothing past the threshold leaves it open; work put off
+  and failures that never passed stay open. No `answers` relation is added: the answered line already
+  says where.
 - **Supersedes.** A correction (a refutation or "the real cause") supersedes the latest earlier
   guess of the batch not yet superseded; a change-of-mind decision ("changing the plan", "instead
   of") supersedes the latest earlier decision it shares a word with. Always a later idea over an
@@ -35,8 +39,9 @@ from cairn.agent.offline.cues import (
     is_preamble,
 )
 from cairn.agent.offline.reading import Message, SessionView
-from cairn.agent.offline.text import shorten, term_set
-from cairn.agent.offline.tool_calls import ToolCall, answered_calls, passing_rerun
+from cairn.agent.offline.text import Segment, shorten, term_set
+from cairn.agent.offline.tool_calls import ToolCall, answered_calls, tool_calls
+from cairn.agent.offline.tool_fixes import made_pass
 
 # Terms a refused offer shares with the suggestion it refuses ("set `gc.auto 0`" and "Set `gc.auto=0` to
 # disable auto-GC").
@@ -66,33 +71,68 @@ class InBatchLinks:
 def _resolution(
     view: SessionView, raised: Candidate, resolving: Mapping[int, float]
 ) -> tuple[int, str] | None:
-    """The message after `raised`, in its turn, that the model finds most likely to resolve something
-    (`resolving`: probability by line, for messages past the model's threshold) — the reply that answers
-    a question, the report that a todo is done or a problem fixed — and the sentence that says it.
+    """Where the work of `raised`'s turn settles it, and the sentence that says it: the end of the work
+    (the assistant's last message with words in the turn) — the report that a todo is done or a
+    problem fixed, the answer found — or, for a question the assistant answers right away, that reply
+    (`_direct_reply`) when the model finds it at least as resolving as the end. Not the first proposal,
+    nor a step on the way that the model happens to score higher.
 
-    The message must speak of what was raised (a sentence with a term in common with it, more than an
-    announced step), and the sentence sharing most terms with it is the one told: the model scores how
-    much a message settles, not what it settles, so without this a "Let me look at the logs." after a
-    todo would complete it."""
-    best: tuple[float, Message, str] | None = None
-    for message in view.messages:
-        if message.line <= raised.line or message.turn != raised.turn or message.role != "assistant":
-            continue
-        chance = resolving.get(message.line)
-        if chance is None or not message.prose or (best is not None and chance <= best[0]):
-            continue
-        shared = {
-            s.index: len(raised.terms & term_set(s.text)) for s in message.prose if not is_preamble(s.text)
-        }
-        most = max(shared.values(), default=0)
-        on_subject = [s for s in message.prose if most and shared.get(s.index) == most]
-        sentence = carrying_sentence(message, "resolved", among=on_subject)
-        if sentence is None:
-            continue
-        best = (chance, message, sentence.text)
-    if best is None:
+    Whether anything settles it is the model's call: some message of the turn after it must be one it
+    finds resolving (`resolving`: probability by line, for messages past its threshold) and speak of
+    what was raised (a sentence with a term in common with it, more than an announced step) — the
+    model scores how much a message settles, not what it settles, so without this a "Let me look at
+    the logs." after a todo would complete it. A turn the person cut into (`_cut_off`) settles nothing."""
+    replies = [
+        m
+        for m in view.messages
+        if m.line > raised.line and m.turn == raised.turn and m.role == "assistant" and _said(m)
+    ]
+    if _cut_off(view, raised.turn) or not any(
+        m.line in resolving and _on_subject(m, raised) for m in replies
+    ):
         return None
-    return best[1].line, shorten(best[2])
+    end = replies[-1]
+    direct = _direct_reply(view, raised)
+    if direct is not None and resolving.get(direct.line, 0.0) >= resolving.get(end.line, 0.0):
+        end = direct
+    sentence = carrying_sentence(end, "resolved", among=_on_subject(end, raised) or _said(end))
+    if sentence is None:
+        return None
+    return end.line, shorten(sentence.text)
+
+
+def _direct_reply(view: SessionView, raised: Candidate) -> Message | None:
+    """The assistant's reply right after a question, when it speaks before doing anything else."""
+    if raised.intent != "question":
+        return None
+    after = next((m for m in view.messages if m.line > raised.line and m.role != "system"), None)
+    if after is None or after.turn != raised.turn or after.role != "assistant" or not _said(after):
+        return None
+    return after
+
+
+def _cut_off(view: SessionView, turn: int) -> bool:
+    """Whether the person cut into the work of `turn`: they spoke next while a tool call of it was in
+    flight or its outcome was the last thing said (rejected, interrupted, or redirected), with no
+    report after it. Such a turn did not finish what it was for. The last turn of a batch is never
+    judged so: the batch may end where the work goes on."""
+    work = [m for m in view.messages if m.turn == turn and m.role in ("assistant", "tool")]
+    after = next((m for m in view.messages if m.turn > turn), None)
+    if not work or after is None or after.role != "user":
+        return False
+    return work[-1].role == "tool" or bool(tool_calls(work[-1].text))
+
+
+def _said(message: Message) -> list[Segment]:
+    """The sentences of a message that say something (no announced step)."""
+    return [s for s in message.prose if not is_preamble(s.text)]
+
+
+def _on_subject(message: Message, raised: Candidate) -> list[Segment]:
+    """The sentences of `message` sharing the most terms with `raised` (none when none shares one)."""
+    shared = {s.index: len(raised.terms & term_set(s.text)) for s in _said(message)}
+    most = max(shared.values(), default=0)
+    return [s for s in message.prose if most and shared.get(s.index) == most]
 
 
 def answered(
@@ -105,23 +145,25 @@ def answered(
     for question in candidates:
         if question.intent not in ("question", "problem") or question.origin in ("deferred", "given_up"):
             continue
-        passed = _passed(view, calls, question) if question.origin == "tool_error" else None
-        fix = _fix_of(question, candidates) if question.intent == "problem" else None
-        if hit := passed or fix or _resolution(view, question, resolving):
+        if question.origin == "tool_error":
+            hit = _passed(view, calls, question)
+        else:
+            fix = _fix_of(question, candidates) if question.intent == "problem" else None
+            hit = fix or _resolution(view, question, resolving)
+        if hit:
             found.append((question, *hit))
     return found
 
 
 def _passed(view: SessionView, calls: dict[int, ToolCall], failure: Candidate) -> tuple[int, str] | None:
-    """A failed check is settled where a run of it passed (`tool_calls.passing_rerun`), said so; a
-    look (`ls`, `git status`) failing is no check."""
-    call = calls.get(failure.line)
-    if call is None or call.command is None or call.looks:
+    """A failed check is settled by the change that made it pass — the last one before a run of it
+    passed (`tool_fixes.made_pass`) — or, when nothing changed, by that run; said so."""
+    fixed = made_pass(view, calls, failure.line)
+    if fixed is None:
         return None
-    line = passing_rerun(view, calls, failure.line)
-    if line is None:
-        return None
-    return line, f"{calls[failure.line].name} passed"
+    if fixed.did is None:
+        return fixed.line, f"{fixed.call.name} passed"
+    return fixed.line, shorten(f"{fixed.did}, then {fixed.call.name} passed")
 
 
 # A fix answers a problem it follows within this many turns, when the two share a word.

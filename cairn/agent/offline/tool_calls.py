@@ -136,14 +136,27 @@ def passing_rerun(view: SessionView, calls: dict[int, ToolCall], failed: int) ->
 
 
 def answered_calls(view: SessionView) -> dict[int, ToolCall]:
-    """The call each tool result answers, by the result's line: the last call of the nearest assistant
-    message before it (one pass over the batch)."""
+    """The call each tool result answers, by the result's line (one pass over the batch). Calls made
+    together (parallel calls, in one message or in consecutive ones) are answered in the order they
+    were made: the first result answers the first call. A result past the calls of its round answers
+    the round's last call."""
     calls: dict[int, ToolCall] = {}
+    waiting: list[ToolCall] = []
     last: ToolCall | None = None
+    answering = False  # a result came since the last call: the next call starts a new round
     for message in view.messages:
         if message.role == "assistant":
             found = tool_calls(message.text)
+            if answering or not found:
+                waiting = []
+            waiting += found
             last = found[-1] if found else None
-        elif message.role == "tool" and last is not None:
-            calls[message.line] = last
+            answering = False
+        elif message.role == "tool":
+            answering = True
+            call = waiting.pop(0) if waiting else last
+            if call is not None:
+                calls[message.line] = call
+        elif message.role != "system":
+            waiting, last = [], None  # the person spoke (a call rejected with words): its calls are over
     return calls

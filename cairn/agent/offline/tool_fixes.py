@@ -13,13 +13,51 @@ failing says where a file is not). A change already reported in prose right ther
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from cairn.agent.offline.anchoring import change
 from cairn.agent.offline.candidate import Candidate
 from cairn.agent.offline.entities import extract
-from cairn.agent.offline.reading import SessionView
+from cairn.agent.offline.reading import Message, SessionView
 from cairn.agent.offline.text import shorten
-from cairn.agent.offline.tool_calls import answered_calls, passing_rerun
+from cairn.agent.offline.tool_calls import ToolCall, answered_calls, passing_rerun
 from cairn.agent.schema import DEFAULT_IMPORTANCE
+
+
+@dataclass(frozen=True)
+class Pass:
+    """How a failed check came to pass: the run that passed and the last change before it (None when
+    nothing was changed in between: it passed on a plain rerun)."""
+
+    call: ToolCall
+    passed: int
+    change: Message | None = None
+    did: str | None = None
+
+    @property
+    def line(self) -> int:
+        """Where the failure was settled: the change that made it pass, else the run that passed."""
+        return self.passed if self.change is None else self.change.line
+
+
+def made_pass(view: SessionView, calls: dict[int, ToolCall], failed: int) -> Pass | None:
+    """How the check that failed at `failed` came to pass, or None when it is no check (a shell run
+    that does more than look: `ls types/` failing says where a file is not) or never passed."""
+    call = calls.get(failed)
+    if call is None or call.command is None or call.looks:
+        return None
+    passed = passing_rerun(view, calls, failed)
+    if passed is None:
+        return None
+    changes = [
+        (m, did)
+        for m in view.messages
+        if m.role == "assistant" and failed < m.line < passed and (did := change(m)) is not None
+    ]
+    if not changes:
+        return Pass(call, passed)
+    message, did = changes[-1]
+    return Pass(call, passed, message, did)
 
 
 def tool_fixes(view: SessionView, candidates: list[Candidate], cause: dict[int, str]) -> list[Candidate]:
@@ -31,26 +69,15 @@ def tool_fixes(view: SessionView, candidates: list[Candidate], cause: dict[int, 
     said = {c.line for c in candidates if c.intent == "solution"}
     found: list[Candidate] = []
     for problem in problems:
-        call = calls.get(problem.line)
-        # Only shell runs count (a failed Read or Edit is the agent's misstep), and no look (`ls
-        # types/` failing says where a file is not).
-        if call is None or call.command is None or call.looks:
+        # Only shell runs count (a failed Read or Edit is the agent's misstep).
+        fixed = made_pass(view, calls, problem.line)
+        if fixed is None or fixed.change is None:
             continue
-        passed = passing_rerun(view, calls, problem.line)
-        if passed is None:
-            continue
-        changes = [
-            (m, did)
-            for m in view.messages
-            if m.role == "assistant" and problem.line < m.line < passed and (did := change(m)) is not None
-        ]
-        if not changes:
-            continue
-        message, did = changes[-1]
-        if any(message.line <= line <= passed for line in said):
+        message = fixed.change
+        if any(message.line <= line <= fixed.passed for line in said):
             continue  # the assistant said the fix there already
-        failing = f"Fixed {call.name} failing with {cause[problem.line]}"
-        content = shorten(f"{failing}: {did} (then it passed)", 280)
+        failing = f"Fixed {fixed.call.name} failing with {cause[problem.line]}"
+        content = shorten(f"{failing}: {fixed.did} (then it passed)", 280)
         found.append(
             Candidate(
                 view.session,
