@@ -15,7 +15,7 @@ Key terms are the answer's identifier-like tokens (with a digit, `_`, `.`, `/`, 
 and its longer words that are not common English. Failures are printed with `!!` and make the exit status 1.
 Unless `--quiet`, every question is printed with its answer and the first 300 characters of each evidence
 line, with the key terms that line matched, so the whole set can be re-read by eye.
-Standard library only.
+The text is the one `cairn eval qa`'s BM25 baseline reads (`cairn.evals.benchmark.line_text`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
+
+from cairn.evals.benchmark import line_text
 
 SHOWN = 300
 _COMMON = """
@@ -57,33 +58,6 @@ def key_terms(answer: str) -> list[str]:
     return list(dict.fromkeys(identifiers + words))
 
 
-def _result_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
-    return ""
-
-
-def entry_text(record: dict[str, Any]) -> str:
-    """User text, assistant text blocks, tool_use input and tool_result content; thinking left out."""
-    content = (record.get("message") or {}).get("content", "")
-    if isinstance(content, str):
-        return content
-    parts: list[str] = []
-    for block in content if isinstance(content, list) else []:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "text":
-            parts.append(str(block.get("text", "")))
-        elif kind == "tool_use":
-            parts.append(f"[{block.get('name')}] {json.dumps(block.get('input'), ensure_ascii=False)}")
-        elif kind == "tool_result":
-            parts.append(f"[result] {_result_text(block.get('content'))}")
-    return " | ".join(parts)
-
-
 def check_line(lines: list[bytes], number: int, terms: list[str]) -> tuple[str, list[str], str | None]:
     """The line's text, the key terms it contains and, when it fails, why."""
     if not 1 <= number <= len(lines):
@@ -97,7 +71,7 @@ def check_line(lines: list[bytes], number: int, terms: list[str]) -> tuple[str, 
         return "", [], f"line {number} is a {kind!r} record, not a user or assistant entry"
     if record.get("isSidechain"):
         return "", [], f"line {number} is a sidechain entry"
-    text = entry_text(record)
+    text = line_text(lines[number - 1])
     lowered = text.lower()
     found = [term for term in terms if term in lowered]
     if not found:
