@@ -130,6 +130,14 @@ def compact_result(result: dict[str, Any]) -> dict[str, Any]:
         replacement = result.get("superseded_by")
         if isinstance(replacement, dict) and replacement.get("id"):
             compact["superseded_by"] = replacement["id"]
+    if int(result.get("repeats") or 1) > 1:
+        # The same text said again (a todo list, a file read, a command's output): one result.
+        compact["repeats"] = int(result["repeats"])
+        last = result.get("last_said_at")
+        compact["last_date"] = last[:10] if isinstance(last, str) else None
+    reply = ((result.get("exchange") or {}).get("reply") or {}).get("id")
+    if reply and reply != result["id"]:
+        compact["reply"] = reply  # the reply that ended this result's turn: what came of it
     return compact
 
 
@@ -256,7 +264,9 @@ def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPS
     ) -> str:
         """Search cairn's memory of past sessions; compact results, best first.
 
-        Each result is {id, kind, intent, date, score, preview}; call show(id) for the full item.
+        Each result is {id, kind, intent, date, score, preview}; call show(id) for the full item. A text
+        said several times is one result with repeats and last_date; reply is the id of the reply that
+        ended the result's turn (what came of it).
         """
         args = {
             "query": query,
