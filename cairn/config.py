@@ -398,6 +398,14 @@ class Settings(BaseSettings):
         "messages that ask a question (a '?' near their end) within search_context_lines lines before "
         "it: the answer follows the turn that asks what the query asks (0: off).",
     )
+    search_exchange_weight: float = Field(
+        default=0.2,
+        ge=0,
+        le=1,
+        description="The reply that closes a turn gains this share of the best relevance among the candidate "
+        "messages of its turn (its prompt, tool calls and output) further than search_context_lines lines "
+        "from it: the reply says what came of them (0: off).",
+    )
     search_context_lines: int = Field(
         default=2, ge=1, le=50, description="How many transcript lines away a message's context reaches."
     )

@@ -49,12 +49,13 @@ class Transcript:
         self.lines.append(line)
         return line
 
-    def user(self, text: str, *, step: float = 1.0) -> Transcript:
-        """A prompt the person typed: a turn boundary."""
-        self._line("user", {"role": "user", "content": text}, step)
+    def user(self, text: str, *, step: float = 1.0, sidechain: bool = False) -> Transcript:
+        """A prompt the person typed: a turn boundary; with `sidechain`, the task a subagent was given
+        (older Claude Code kept a subagent's lines in the session's own file, marked `isSidechain`)."""
+        self._line("user", {"role": "user", "content": text}, step, isSidechain=sidechain)
         return self
 
-    def say(self, text: str, *, step: float = 1.0) -> Transcript:
+    def say(self, text: str, *, step: float = 1.0, sidechain: bool = False) -> Transcript:
         self._line(
             "assistant",
             {
@@ -63,6 +64,7 @@ class Transcript:
                 "content": [{"type": "text", "text": text}],
             },
             step,
+            isSidechain=sidechain,
         )
         return self
 

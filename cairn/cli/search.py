@@ -166,6 +166,51 @@ def _oneline(text: str) -> str:
     return " ".join(str(text).split())
 
 
+#: The multiplication sign a repeated result's count is shown with.
+TIMES = "\u00d7"
+
+
+def repeats_label(result: dict[str, Any]) -> str:
+    """How often a result's text was said and the day of the last time: the sign, `3, last 2025-09-03`."""
+    label = f"{TIMES}{int(result.get('repeats') or 1)}"
+    last = when(result.get("last_said_at"), with_time=False)
+    return f"{label}, last {last}" if last else label
+
+
+#: How much of a prompt's or reply's first words a result's turn shows.
+EXCHANGE_PREVIEW = 60
+
+
+def exchange_line(result: dict[str, Any]) -> str:
+    """The turn a result sits in, on one line: the prompt that started it and the reply that ended it,
+    each by id and first words (`asked m12 "why does…" · replied m19 "The index…"`); an end that is the
+    result itself is left out."""
+    exchange = result.get("exchange") or {}
+    parts = []
+    for verb, end in (("asked", exchange.get("prompt")), ("replied", exchange.get("reply"))):
+        if end and end.get("id") != result.get("id"):
+            words = _cut(_oneline(end.get("preview") or ""), EXCHANGE_PREVIEW)
+            parts.append(f'{verb} {ref(end["id"])} "{words}"')
+    return " · ".join(parts)
+
+
+def _turn_of(result: dict[str, Any]) -> tuple[str | None, str | None] | None:
+    """The ids of a result's prompt and closing reply, or None without an exchange."""
+    exchange = result.get("exchange")
+    if not exchange:
+        return None
+    return ((exchange.get("prompt") or {}).get("id"), (exchange.get("reply") or {}).get("id"))
+
+
+def _cut(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters at a word boundary, with `…` when cut."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,.;:") + "…"
+
+
 def search_table(page: dict[str, Any]) -> Table:
     """One page of results, ranked; superseded ones dimmed and struck through, pointing at their successor.
 
@@ -180,6 +225,7 @@ def search_table(page: dict[str, Any]) -> Table:
     table.add_column("date", no_wrap=True)
     table.add_column("score", justify="right", no_wrap=True)
     table.add_column("match", ratio=1, overflow="fold")
+    previous_turn: tuple[str | None, str | None] | None = None
     answered = page.get("results") or []
     for rank, (raw, result) in enumerate(zip(answered, terminal_data(answered), strict=True), start=1):
         superseded = bool(result.get("superseded"))
@@ -195,9 +241,16 @@ def search_table(page: dict[str, Any]) -> Table:
             )
         if result.get("declined_at"):
             cell.append("  (declined)", style="yellow not strike")
+        if int(result.get("repeats") or 1) > 1:
+            cell.append(f"  {repeats_label(result)}", style="yellow not strike")
         where = _session_label(result.get("session"))
         if where:
             cell.append(f"\n{where}", style="dim not strike")
+        # Results of one turn often follow each other: its prompt and reply are said once, at the first.
+        turn = _turn_of(result)
+        if turn != previous_turn and (line := exchange_line(result)):
+            cell.append(f"\n{line}", style="dim not strike")
+        previous_turn = turn
         table.add_row(
             str(rank),
             ref(result.get("id", "")),

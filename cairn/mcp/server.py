@@ -136,6 +136,14 @@ def compact_result(result: dict[str, Any]) -> dict[str, Any]:
         replacement = result.get("superseded_by")
         if isinstance(replacement, dict) and replacement.get("id"):
             compact["superseded_by"] = replacement["id"]
+    if int(result.get("repeats") or 1) > 1:
+        # The same text said again (a todo list, a file read, a command's output): one result.
+        compact["repeats"] = int(result["repeats"])
+        last = result.get("last_said_at")
+        compact["last_date"] = last[:10] if isinstance(last, str) else None
+    reply = ((result.get("exchange") or {}).get("reply") or {}).get("id")
+    if reply and reply != result["id"]:
+        compact["reply"] = reply  # the reply that ended this result's turn: what came of it
     return compact
 
 
@@ -263,8 +271,9 @@ def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPS
         """Search cairn's memory of past sessions; compact results, best first.
 
         Each result is {id, kind, intent, date, score, preview}; a message also has its origin, and a
-        tool call or result its call (`Bash: npm test`, failed: true when it failed). Call show(id) for
-        the full item.
+        tool call or result its call (`Bash: npm test`, failed: true when it failed). A text said several
+        times is one result with repeats and last_date; reply is the id of the reply that ended the
+        result's turn (what came of it). Call show(id) for the full item.
         """
         args = {
             "query": query,

@@ -1,6 +1,6 @@
 """Folding scored results: a result that stands for another takes the better of their two places.
 
-Two folds run on the scored candidates, before `min_score` and paging:
+Three folds run on the scored candidates, before `min_score` and paging:
 
 - **a raw message into the idea extracted from it** (`fold_messages`): the idea says the same thing,
   distilled; it takes the better of the two places, so folding never buries what the message alone
@@ -11,19 +11,29 @@ Two folds run on the scored candidates, before `min_score` and paging:
   on auto-summarization?" matched the user's own "What are the settings I need to enable
   auto-summarization?" best, while the answer — a JSON snippet of `.entire/settings.json` — holds
   few of the query's words. The search brings every answered question's answer in as a candidate
-  (`cairn.search.hydrate.answers_of`), so the answer need not match the query itself.
+  (`cairn.search.hydrate.answers_of`), so the answer need not match the query itself;
+- **repeats into the best-ranked one** (`fold_repeats`): a coding session says the same thing many
+  times — the todo list rewritten unchanged, the same file read again, a command run twice with the
+  same output, a pasted log pasted again — and each copy matches a query exactly as well as the
+  others, so three of them filled a top 10 (m53, m61, m71: one TodoWrite snapshot). Items of one kind
+  with the same `content_hash` (a message's role, kind and exact text; an idea's normalised text)
+  are one result; the page then counts every copy the search's filters let through
+  (`count_repeats`) and says when the last was said.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from cairn.learning.boost import AssociationBoost
+from cairn.search.filters import TABLES, Filters
 from cairn.search.hydrate import Item
 from cairn.search.models import Kind, ScoreParts
 from cairn.search.ranking import Signals
+from cairn.store.db import Database
 
 KIND_ORDER: dict[Kind, int] = {"idea": 0, "span": 1, "message": 2}
 
@@ -37,6 +47,11 @@ class Ranked:
     final: float
     parts: ScoreParts
     lift: AssociationBoost | None = None
+    repeats: int = 1
+    """How many times its text was said: the candidates folded into it (`fold_repeats`), itself
+    included, then, for a returned result, every stored copy in the search's scope (`count_repeats`)."""
+    last_said_at: str | None = None
+    """When the latest of them was said (None unless `repeats` > 1)."""
 
     @property
     def score(self) -> float:
@@ -84,3 +99,56 @@ def fold_answered(ranked: list[Ranked]) -> list[Ranked]:
             answer.parts.answers = r.item.id
         r.final = min(r.final, math.nextafter(answer.final, 0.0))
     return best_first(ranked)
+
+
+def fold_repeats(ranked: list[Ranked]) -> list[Ranked]:
+    """Best first, items of one kind with the same text folded into the best-ranked of them, which
+    counts them (`repeats`) and keeps when the latest was said (`last_said_at`).
+
+    The copies' scores differ only by recency and usage, so the one kept is usually the latest; it
+    keeps its own place: the others add nothing a reader has not seen."""
+    lead: dict[tuple[Kind, str], Ranked] = {}
+    kept = []
+    for r in best_first(ranked):
+        key = r.item.repeat_key
+        first = lead.get(key) if key is not None else None
+        if first is None:
+            if key is not None:
+                lead[key] = r
+            kept.append(r)
+            continue
+        first.repeats += 1
+        first.last_said_at = _later(first.last_said_at or first.item.said_at, r.item.said_at)
+    return kept
+
+
+def _later(a: str | None, b: str | None) -> str | None:
+    """The later of two stored times (ISO 8601 UTC, which sorts as text); either may be missing."""
+    return max(a, b) if a is not None and b is not None else a or b
+
+
+async def count_repeats(db: Database, page: list[Ranked], filters: Filters) -> None:
+    """Set how often each result of `page` was said and when last, counting every stored copy of its
+    text the search's filters let through, not only the candidates: a todo list rewritten unchanged
+    ten times matches once among a hundred candidates as well as ten times. One query per kind on
+    `content_hash` (indexed), for the page only."""
+    for kind in ("idea", "message"):
+        hashes = [r.item.row["content_hash"] for r in page if r.item.kind == kind and r.item.repeat_key]
+        if not hashes:
+            continue
+        where, params = filters.sql(kind)
+        spec = TABLES[kind]
+        rows = await db.fetchall(
+            f"SELECT t.content_hash AS hash, count(*) AS n, max({spec.said_at}) AS last "
+            f"FROM {spec.table} AS t WHERE t.content_hash IN (SELECT value FROM json_each(?)) AND {where} "
+            "GROUP BY t.content_hash",
+            (json.dumps(sorted(set(hashes))), *params),
+        )
+        counted = {row["hash"]: (int(row["n"]), row["last"]) for row in rows}
+        for r in page:
+            if r.item.kind != kind or r.item.repeat_key is None:
+                continue
+            n, last = counted.get(r.item.row["content_hash"], (1, None))
+            r.repeats = max(r.repeats, n)
+            if r.repeats > 1:
+                r.last_said_at = _later(r.last_said_at or r.item.said_at, last)

@@ -9,8 +9,10 @@ The steps, for each kind the request covers:
    embedding, computed once and started while the keyword queries run, and the items of a narrow
    window the query names;
 3. load every candidate with its context, re-checking the filters (`cairn.search.hydrate`);
-4. score (`cairn.search.ranking`), fold a raw message into the idea extracted from it and an answered
-   question into its answer (`cairn.search.folding`), drop what falls under `min_score`, and page.
+4. score (`cairn.search.ranking`), lift the reply that closes a turn by what its turn matched
+   (`cairn.search.exchanges`), fold a raw message into the idea extracted from it, copies of one text
+   into one result and an answered question into its answer (`cairn.search.folding`), drop what falls
+   under `min_score`, and page: each result of the page with its exchange and how often it was said.
 
 Ideas are searched with their messages as evidence (`with_evidence`): kind=ideas searches messages
 too, lets each idea take its message's place when that ranks better, and returns the ideas only.
@@ -42,12 +44,14 @@ from cairn.learning.boost import AssociationBoost, associations_for, boosted_ide
 from cairn.learning.boost import reinforce as reinforce_associations
 from cairn.search.dates import QueryDates, dates_in, in_window
 from cairn.search.errors import BadContinuationError
+from cairn.search.exchanges import Turn, exchanges_of, turns_of
 from cairn.search.filters import TABLES, Filters
-from cairn.search.folding import Ranked, fold_answered, fold_messages
+from cairn.search.folding import Ranked, count_repeats, fold_answered, fold_messages, fold_repeats
 from cairn.search.hydrate import Item, answers_of, load
 from cairn.search.keyword import keyword_hits, passage_texts
 from cairn.search.models import (
     KIND_OF_FILTER,
+    Exchange,
     Kind,
     SearchPage,
     SearchRequest,
@@ -156,20 +160,23 @@ async def search(
     if vector is not None:
         for idea in lifts:
             signals.setdefault(("idea", idea), Signals())
-    # Every candidate is known now: its stored vector and its row are read at once.
+    # Every candidate is known now: its stored vector, its row and its turn are read at once.
+    message_ids = [row_id for (k, row_id) in signals if k == "message"]
     loaded = await asyncio.gather(
         _fill_cosines(vectors, vector, signals) if vector is not None else _nothing(),
+        turns_of(db, message_ids) if settings.search_exchange_weight > 0 else _nothing(),
         *(load(db, kind, [row_id for (k, row_id) in signals if k == kind], filters) for kind in kinds),
     )
-    items = dict(zip(kinds, loaded[1:], strict=True))
-    ranked = _rank(kinds, items, signals, settings, base, use_keywords, use_vectors, lifts, dates)
+    _, turns, *per_kind = loaded
+    items = dict(zip(kinds, per_kind, strict=True))
+    ranked = _rank(kinds, items, signals, settings, base, use_keywords, use_vectors, lifts, dates, turns)
     ranked = [r for r in ranked if r.item.kind in wanted]
     return await _page(
         db,
         base,
         query,
         ranked,
-        snapshot or filters.snapshot,
+        filters,
         seen,
         notices,
         vector_skipped,
@@ -486,12 +493,14 @@ def _rank(
     vector_used: bool,
     lifts: dict[int, AssociationBoost],
     dates: QueryDates,
+    turns: dict[int, Turn] | None = None,
 ) -> list[Ranked]:
     """Every candidate that passes the filters and `min_score`, best first; an item said within a
     date the query names gains `search_date_weight` of relevance, an idea a learned association lifts
-    gets relevance x (1 + its weight), and messages are folded into their ideas and answered questions
-    onto their answers (`cairn.search.folding`), before `min_score` applies. `loaded` holds the
-    candidates of each kind that pass the filters (`load`)."""
+    gets relevance x (1 + its weight), a turn's closing reply a share of its turn's best (`turns`,
+    `_with_exchange`), and messages are folded into their ideas, copies of one text into one result
+    and answered questions onto their answers (`cairn.search.folding`), before `min_score` applies.
+    `loaded` holds the candidates of each kind that pass the filters (`load`)."""
     now = datetime.now(UTC)
     minimum = settings.search_min_score if request.min_score is None else request.min_score
     ranked: list[Ranked] = []
@@ -506,8 +515,11 @@ def _rank(
             )
             for row_id in items
         }
+        alone = relevances
         if kind == "message" and (settings.search_context_weight > 0 or settings.search_answer_weight > 0):
             relevances = _with_context(items, relevances, settings)
+        if kind == "message" and turns is not None:
+            relevances = _with_exchange(items, alone, relevances, turns, settings)
         if dates.windows and settings.search_date_weight > 0:
             relevances = {
                 row_id: (own + settings.search_date_weight, vector)
@@ -529,7 +541,7 @@ def _rank(
                 final *= 1 + lift.weight
                 parts.learned = round(lift.weight, 4)
             ranked.append(Ranked(item, entry, final, parts, lift))
-    folded = fold_answered(fold_messages(ranked))
+    folded = fold_answered(fold_repeats(fold_messages(ranked)))
 
     # An answer whose question did not rank has nothing to stand for.
     def stands_for_nothing(r: Ranked) -> bool:
@@ -573,6 +585,42 @@ def _with_context(
     return with_context
 
 
+def _with_exchange(
+    items: dict[int, Item],
+    own: dict[int, tuple[float, float]],
+    relevances: dict[int, tuple[float, float]],
+    turns: dict[int, Turn],
+    settings: Settings,
+) -> dict[int, tuple[float, float]]:
+    """The reply that closes a turn gains `search_exchange_weight` x the best own relevance among the
+    candidate messages of its turn (`cairn.search.exchanges`) further than `search_context_lines`
+    lines from it.
+
+    A turn of a coding session is a question and what was done about it, and its closing reply says
+    what came of it: a hit on the person's prompt or on a test run's output points at the reply that
+    answered or reported it ("Where did we leave the sound-variety work?" matched the session's tool
+    output; the answer is the reply after it). Unlike `_with_context` this counts tool output: the
+    reply is where its meaning was said. Candidates within `search_context_lines` lines already lend
+    their context, and lend nothing twice: so a conversation, whose turns are a prompt and a reply
+    next to each other (LoCoMo), ranks as before.
+    """
+    weight, reach = settings.search_exchange_weight, settings.search_context_lines
+    members: dict[tuple[int, int], list[tuple[int, float]]] = {}
+    for row_id, item in items.items():
+        if row_id in turns and item.source_key is not None:
+            members.setdefault(turns[row_id].key, []).append((item.source_key[1], own[row_id][0]))
+    lifted = dict(relevances)
+    for row_id, item in items.items():
+        turn = turns.get(row_id)
+        if turn is None or turn.closing_reply != row_id or item.source_key is None:
+            continue
+        line = item.source_key[1]
+        best = max((value for at, value in members[turn.key] if abs(at - line) > reach), default=0.0)
+        value, vector = relevances[row_id]
+        lifted[row_id] = (value + weight * best, vector)
+    return lifted
+
+
 def asks_question(text: str) -> bool:
     """Whether a message asks something: a question mark within its last `QUESTION_TAIL` characters
     (a turn may open with a statement and end on its question; one quoted early in a long answer
@@ -585,7 +633,7 @@ async def _page(
     request: SearchRequest,
     query: FtsQuery,
     ranked: list[Ranked],
-    snapshot: dict[str, int],
+    filters: Filters,
     seen: list[str],
     notices: list[str],
     vector_skipped: bool,
@@ -605,15 +653,19 @@ async def _page(
                 _TOKEN,
                 {
                     "request": request.model_dump(mode="json", exclude={"continuation", "limit"}),
-                    "snapshot": snapshot,
+                    "snapshot": filters.snapshot,
                     "seen": returned,
                 },
                 home,
             )
         else:
             notices.append(f"more than {MAX_SEEN} results paged through; narrow the search to see the rest")
-    passages = await passage_texts(db, [r.signals.passage_id for r in page if r.signals.passage_id])
-    results = _results(query, page, passages)
+    passages, exchanges, _ = await asyncio.gather(
+        passage_texts(db, [r.signals.passage_id for r in page if r.signals.passage_id]),
+        exchanges_of(db, [r.item.source_key for r in page if r.item.kind != "span" and r.item.source_key]),
+        count_repeats(db, page, filters),
+    )
+    results = _results(query, page, passages, exchanges)
     if record_usage:
         await reinforce(db, [r.item.row_id for r in page if r.item.kind == "idea"])
         await reinforce_associations(db, [r.lift.association_id for r in page if r.lift is not None])
@@ -630,7 +682,12 @@ async def _page(
     )
 
 
-def _results(query: FtsQuery, page: list[Ranked], passages: dict[int, str]) -> list[SearchResult]:
+def _results(
+    query: FtsQuery,
+    page: list[Ranked],
+    passages: dict[int, str],
+    exchanges: dict[tuple[int, int], Exchange],
+) -> list[SearchResult]:
     """The page as results, each read as a person reads it (`cairn.search.snippets`); a message found
     through a passage shows that passage as its snippet."""
     results = []
@@ -668,6 +725,9 @@ def _results(query: FtsQuery, page: list[Ranked], passages: dict[int, str]) -> l
                 failed=bool(row.get("failed")),
                 source=item.source,
                 learned_from=r.lift.query if r.lift is not None else None,
+                repeats=r.repeats,
+                last_said_at=r.last_said_at,
+                exchange=exchanges.get(item.source_key) if item.kind != "span" and item.source_key else None,
             )
         )
     return results

@@ -37,7 +37,8 @@ _COVERING_SPAN = """
 
 _SQL: dict[Kind, str] = {
     "idea": f"""
-        SELECT t.id, t.intent, t.content, t.importance, t.usage_count AS usage, t.said_at, t.session_id,
+        SELECT t.id, t.intent, t.content, t.content_hash, t.importance, t.usage_count AS usage, t.said_at,
+               t.session_id,
                t.source_file_id AS file_id, t.source_line AS line, t.superseded_by,
                t.answered_at, t.completed_at, t.declined_at,
                CASE WHEN t.intent = 'question' THEN t.answered_by END AS answered_by,
@@ -52,7 +53,7 @@ _SQL: dict[Kind, str] = {
         LEFT JOIN ideas AS sup ON sup.id = t.superseded_by
     """,
     "span": f"""
-        SELECT t.id, NULL AS intent,
+        SELECT t.id, NULL AS intent, NULL AS content_hash,
                t.name || CASE WHEN trim(t.summary) <> '' THEN ': ' || t.summary ELSE '' END AS content,
                NULL AS importance, 0 AS usage, {TABLES["span"].said_at} AS said_at, t.session_id,
                t.file_id, t.start_line AS line, NULL AS superseded_by, NULL AS answered_by,
@@ -66,7 +67,7 @@ _SQL: dict[Kind, str] = {
         LEFT JOIN topic_spans AS parent ON parent.id = t.parent_id
     """,
     "message": f"""
-        SELECT t.id, t.role AS intent, t.text AS content, NULL AS importance, 0 AS usage,
+        SELECT t.id, t.role AS intent, t.text AS content, t.content_hash, NULL AS importance, 0 AS usage,
                {TABLES["message"].said_at} AS said_at, t.session_id, t.file_id, t.line,
                t.kind AS message_kind, t.origin, t.tool, t.tool_arg, t.failed,
                NULL AS superseded_by, NULL AS answered_by, NULL AS sup_content, NULL AS sup_said_at,
@@ -145,6 +146,13 @@ class Item:
         if self.origin not in ("tool_call", "tool_result", "subagent") or not self.row.get("tool"):
             return None
         return call_label(self.row.get("tool"), self.row.get("tool_arg"))
+
+    @property
+    def repeat_key(self) -> tuple[Kind, str] | None:
+        """What the item says, as a key two copies of it share (`cairn.search.folding.fold_repeats`): a
+        message's `content_hash` covers its role, kind and exact text, an idea's its normalised text."""
+        content_hash = self.row.get("content_hash")
+        return (self.kind, str(content_hash)) if content_hash else None
 
     @cached_property
     def source(self) -> SourceLocation:

@@ -164,6 +164,22 @@ class SourceLocation(BaseModel):
         return None if value is None else redact(value)
 
 
+class ExchangeEnd(BaseModel):
+    """One end of an exchange: a message's id and its first words."""
+
+    id: str
+    preview: str
+
+
+class Exchange(BaseModel):
+    """The turn a result sits in (`cairn.search.exchanges`): the person's prompt that started it and the
+    assistant's reply that ended it; either may be missing (a turn before the first prompt, a turn cut
+    off before any reply)."""
+
+    prompt: ExchangeEnd | None = None
+    reply: ExchangeEnd | None = None
+
+
 class SearchResult(BaseModel):
     id: str
     kind: Kind
@@ -211,6 +227,19 @@ class SearchResult(BaseModel):
         default=None,
         description="When a learned search association lifted this idea: the earlier weak search's query, "
         "after which the agent found the file the idea is about.",
+    )
+    repeats: int = Field(
+        default=1,
+        ge=1,
+        description="How many times this text was said within the search's filters: the same todo list, "
+        "file read or command output stored again is one result (README 'Search').",
+    )
+    last_said_at: str | None = Field(
+        default=None, description="With repeats > 1: when the last of them was said."
+    )
+    exchange: Exchange | None = Field(
+        default=None,
+        description="A message or idea: the prompt that started its turn and the reply that ended it.",
     )
 
 

@@ -1033,6 +1033,8 @@ _MESSAGE_ORIGIN = Migration(
         "ALTER TABLE messages ADD COLUMN failed INTEGER NOT NULL DEFAULT 0 CHECK (failed IN (0, 1))",
         # A turn's closing reply is found from any of its messages (`cairn.search.exchanges`).
         "CREATE INDEX messages_replies ON messages (file_id, line) WHERE origin = 'reply'",
+        # The copies of a result's text are counted by its hash (`cairn.search.folding.count_repeats`).
+        "CREATE INDEX messages_content_hash ON messages (content_hash)",
     ),
     then=fill_origins,
 )

@@ -201,11 +201,14 @@ async def test_superseded_ideas_are_left_out_unless_asked_for(store: Store, worl
 
 
 async def test_recent_ideas_rank_above_old_ones_with_the_same_match(store: Store, world: World) -> None:
+    # The same sentence said 60 days and a day ago: one result, the recent one, said twice.
     page = await run(store, "flaky test timezone bug", kind="ideas")
     fresh, stale = str(world.ideas["fresh"]), str(world.ideas["stale"])
-    assert ids(page).index(fresh) < ids(page).index(stale)
+    assert fresh in ids(page) and stale not in ids(page)
     by_id = {r.id: r for r in page.results}
-    assert by_id[fresh].scores.recency > 0.9 > 0.3 > by_id[stale].scores.recency > 0  # no hard cut-off
+    assert by_id[fresh].repeats == 2 and by_id[fresh].last_said_at == by_id[fresh].said_at
+    older = await run(store, "flaky test timezone bug", kind="ideas", until=NOW - timedelta(days=10))
+    assert by_id[fresh].scores.recency > 0.9 > 0.3 > older.results[0].scores.recency > 0  # no hard cut-off
 
 
 async def test_filters_project_session_intent_kind_and_time(store: Store, world: World) -> None:
@@ -421,7 +424,8 @@ async def test_a_turn_whose_neighbours_match_outranks_a_lone_match(store: Store)
     found = await conversation_store(
         store,
         {
-            "gym": [(5, "user", "I applied there last week, it went well")],
+            # Not the same text, or the two would be one result said twice (`fold_repeats`).
+            "gym": [(5, "user", "I applied there last week, it went fine")],
             "adopt": [
                 (10, "assistant", "Which adoption agencies did you look at in the end?"),
                 (11, "user", "I applied there last week, it went well"),
@@ -628,7 +632,7 @@ async def test_the_turn_after_a_question_the_query_asks_outranks_the_same_turn_a
             ],
             "told": [
                 (10, "assistant", "Which adoption agencies did you look at in the end."),
-                (11, "user", "We looked at the two near the park, both were lovely"),
+                (11, "user", "We looked at the two near the park, both were great"),
             ],
         },
     )

@@ -1,0 +1,119 @@
+"""A coding session says the same thing many times — the todo list rewritten unchanged, the same file read
+again, a command run twice with the same output — and each copy matches a query as well as the others:
+three copies of one TodoWrite snapshot filled a top 10 (issue 42). Copies of one text are one result,
+which says how many times it was said and when last."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cairn.config import Settings
+from cairn.ingest import sync_file
+from cairn.search.hybrid import search
+from cairn.search.models import SearchPage, SearchRequest
+from cairn.store.store import Store
+from tests.builders import Transcript
+
+TODOS = [
+    {"id": "1", "content": "Move the tokenizer to tiktoken", "status": "in_progress"},
+    {"id": "2", "content": "Add a regression test for the tokenizer", "status": "pending"},
+]
+WRITTEN = "Todos have been modified successfully."
+
+
+def planning(cwd: Path, *, snapshots: int, done: bool = False, session_id: str | None = None) -> Transcript:
+    """A session that writes the same todo list `snapshots` times, each after a prompt; with `done`, a
+    last list whose items are finished (a different text)."""
+    t = Transcript(cwd, session_id=session_id)
+    for n in range(snapshots):
+        t.user(f"keep going with step {n}")
+        t.tool("TodoWrite", {"todos": TODOS}, WRITTEN)
+        t.say(f"Step {n} is under way.")
+    if done:
+        t.user("wrap up")
+        t.tool("TodoWrite", {"todos": [{**todo, "status": "completed"} for todo in TODOS]}, WRITTEN)
+    return t
+
+
+async def run(store: Store, settings: Settings, **request: Any) -> SearchPage:
+    fields = {"query": "tokenizer tiktoken", "mode": "keyword", "kind": "messages", "min_score": 0, **request}
+    return await search(store.db, None, settings, SearchRequest(**fields), record_usage=False)
+
+
+async def stored_time(store: Store, line: int) -> str:
+    return str(
+        await store.db.scalar(
+            "SELECT timestamp FROM messages WHERE line = ? AND origin = 'tool_call'", (line,)
+        )
+    )
+
+
+async def test_three_identical_todo_snapshots_are_one_result_said_three_times(
+    store: Store, settings: Settings, tmp_path: Path
+) -> None:
+    path = planning(tmp_path / "app", snapshots=3).write(tmp_path / "s.jsonl")
+    assert (await sync_file(store, path, settings)).error is None
+
+    page = await run(store, settings)
+
+    snapshots = [r for r in page.results if r.call == "TodoWrite"]
+    assert len(snapshots) == 1
+    [snapshot] = snapshots
+    assert snapshot.repeats == 3
+    # Lines 2, 6 and 10 hold the three calls: the last was said at line 10.
+    assert snapshot.last_said_at == await stored_time(store, 10)
+    assert page.total == len(page.results)
+
+
+async def test_different_texts_are_not_folded(store: Store, settings: Settings, tmp_path: Path) -> None:
+    path = planning(tmp_path / "app", snapshots=2, done=True).write(tmp_path / "s.jsonl")
+    assert (await sync_file(store, path, settings)).error is None
+
+    page = await run(store, settings)
+
+    snapshots = sorted((r.repeats, r.last_said_at is not None) for r in page.results if r.call == "TodoWrite")
+    assert snapshots == [(1, False), (2, True)]
+
+
+async def test_paging_through_folded_results_shows_each_text_once(
+    store: Store, settings: Settings, tmp_path: Path
+) -> None:
+    t = planning(tmp_path / "app", snapshots=3, done=True)
+    t.say("The tokenizer now uses tiktoken everywhere.")
+    t.say("A regression test for the tokenizer guards the tiktoken import.")
+    path = t.write(tmp_path / "s.jsonl")
+    assert (await sync_file(store, path, settings)).error is None
+
+    whole = await run(store, settings, limit=100)
+    paged, token = [], None
+    while True:
+        page = (
+            await run(store, settings, limit=1, continuation=token)
+            if token
+            else await run(store, settings, limit=1)
+        )
+        assert page.total == whole.total
+        paged += [(r.id, r.repeats) for r in page.results]
+        token = page.next_token
+        if token is None:
+            break
+
+    assert paged == [(r.id, r.repeats) for r in whole.results]
+    assert len({r.content for r in whole.results}) == len(whole.results)
+
+
+async def test_repeats_are_counted_within_the_searchs_filters(
+    store: Store, settings: Settings, tmp_path: Path
+) -> None:
+    # The same list in two sessions: within one session it was said there only.
+    here = planning(tmp_path / "app", snapshots=2, session_id="s-here").write(tmp_path / "a.jsonl")
+    there = planning(tmp_path / "app", snapshots=1, session_id="s-there").write(tmp_path / "b.jsonl")
+    for path in (here, there):
+        assert (await sync_file(store, path, settings)).error is None
+
+    everywhere = await run(store, settings)
+    in_one = await run(store, settings, session="s-here")
+
+    assert [r.repeats for r in everywhere.results if r.call == "TodoWrite"] == [3]
+    assert [r.repeats for r in in_one.results if r.call == "TodoWrite"] == [2]
