@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from cairn.search.models import Exchange, ExchangeEnd, item_id, preview
+from cairn.search.plain import readable
 from cairn.store.db import Database
 
 #: A message that starts a turn, over alias `p`; its first four conditions are those of the
@@ -92,7 +93,7 @@ async def exchanges_of(db: Database, keys: Iterable[tuple[int, int]]) -> dict[tu
 def _end(row_id: int | None, text: str | None) -> ExchangeEnd | None:
     if row_id is None:
         return None
-    return ExchangeEnd(id=item_id("message", int(row_id)), preview=preview(text or ""))
+    return ExchangeEnd(id=item_id("message", int(row_id)), preview=preview(readable(text or "")))
 
 
 @dataclass(frozen=True)

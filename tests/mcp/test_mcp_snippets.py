@@ -33,8 +33,11 @@ async def test_compact_results_name_the_origin_and_call_and_preview_plain_text(
             "origin": "tool_result",
             "call": "Bash: cd web npm run build",
             "failed": True,
+            # The reply that ended its turn: what came of the failure.
+            "reply": failing[0]["reply"],
         }
     ]
+    assert failing[0]["reply"].startswith("m")
     prompt = next(r for r in by_id.values() if r.get("origin") == "prompt")
     assert "call" not in prompt and "failed" not in prompt
     assert prompt["preview"] == "the webpack build fails on the tokenizer import *again*, can you look?"
