@@ -6,8 +6,8 @@ hit on the person's question shows what was answered, and a hit in a test run's 
 reply that said what it meant:
 
 - the **prompt** is the nearest prompt at or before the item's line in its transcript file: a
-  message the person typed (`origin = 'prompt'`), not a subagent's task, not an interruption
-  marker (`[Request interrupted by user]` is stored as the person's, but asks nothing);
+  message the person typed (`origin = 'prompt'`: not a subagent's task, nor the interruption marker
+  Claude Code writes in the person's name, whose origin is `system`);
 - the **reply** is the last reply (`origin = 'reply'`: assistant prose) of that turn, before the next
   prompt; the turn ends there even when the item is the prompt itself.
 
@@ -30,7 +30,7 @@ from cairn.store.db import Database
 #: A message that starts a turn, over alias `p`; its first four conditions are those of the
 #: `messages_prompts` index, so the index answers it.
 PROMPT = """p.role = 'user' AND p.kind = 'text' AND p.is_sidechain = 0 AND p.is_noise = 0
-    AND p.origin = 'prompt' AND p.text NOT LIKE '[Request interrupted%'"""
+    AND p.origin = 'prompt'"""
 # Past any line a transcript has.
 _END = 1 << 62
 

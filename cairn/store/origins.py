@@ -10,11 +10,11 @@ the same transcript that made the call, read in file order.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import aiosqlite
 
+from cairn.store.json_columns import json_objects
 from cairn.transcripts.origin import key_argument, origin_of, tool_of
 
 _BATCH = 2_000
@@ -42,14 +42,14 @@ async def _fill_file(conn: aiosqlite.Connection, file_id: int) -> int:
         rows = list(await cursor.fetchall())
     for row in rows:
         message_id, role, kind, text, raw_calls, raw_results, sidechain, agent_id, known = row
-        tool_calls = _json_list(raw_calls)
+        tool_calls = json_objects(raw_calls)
         for call in tool_calls:
             if call.get("id"):
                 name = str(call.get("name") or "")
                 calls[str(call["id"])] = (name, key_argument(name, str(call.get("input") or "")))
         if known is not None:
             continue
-        tool_results = _json_list(raw_results)
+        tool_results = json_objects(raw_results)
         for result in tool_results:
             found = calls.get(str(result.get("tool_use_id")))
             if found is not None and not result.get("tool_arg"):
@@ -79,11 +79,3 @@ async def _write(conn: aiosqlite.Connection, updates: list[tuple[Any, ...]]) -> 
     count = len(updates)
     updates.clear()
     return count
-
-
-def _json_list(raw: str | None) -> list[dict[str, Any]]:
-    try:
-        value = json.loads(raw or "[]")
-    except ValueError:
-        return []
-    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []

@@ -756,7 +756,7 @@ async def _unqueue_unembedded(
 
 
 def _message_row(message: Message, file_id: int, file_session: str | None) -> tuple[Any, ...]:
-    tool, argument, failed = message.tool()
+    origin, tool, argument, failed = message.origin_columns()
     return (
         message.session_id or file_session,
         file_id,
@@ -779,9 +779,9 @@ def _message_row(message: Message, file_id: int, file_session: str | None) -> tu
         int(message.is_compact_summary),
         _json_list(message.tool_calls),
         _json_list(message.tool_results),
-        message.origin,
+        origin,
         tool,
-        argument or None,
+        argument,
         int(failed),
     )
 

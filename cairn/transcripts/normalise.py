@@ -173,26 +173,22 @@ class Message(BaseModel):
         """The whole text: what passages are cut from."""
         return self.text if self.full_text is None else self.full_text
 
-    @property
-    def origin(self) -> Origin:
-        """The person's prompt, the assistant's reply, a tool call or result… (`cairn.transcripts.origin`)."""
-        return origin_of(
+    def origin_columns(self) -> tuple[Origin, str | None, str | None, bool]:
+        """What the message is (`cairn.transcripts.origin`) and the tool, its key argument and whether
+        it failed, for a tool call or result: the columns capture stores beside the text."""
+        calls = [call.model_dump() for call in self.tool_calls]
+        results = [result.model_dump() for result in self.tool_results]
+        origin = origin_of(
             role=self.role,
             kind=self.kind,
             text=self.text,
-            tool_calls=[{"name": call.name} for call in self.tool_calls],
-            tool_results=[{"tool_name": result.tool_name} for result in self.tool_results],
+            tool_calls=calls,
+            tool_results=results,
             is_sidechain=self.is_sidechain,
             agent_id=self.agent_id,
         )
-
-    def tool(self) -> tuple[str | None, str, bool]:
-        """(tool, key argument, failed) of the message's first call or result (`origin.tool_of`)."""
-        return tool_of(
-            self.origin,
-            [call.model_dump() for call in self.tool_calls],
-            [result.model_dump() for result in self.tool_results],
-        )
+        tool, argument, failed = tool_of(origin, calls, results)
+        return origin, tool, argument or None, failed
 
     @property
     def is_context(self) -> bool:

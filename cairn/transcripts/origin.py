@@ -57,6 +57,9 @@ _ARGUMENT_FIELDS = (
 #: A rendered tool input is `key=<compact JSON> key2=<compact JSON>` (`render_tool_input`).
 _FIELD = re.compile(r"(?:^| )([A-Za-z_][\w-]*)=")
 _TOOL_USE_LINE = re.compile(r"^\[tool_use [^\]]*\]")
+_JSON = json.JSONDecoder()
+#: What Claude Code writes as the person's message when they stop a turn: it asks nothing.
+INTERRUPTION = "[Request interrupted"
 ARGUMENT_CHARS = 200
 COMPACTION_AGENT_PREFIX = "acompact"
 
@@ -79,30 +82,22 @@ def fields_of(rendered: str) -> dict[str, str]:
 
 
 def _value_at(text: str, start: int) -> tuple[str, int]:
-    """The value starting at `start` (decoded when a JSON string) and where it ends.
+    """The value starting at `start` — a string decoded, other JSON as written — and where it ends.
 
-    Compact JSON has spaces only inside strings, so a list or object (`todos=[{"content":"fix it"}]`)
-    ends at the first space outside one: not at the first space, where a `key=` inside its strings
-    would be read as a field of its own."""
-    if start >= len(text) or text[start] != '"':
-        end, quoted = start, False
-        while end < len(text) and (quoted or text[end] != " "):
-            if text[end] == "\\":
-                end += 1
-            elif text[end] == '"':
-                quoted = not quoted
-            end += 1
-        end = min(end, len(text))
+    A whole value is read by the JSON decoder itself. Only the last value can be cut short by the
+    rendering's cap: a string is decoded as far as it goes, a list or object kept as written."""
+    try:
+        value, end = _JSON.raw_decode(text, start)
+    except ValueError:
+        rest = text[start:]
+        if rest.startswith('"'):
+            return _decode(rest.rstrip("…") + '"'), len(text)
+        if rest.startswith(("[", "{")):
+            return rest, len(text)
+        space = text.find(" ", start)
+        end = len(text) if space < 0 else space
         return text[start:end], end
-    i = start + 1
-    while i < len(text):
-        if text[i] == "\\":
-            i += 2
-            continue
-        if text[i] == '"':
-            return _decode(text[start : i + 1]), i + 1
-        i += 1
-    return _decode(text[start:].rstrip("…") + '"'), len(text)
+    return (value if isinstance(value, str) else text[start:end]), end
 
 
 def _decode(quoted: str) -> str:
@@ -176,6 +171,8 @@ def origin_of(
         return "tool_result"
     subagent = is_sidechain or bool(agent_id)
     if role == "user":
+        if text.startswith(INTERRUPTION):
+            return "system"
         # In a subagent's transcript the "user" is the agent that handed it the task.
         return "subagent" if subagent else "prompt"
     if has_prose(text):

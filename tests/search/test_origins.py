@@ -29,6 +29,8 @@ def failing_build(cwd: Path) -> Transcript:
     )
     t.tool("Read", {"file_path": f"{cwd}/webpack.config.js"}, "module.exports = { resolve: {} }")
     t.say("The webpack config has no alias for the tokenizer package; adding one fixes the build.")
+    # Claude Code writes this in the person's name when they stop a turn: it asks nothing.
+    t.user("[Request interrupted by user]")
     return t
 
 
@@ -48,6 +50,7 @@ async def test_every_message_is_stored_with_its_origin_tool_and_argument(
         ("tool_call", "Read", f"{tmp_path / 'app'}/webpack.config.js", 0),
         ("tool_result", "Read", f"{tmp_path / 'app'}/webpack.config.js", 0),
         ("reply", None, None, 0),
+        ("system", None, None, 0),
     ]
 
 
@@ -98,3 +101,28 @@ async def test_a_prior_per_origin_and_per_tool_weighs_each_kind_of_message(
     # The tool's own entry comes before its origin's.
     assert await first({"tool_result": 5.0, "tool_result:Bash": 0.01}) != "tool_result"
     assert await first({"prompt": 5.0}) == "prompt"
+
+
+async def test_origins_filter_the_vector_candidates_too(
+    store: Store, settings: Settings, tmp_path: Path
+) -> None:
+    """Chroma's neighbours are drawn under the origins' stored kinds, and SQL keeps the origins asked."""
+    path = failing_build(tmp_path / "app").write(tmp_path / "s.jsonl")
+    assert (await sync_file(store, path, settings)).error is None
+    await store.sync_vectors()
+
+    async def origins(*wanted: str) -> set[str | None]:
+        request = SearchRequest(
+            query="webpack tokenizer build",
+            mode="semantic",
+            kind="messages",
+            origins=list(wanted),
+            min_score=0,
+        )
+        page = await search(store.db, store.vectors, settings, request, record_usage=False)
+        assert page.vectors_unavailable is None and page.results
+        return {r.origin for r in page.results}
+
+    assert await origins("prompt") == {"prompt"}
+    assert await origins("reply") == {"reply"}
+    assert await origins("tool_call", "prompt") == {"tool_call", "prompt"}
