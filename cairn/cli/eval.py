@@ -536,21 +536,21 @@ def shown_table(shown: dict[str, dict[str, Any]], k: int) -> Table:
     """What a person sees in each group's top k (`cairn.evals.shown`): repeats and unreadable snippets."""
     table = Table(
         title=f"what a person sees in the top {k}: results repeating a higher one, snippets with "
-        "escapes or raw tool JSON",
+        "escapes or raw tool JSON the text does not hold (as written: the text's own)",
         title_justify="left",
         box=box.SIMPLE_HEAD,
         collapse_padding=True,
         pad_edge=False,
     )
-    for column in ("search", "results", "repeats", "unreadable", "escapes", "raw JSON"):
+    for column in ("search", "results", "repeats", "unreadable", "escapes", "raw JSON", "as written"):
         table.add_column(column, justify="left" if column == "search" else "right", no_wrap=True)
     for group, figures in shown.items():
         table.add_row(
             group,
             f"{figures['results']:,}",
             *(
-                f"{figures[name]:,} ({figures[f'{name}_share']:.0%})"
-                for name in ("repeats", "unreadable", "escapes", "raw_json")
+                f"{figures.get(name, 0):,} ({figures.get(f'{name}_share', 0.0):.0%})"
+                for name in ("repeats", "unreadable", "escapes", "raw_json", "as_written")
             ),
         )
     return table

@@ -68,7 +68,7 @@ from cairn.evals.shown import Shown, shown, summed
 from cairn.ingest import sync_paths
 from cairn.prompts import load_prompt
 from cairn.search.hybrid import search
-from cairn.search.models import SearchRequest, preview
+from cairn.search.models import SearchRequest, SearchResult, parse_item_id, preview
 from cairn.store.store import Store
 
 CUTOFFS = (1, 5, 10)
@@ -380,8 +380,29 @@ async def _search_one(
         for result, extent in zip(results, await extents.of(results), strict=True)
     ]
     hits = [item.hits(question, tolerance) for item in located]
-    seen = shown([(result.snippet, result.content) for result in results])
+    whole = await _whole_texts(store, results)
+    seen = shown(
+        [(result.snippet, whole.get(result.id, result.content), result.origin) for result in results]
+    )
     return Ranked(hits, located[0] if located else None, ms, [item.kind for item in located], seen)
+
+
+async def _whole_texts(store: Store, results: Sequence[SearchResult]) -> dict[str, str]:
+    """Each long message's whole text, by result id: its stored text and the passages it was cut into,
+    which hold what is past the stored text's cap — what a snippet from a passage is judged against."""
+    rows = {parse_item_id(r.id)[1]: r for r in results if r.kind == "message"}
+    if not rows:
+        return {}
+    passages = await store.db.fetchall(
+        "SELECT message_id, group_concat(text, ' ') AS text FROM (SELECT message_id, text "
+        "FROM message_passages WHERE message_id IN (SELECT value FROM json_each(?)) "
+        "ORDER BY message_id, seq) "
+        "GROUP BY message_id",
+        (json.dumps(sorted(rows)),),
+    )
+    return {
+        rows[int(p["message_id"])].id: f"{rows[int(p['message_id'])].content} {p['text']}" for p in passages
+    }
 
 
 def _baseline(bm25: LineBM25, question: Question, tolerance: int) -> Ranked:

@@ -117,9 +117,14 @@ def fold_repeats(ranked: list[Ranked]) -> list[Ranked]:
                 lead[key] = r
             kept.append(r)
             continue
-        first.repeats += 1
-        first.last_said_at = _later(first.last_said_at or first.item.said_at, r.item.said_at)
+        fold_into(first, r)
     return kept
+
+
+def fold_into(lead: Ranked, copy: Ranked) -> None:
+    """Count `copy`, and the copies it stands for, as `lead` said again."""
+    lead.repeats += copy.repeats
+    lead.last_said_at = _later(lead.last_said_at or lead.item.said_at, copy.last_said_at or copy.item.said_at)
 
 
 def _later(a: str | None, b: str | None) -> str | None:

@@ -61,8 +61,8 @@ from cairn.search.paging import MAX_SEEN, decode_token, encode_token
 from cairn.search.projects import UNKNOWN_HINT, resolve_projects
 from cairn.search.query import FtsQuery, build
 from cairn.search.ranking import Scale, Signals, relevance, score
+from cairn.search.rereads import fold_rereads, shown
 from cairn.search.semantic import PASSAGES, VectorMatch, cosines_of, vector_matches
-from cairn.search.snippets import ResultText
 from cairn.store.db import Database
 from cairn.store.store import iso_utc
 from cairn.store.usage import record_use
@@ -170,7 +170,7 @@ async def search(
     _, turns, *per_kind = loaded
     items = dict(zip(kinds, per_kind, strict=True))
     ranked = _rank(kinds, items, signals, settings, base, use_keywords, use_vectors, lifts, dates, turns)
-    ranked = [r for r in ranked if r.item.kind in wanted]
+    ranked = await fold_rereads(db, query, [r for r in ranked if r.item.kind in wanted])
     return await _page(
         db,
         base,
@@ -688,18 +688,12 @@ def _results(
     passages: dict[int, str],
     exchanges: dict[tuple[int, int], Exchange],
 ) -> list[SearchResult]:
-    """The page as results, each read as a person reads it (`cairn.search.snippets`); a message found
-    through a passage shows that passage as its snippet."""
+    """The page as results, each read as a person reads it (`cairn.search.rereads.shown`)."""
     results = []
     for r in page:
         item = r.item
         row = item.row
-        reading = ResultText(
-            item.origin, row.get("tool"), row.get("tool_arg"), bool(row.get("failed")), row.get("project")
-        )
-        snippet, preview = reading.shown(
-            query, passages.get(r.signals.passage_id or 0, item.content), item.content
-        )
+        snippet, preview = shown(query, r, passages)
         results.append(
             SearchResult(
                 id=item.id,

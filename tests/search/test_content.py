@@ -554,9 +554,10 @@ async def test_a_bounded_page_cuts_long_passages_and_the_cursor_goes_on_where_it
     cut = 0
     while True:
         assert page.results, "a bounded page is never empty while results remain"
-        assert len(page.results) == 1 or sum(
-            len(r.model_dump_json(exclude_none=True)) for r in page.results
-        ) <= 3_000
+        assert (
+            len(page.results) == 1
+            or sum(len(r.model_dump_json(exclude_none=True)) for r in page.results) <= 3_000
+        )
         for result in page.results:
             original = texts[result.chunk_id]
             if result.omitted_chars is None:
@@ -571,9 +572,7 @@ async def test_a_bounded_page_cuts_long_passages_and_the_cursor_goes_on_where_it
         if not page.continuation.has_more:
             break
         assert page.continuation.next_token is not None
-        page = await run(
-            store, settings, continuation_token=page.continuation.next_token, max_chars=3_000
-        )
+        page = await run(store, settings, continuation_token=page.continuation.next_token, max_chars=3_000)
     assert seen == expected, "every result once, in the unbounded order"
     assert cut == 8, "each long message was cut, no short one was"
 

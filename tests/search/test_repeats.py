@@ -117,3 +117,51 @@ async def test_repeats_are_counted_within_the_searchs_filters(
 
     assert [r.repeats for r in everywhere.results if r.call == "TodoWrite"] == [3]
     assert [r.repeats for r in in_one.results if r.call == "TodoWrite"] == [2]
+
+
+def numbered(lines: list[str], first: int) -> str:
+    """A Read tool's output: the file's lines from `first` on, each after its line number."""
+    return "\n".join(f"{n:>6}→{line}" for n, line in enumerate(lines[first - 1 :], start=first))
+
+
+SOURCE = [f"value_{n} = compute_{n}(inputs)" for n in range(1, 61)]
+SOURCE[29] = "# The tokenizer is loaded from tiktoken once per process, never per call."
+
+
+async def test_a_file_read_twice_reads_as_one_call_and_one_stretch_of_output(
+    store: Store, settings: Settings, tmp_path: Path
+) -> None:
+    # Two reads of one file from different lines are different stored texts, but the stretch that
+    # matches the query reads the same in both: a person would see it twice.
+    t = Transcript(tmp_path / "app")
+    t.user("where is the tokenizer loaded")
+    t.tool("Read", {"file_path": str(tmp_path / "app" / "tokenizer.py")}, numbered(SOURCE, 1))
+    t.user("read it again from line 12")
+    t.tool("Read", {"file_path": str(tmp_path / "app" / "tokenizer.py"), "offset": 12}, numbered(SOURCE, 12))
+    t.say("Another part entirely: the tokenizer cache is cleared by tiktoken's reset.")
+    path = t.write(tmp_path / "s.jsonl")
+    assert (await sync_file(store, path, settings)).error is None
+
+    page = await run(store, settings, limit=10)
+
+    # The two outputs, and the two calls (both read `Read tokenizer.py`), are one result each.
+    for origin in ("tool_result", "tool_call"):
+        [one] = [r for r in page.results if r.origin == origin]
+        assert one.repeats == 2 and one.last_said_at is not None
+    assert any(r.origin == "reply" for r in page.results)
+    snippets = [" ".join(r.snippet.split()) for r in page.results]
+    assert len(set(snippets)) == len(snippets)
+
+    # Paging one result at a time shows the same results: the folded read never comes back.
+    paged, token = [], None
+    while True:
+        one = (
+            await run(store, settings, limit=1, continuation=token)
+            if token
+            else await run(store, settings, limit=1)
+        )
+        paged += [(r.id, r.repeats) for r in one.results]
+        token = one.next_token
+        if token is None:
+            break
+    assert paged == [(r.id, r.repeats) for r in page.results]
