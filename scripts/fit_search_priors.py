@@ -1,4 +1,4 @@
-"""Fit search's score factor per message origin and tool (`search_boosts`) on the tuning sets only.
+"""Fit search's score factor per message origin and tool, or per idea intent, on the tuning sets.
 
 Conversation and tool output compete in one ranking, and how much a tool result should weigh against
 a reply is an empirical question: this script answers it on the development sets — coding-qa-dev,
@@ -47,6 +47,8 @@ KEYS = (
     "tool_result:Edit",
     "tool_call:TodoWrite",
 )
+#: Idea intents and topic spans: fitted when asked for (`--keys`), since ideas compete with messages.
+IDEA_KEYS = ("decision", "conclusion", "solution", "problem", "question", "todo", "context", "span")
 GRID = (0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 1.0, 1.1, 1.25)
 
 
@@ -124,7 +126,7 @@ async def evaluate(
     known: dict[str, dict[str, float]] | None = None,
 ) -> dict[str, dict[str, float]]:
     """Each set's figures under `boosts`; a set `key` cannot affect keeps its `known` figures."""
-    skip = key is not None and known is not None and key not in ("prompt", "reply")
+    skip = key is not None and known is not None and key not in ("prompt", "reply", *IDEA_KEYS)
     return {
         dev.name: known[dev.name]
         if skip and known and dev.name in CONVERSATION_ONLY
@@ -146,7 +148,15 @@ async def main() -> None:
     parser.add_argument("--shared", type=Path, required=True, help="The shared data directory (../shared).")
     parser.add_argument("--stores", type=Path, required=True, help="Where the sets' stores are kept.")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--keys",
+        default=",".join(KEYS),
+        help=f"Comma-separated keys to fit, of {', '.join(KEYS + IDEA_KEYS)} (default: the message keys).",
+    )
     args = parser.parse_args()
+    keys = tuple(key for key in args.keys.split(",") if key)
+    if unknown := set(keys) - set(KEYS + IDEA_KEYS):
+        parser.error(f"unknown keys: {', '.join(sorted(unknown))}")
     sets = dev_sets(args.shared.resolve(), args.stores.resolve())
     for dev in sets:
         await open_set(dev)
@@ -157,7 +167,7 @@ async def main() -> None:
         current = before
         for round_number in range(args.rounds):
             changed = False
-            for key in KEYS:
+            for key in keys:
                 for value in GRID:
                     trial = {**best, key: value}
                     results = await evaluate(sets, trial, key, current)
@@ -165,7 +175,8 @@ async def main() -> None:
                     if got > best_score + 1e-4:
                         best, best_score, current, changed = trial, got, results, True
                 print(
-                    f"round {round_number + 1} {key}={best.get(key)} objective {best_score:.4f}",
+                    f"round {round_number + 1} {key}={best.get(key)} objective {best_score:.4f} "
+                    + " ".join(f"{name} @1 {got['recall_any@1']:.3f}" for name, got in current.items()),
                     file=sys.stderr,
                 )
             if not changed:
@@ -177,7 +188,7 @@ async def main() -> None:
                 await dev.store.close()
             if dev.bm25 is not None:
                 dev.bm25.close()
-    fitted = {key: best[key] for key in KEYS if key in best}
+    fitted = {key: best[key] for key in keys if key in best}
     report: dict[str, Any] = {"search_boosts": fitted, "before": before, "after": after}
     print(json.dumps(report, indent=2))
 
