@@ -35,6 +35,12 @@ _COVERING_SPAN = """
      ORDER BY sp.depth DESC, sp.start_line DESC, sp.id DESC LIMIT 1)
 """
 
+# Whether the message an idea was drawn from asks something (a question mark in its last 200 characters,
+# as `cairn.search.hybrid.asks_question` reads a message): a todo drawn from it is a question the indexer
+# read a statement of, and settled by the reply it ranks as that reply (`Item.answer`).
+_ASKS = """EXISTS (SELECT 1 FROM messages AS q WHERE q.file_id = {idea}.source_file_id
+    AND q.line = {idea}.source_line AND instr(substr(q.text, -200), '?') > 0)"""
+
 _SQL: dict[Kind, str] = {
     "idea": f"""
         SELECT t.id, t.intent, t.content, t.content_hash, t.importance, t.usage_count AS usage, t.said_at,
@@ -42,7 +48,8 @@ _SQL: dict[Kind, str] = {
                t.source_file_id AS file_id, t.source_line AS line, t.superseded_by,
                t.answered_at, t.completed_at, t.declined_at,
                CASE WHEN t.intent = 'question' THEN t.answered_by END AS answered_by,
-               CASE WHEN t.intent = 'question' AND t.answered_by IS NULL AND t.resolved_line IS NOT NULL
+               CASE WHEN t.answered_by IS NULL AND t.resolved_line IS NOT NULL
+                    AND (t.intent = 'question' OR (t.intent = 'todo' AND {_ASKS.format(idea="t")}))
                     THEN (SELECT m.id FROM messages AS m
                           WHERE m.file_id = t.source_file_id AND m.line = t.resolved_line
                           ORDER BY m.kind <> 'text', m.id LIMIT 1) END AS answered_by_message,
@@ -107,7 +114,8 @@ class Item:
     """The loaded row, by column: what `session`, `source` and `superseded_by` are built from."""
     answered_by: int | None = None  # a question idea: the idea that answers it
     answered_by_message: int | None = None
-    """A question idea answered where no idea was drawn: the message at the answering line."""
+    """A question idea answered where no idea was drawn, or a todo drawn from a message that asks and
+    settled by a reply: the message at the line that answered it."""
 
     @property
     def answer(self) -> tuple[Kind, int] | None:
@@ -235,7 +243,8 @@ async def answers_of(db: Database, idea_ids: list[int]) -> list[tuple[Kind, int]
         "(SELECT m.id FROM messages AS m WHERE m.file_id = i.source_file_id AND m.line = i.resolved_line "
         "ORDER BY m.kind <> 'text', m.id LIMIT 1) END AS message "
         "FROM ideas AS i WHERE i.id IN (SELECT value FROM json_each(?)) "
-        "AND i.intent = 'question' AND (i.answered_by IS NOT NULL OR i.resolved_line IS NOT NULL) "
+        "AND ((i.intent = 'question' AND (i.answered_by IS NOT NULL OR i.resolved_line IS NOT NULL)) "
+        f"OR (i.intent = 'todo' AND i.resolved_line IS NOT NULL AND {_ASKS.format(idea='i')})) "
         "ORDER BY i.id",
         (json.dumps(idea_ids),),
     )

@@ -575,6 +575,32 @@ async def test_a_question_answered_where_no_idea_was_drawn_ranks_as_the_answerin
     assert all(r.scores.answers is None for r in alone.results)
 
 
+async def test_a_todo_drawn_from_a_message_that_asks_ranks_as_the_message_that_settled_it(
+    store: Store,
+) -> None:
+    # The indexer may draw a statement of a message that also asks, and read it as a todo: settled at
+    # the reply, it ranks as that reply, as a question would. A todo from a message that asks nothing
+    # keeps its own place (its completion is not what it says).
+    found = await answered_question_store(store)
+    question, message = found["question"], f"m{found['s:5']}"
+    async with store.db.write() as conn:
+        await conn.execute("DELETE FROM ideas WHERE id = ?", (found["answer"],))
+        await conn.execute(
+            "UPDATE ideas SET intent = 'todo', answered_by = NULL, resolved_line = 5 WHERE id = ?",
+            (question,),
+        )
+    query = "What setting turns on auto-summarization?"
+    page = await run(store, query, mode="keyword", kind="all", min_score=0)
+    assert ids(page)[:2] == [message, str(question)]
+
+    async with store.db.write() as conn:
+        await conn.execute(
+            "UPDATE messages SET text = 'Enable auto-summarization in the settings.' WHERE line = 3"
+        )
+    plain = await run(store, query, mode="keyword", kind="all", min_score=0)
+    assert all(r.scores.answers is None for r in plain.results)
+
+
 async def test_an_answer_comes_only_with_its_question_and_through_the_filters(store: Store) -> None:
     found = await answered_question_store(store)
     answer, question = str(found["answer"]), str(found["question"])
