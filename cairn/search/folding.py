@@ -11,7 +11,8 @@ Three folds run on the scored candidates, before `min_score` and paging:
   on auto-summarization?" matched the user's own "What are the settings I need to enable
   auto-summarization?" best, while the answer — a JSON snippet of `.entire/settings.json` — holds
   few of the query's words. The search brings every answered question's answer in as a candidate
-  (`cairn.search.hydrate.answers_of`), so the answer need not match the query itself;
+  (`cairn.search.hydrate.answers_of`), so the answer need not match the query itself; where no idea
+  was drawn at the answering line, the message there is the answer;
 - **repeats into the best-ranked one** (`fold_repeats`): a coding session says the same thing many
   times — the todo list rewritten unchanged, the same file read again, a command run twice with the
   same output, a pasted log pasted again — and each copy matches a query exactly as well as the
@@ -87,11 +88,13 @@ def fold_messages(ranked: list[Ranked]) -> list[Ranked]:
 
 def fold_answered(ranked: list[Ranked]) -> list[Ranked]:
     """Best first, each answered question's answer raised to the question's place when that is
-    better (`parts.answers` names the question), and the question put right after its answer."""
-    ideas = {r.item.row_id: r for r in ranked if r.item.kind == "idea"}
+    better (`parts.answers` names the question), and the question put right after its answer. The
+    answer is the idea that answers it, else the message at the line that answered it (`Item.answer`):
+    an indexer that draws no idea from the reply still says where the question was answered."""
+    by_key = {(r.item.kind, r.item.row_id): r for r in ranked}
     for r in best_first(ranked):
-        answered_by = r.item.answered_by if r.item.kind == "idea" else None
-        answer = ideas.get(answered_by) if answered_by is not None else None
+        key = r.item.answer if r.item.kind == "idea" else None
+        answer = by_key.get(key) if key is not None else None
         if answer is None or answer is r:
             continue
         if r.final > answer.final:

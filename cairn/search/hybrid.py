@@ -154,7 +154,7 @@ async def search(
         _idea_lifts(db, vectors, settings, base, filters, vector) if "idea" in kinds else _nothing(),
         answers_of(db, [row_id for (k, row_id) in signals if k == "idea"]),
     )
-    for key in [*(dated or ()), *(("idea", answer) for answer in answers)]:
+    for key in [*(dated or ()), *(answer for answer in answers if answer[0] in kinds)]:
         signals.setdefault(key, Signals())
     lifts: dict[int, AssociationBoost] = boosts or {}
     if vector is not None:
@@ -504,7 +504,9 @@ def _rank(
     now = datetime.now(UTC)
     minimum = settings.search_min_score if request.min_score is None else request.min_score
     ranked: list[Ranked] = []
-    answers_only: set[int] = set()  # ideas that are candidates only as a candidate question's answer
+    # What answers a candidate question (`Item.answer`): a candidate even when it matches nothing itself.
+    answering = {item.answer for item in loaded.get("idea", {}).values() if item.answer is not None}
+    answers_only: set[tuple[Kind, int]] = set()  # candidates only as a candidate question's answer
     for kind in kinds:
         ids = [row_id for (k, row_id) in signals if k == kind]
         scale = Scale.of([signals[(kind, row_id)] for row_id in ids], settings)
@@ -527,14 +529,13 @@ def _rank(
                 else (own, vector)
                 for row_id, (own, vector) in relevances.items()
             }
-        answering = {item.answered_by for item in items.values() if item.answered_by is not None}
         for row_id, item in items.items():
             entry = signals[(kind, row_id)]
             parts_in = relevances[row_id]
             if parts_in[0] <= 0 and (kind != "idea" or row_id not in lifts):
-                if kind != "idea" or row_id not in answering:
+                if (kind, row_id) not in answering:
                     continue
-                answers_only.add(row_id)
+                answers_only.add((kind, row_id))
             final, parts = score(item, entry, parts_in, settings, now)
             lift = lifts.get(row_id) if kind == "idea" else None
             if lift is not None:
@@ -545,7 +546,7 @@ def _rank(
 
     # An answer whose question did not rank has nothing to stand for.
     def stands_for_nothing(r: Ranked) -> bool:
-        return r.final <= 0 and r.item.kind == "idea" and r.item.row_id in answers_only
+        return r.final <= 0 and (r.item.kind, r.item.row_id) in answers_only
 
     return [r for r in folded if r.score >= minimum and not stands_for_nothing(r)]
 

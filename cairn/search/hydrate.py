@@ -35,6 +35,12 @@ _COVERING_SPAN = """
      ORDER BY sp.depth DESC, sp.start_line DESC, sp.id DESC LIMIT 1)
 """
 
+# Whether the message an idea was drawn from asks something (a question mark in its last 200 characters,
+# as `cairn.search.hybrid.asks_question` reads a message): a todo drawn from it is a question the indexer
+# read a statement of, and settled by the reply it ranks as that reply (`Item.answer`).
+_ASKS = """EXISTS (SELECT 1 FROM messages AS q WHERE q.file_id = {idea}.source_file_id
+    AND q.line = {idea}.source_line AND instr(substr(q.text, -200), '?') > 0)"""
+
 _SQL: dict[Kind, str] = {
     "idea": f"""
         SELECT t.id, t.intent, t.content, t.content_hash, t.importance, t.usage_count AS usage, t.said_at,
@@ -42,6 +48,11 @@ _SQL: dict[Kind, str] = {
                t.source_file_id AS file_id, t.source_line AS line, t.superseded_by,
                t.answered_at, t.completed_at, t.declined_at,
                CASE WHEN t.intent = 'question' THEN t.answered_by END AS answered_by,
+               CASE WHEN t.answered_by IS NULL AND t.resolved_line IS NOT NULL
+                    AND (t.intent = 'question' OR (t.intent = 'todo' AND {_ASKS.format(idea="t")}))
+                    THEN (SELECT m.id FROM messages AS m
+                          WHERE m.file_id = t.source_file_id AND m.line = t.resolved_line
+                          ORDER BY m.kind <> 'text', m.id LIMIT 1) END AS answered_by_message,
                sup.content AS sup_content, sup.said_at AS sup_said_at,
                sp.id AS topic_id, sp.name AS topic,
                (SELECT count(*) FROM relations AS r WHERE r.from_idea_id = t.id)
@@ -57,6 +68,7 @@ _SQL: dict[Kind, str] = {
                t.name || CASE WHEN trim(t.summary) <> '' THEN ': ' || t.summary ELSE '' END AS content,
                NULL AS importance, 0 AS usage, {TABLES["span"].said_at} AS said_at, t.session_id,
                t.file_id, t.start_line AS line, NULL AS superseded_by, NULL AS answered_by,
+               NULL AS answered_by_message,
                NULL AS answered_at, NULL AS completed_at, NULL AS declined_at,
                NULL AS sup_content, NULL AS sup_said_at,
                parent.id AS topic_id, parent.name AS topic,
@@ -70,7 +82,8 @@ _SQL: dict[Kind, str] = {
         SELECT t.id, t.role AS intent, t.text AS content, t.content_hash, NULL AS importance, 0 AS usage,
                {TABLES["message"].said_at} AS said_at, t.session_id, t.file_id, t.line,
                t.kind AS message_kind, t.origin, t.tool, t.tool_arg, t.failed,
-               NULL AS superseded_by, NULL AS answered_by, NULL AS sup_content, NULL AS sup_said_at,
+               NULL AS superseded_by, NULL AS answered_by, NULL AS answered_by_message, NULL AS sup_content,
+               NULL AS sup_said_at,
                NULL AS answered_at, NULL AS completed_at, NULL AS declined_at,
                cov.id AS topic_id, cov.name AS topic,
                (SELECT count(*) FROM ideas AS i WHERE i.source_file_id = t.file_id AND i.source_line = t.line)
@@ -100,6 +113,20 @@ class Item:
     row: dict[str, Any] = field(repr=False, compare=False)
     """The loaded row, by column: what `session`, `source` and `superseded_by` are built from."""
     answered_by: int | None = None  # a question idea: the idea that answers it
+    answered_by_message: int | None = None
+    """A question idea answered where no idea was drawn, or a todo drawn from a message that asks and
+    settled by a reply: the message at the line that answered it."""
+
+    @property
+    def answer(self) -> tuple[Kind, int] | None:
+        """What answers this question idea, by (kind, row id): the answering idea, else the message at
+        the line that answered it (an indexer that draws no idea from a reply still links the question to
+        it); None for anything else."""
+        if self.answered_by is not None:
+            return ("idea", self.answered_by)
+        if self.answered_by_message is not None:
+            return ("message", self.answered_by_message)
+        return None
 
     @property
     def id(self) -> str:
@@ -195,19 +222,36 @@ async def load(db: Database, kind: Kind, ids: list[int], filters: Filters) -> di
             boost_key=boost_key,
             row=row,
             answered_by=None if row["answered_by"] is None else int(row["answered_by"]),
+            answered_by_message=_id_or_none(row["answered_by_message"]),
         )
     return items
 
 
-async def answers_of(db: Database, idea_ids: list[int]) -> list[int]:
-    """The ideas that answer the answered questions among `idea_ids`, each once, in question order:
-    candidates of their own, since a question that matches the query ranks as its answer
+def _id_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+async def answers_of(db: Database, idea_ids: list[int]) -> list[tuple[Kind, int]]:
+    """What answers the answered questions among `idea_ids`, by (kind, row id), each once, in question
+    order: the answering idea, else the message at the answering line when no idea was drawn there.
+    Candidates of their own, since a question that matches the query ranks as its answer
     (`cairn.search.folding.fold_answered`). The filters apply when they are loaded."""
     if not idea_ids:
         return []
     rows = await db.fetchall(
-        "SELECT answered_by FROM ideas WHERE id IN (SELECT value FROM json_each(?)) "
-        "AND intent = 'question' AND answered_by IS NOT NULL ORDER BY id",
+        "SELECT i.answered_by, CASE WHEN i.answered_by IS NULL THEN "
+        "(SELECT m.id FROM messages AS m WHERE m.file_id = i.source_file_id AND m.line = i.resolved_line "
+        "ORDER BY m.kind <> 'text', m.id LIMIT 1) END AS message "
+        "FROM ideas AS i WHERE i.id IN (SELECT value FROM json_each(?)) "
+        "AND ((i.intent = 'question' AND (i.answered_by IS NOT NULL OR i.resolved_line IS NOT NULL)) "
+        f"OR (i.intent = 'todo' AND i.resolved_line IS NOT NULL AND {_ASKS.format(idea='i')})) "
+        "ORDER BY i.id",
         (json.dumps(idea_ids),),
     )
-    return list(dict.fromkeys(int(row["answered_by"]) for row in rows))
+    found: list[tuple[Kind, int]] = []
+    for row in rows:
+        if row["answered_by"] is not None:
+            found.append(("idea", int(row["answered_by"])))
+        elif row["message"] is not None:
+            found.append(("message", int(row["message"])))
+    return list(dict.fromkeys(found))

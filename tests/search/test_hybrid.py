@@ -546,6 +546,61 @@ async def test_an_answered_question_that_matches_ranks_as_its_answer(
     assert all(r.scores.answers is None for r in unanswered.results)
 
 
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+@pytest.mark.parametrize("kind", ["ideas", "all"])
+async def test_a_question_answered_where_no_idea_was_drawn_ranks_as_the_answering_message(
+    store: Store, mode: str, kind: str
+) -> None:
+    # An indexer that draws no idea from the reply still links the question to the line that answered
+    # it (resolved_line, no answered_by): the message there takes the question's place, as an
+    # answering idea would, and the question follows it. kind=ideas returns the question alone.
+    found = await answered_question_store(store)
+    question, message = found["question"], f"m{found['s:5']}"
+    async with store.db.write() as conn:
+        await conn.execute("DELETE FROM ideas WHERE id = ?", (found["answer"],))
+        await conn.execute("UPDATE ideas SET answered_by = NULL, resolved_line = 5 WHERE id = ?", (question,))
+    page = await run(store, "What setting turns on auto-summarization?", mode=mode, kind=kind, min_score=0)
+    if kind == "all":
+        assert ids(page)[:2] == [message, str(question)]
+        assert page.results[0].scores.answers == str(question)
+    else:
+        assert ids(page)[0] == str(question)
+        assert all(r.kind == "idea" for r in page.results)
+
+    # A question with no answering line ranks alone.
+    async with store.db.write() as conn:
+        await conn.execute("UPDATE ideas SET resolved_line = NULL WHERE id = ?", (question,))
+    alone = await run(store, "What setting turns on auto-summarization?", mode=mode, kind=kind, min_score=0)
+    assert ids(alone)[0] == str(question)
+    assert all(r.scores.answers is None for r in alone.results)
+
+
+async def test_a_todo_drawn_from_a_message_that_asks_ranks_as_the_message_that_settled_it(
+    store: Store,
+) -> None:
+    # The indexer may draw a statement of a message that also asks, and read it as a todo: settled at
+    # the reply, it ranks as that reply, as a question would. A todo from a message that asks nothing
+    # keeps its own place (its completion is not what it says).
+    found = await answered_question_store(store)
+    question, message = found["question"], f"m{found['s:5']}"
+    async with store.db.write() as conn:
+        await conn.execute("DELETE FROM ideas WHERE id = ?", (found["answer"],))
+        await conn.execute(
+            "UPDATE ideas SET intent = 'todo', answered_by = NULL, resolved_line = 5 WHERE id = ?",
+            (question,),
+        )
+    query = "What setting turns on auto-summarization?"
+    page = await run(store, query, mode="keyword", kind="all", min_score=0)
+    assert ids(page)[:2] == [message, str(question)]
+
+    async with store.db.write() as conn:
+        await conn.execute(
+            "UPDATE messages SET text = 'Enable auto-summarization in the settings.' WHERE line = 3"
+        )
+    plain = await run(store, query, mode="keyword", kind="all", min_score=0)
+    assert all(r.scores.answers is None for r in plain.results)
+
+
 async def test_an_answer_comes_only_with_its_question_and_through_the_filters(store: Store) -> None:
     found = await answered_question_store(store)
     answer, question = str(found["answer"]), str(found["question"])
