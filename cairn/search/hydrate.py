@@ -40,6 +40,20 @@ _COVERING_SPAN = """
 # read a statement of, and settled by the reply it ranks as that reply (`Item.answer`).
 _ASKS = """EXISTS (SELECT 1 FROM messages AS q WHERE q.file_id = {idea}.source_file_id
     AND q.line = {idea}.source_line AND instr(substr(q.text, -200), '?') > 0)"""
+# The message that settled an idea where no idea was drawn (`Item.answer`): a question, or a todo drawn
+# from a message that asks, with no answering idea. `resolved_line` is a line of the session that settled
+# it, which a later session can be: the message at that line of the idea's own file is the answer only
+# when it was said when the idea was settled (the executor stamps the answering line's time).
+_ANSWERING_MESSAGE = (
+    """CASE WHEN {idea}.answered_by IS NULL AND {idea}.resolved_line IS NOT NULL
+    AND ({idea}.intent = 'question' OR ({idea}.intent = 'todo' AND """
+    + _ASKS
+    + """))
+    THEN (SELECT m.id FROM messages AS m WHERE m.file_id = {idea}.source_file_id
+          AND m.line = {idea}.resolved_line
+          AND m.timestamp = coalesce({idea}.answered_at, {idea}.completed_at)
+          ORDER BY m.kind <> 'text', m.id LIMIT 1) END"""
+)
 
 _SQL: dict[Kind, str] = {
     "idea": f"""
@@ -48,11 +62,7 @@ _SQL: dict[Kind, str] = {
                t.source_file_id AS file_id, t.source_line AS line, t.superseded_by,
                t.answered_at, t.completed_at, t.declined_at,
                CASE WHEN t.intent = 'question' THEN t.answered_by END AS answered_by,
-               CASE WHEN t.answered_by IS NULL AND t.resolved_line IS NOT NULL
-                    AND (t.intent = 'question' OR (t.intent = 'todo' AND {_ASKS.format(idea="t")}))
-                    THEN (SELECT m.id FROM messages AS m
-                          WHERE m.file_id = t.source_file_id AND m.line = t.resolved_line
-                          ORDER BY m.kind <> 'text', m.id LIMIT 1) END AS answered_by_message,
+               {_ANSWERING_MESSAGE.format(idea="t")} AS answered_by_message,
                sup.content AS sup_content, sup.said_at AS sup_said_at,
                sp.id AS topic_id, sp.name AS topic,
                (SELECT count(*) FROM relations AS r WHERE r.from_idea_id = t.id)
@@ -239,13 +249,9 @@ async def answers_of(db: Database, idea_ids: list[int]) -> list[tuple[Kind, int]
     if not idea_ids:
         return []
     rows = await db.fetchall(
-        "SELECT i.answered_by, CASE WHEN i.answered_by IS NULL THEN "
-        "(SELECT m.id FROM messages AS m WHERE m.file_id = i.source_file_id AND m.line = i.resolved_line "
-        "ORDER BY m.kind <> 'text', m.id LIMIT 1) END AS message "
-        "FROM ideas AS i WHERE i.id IN (SELECT value FROM json_each(?)) "
-        "AND ((i.intent = 'question' AND (i.answered_by IS NOT NULL OR i.resolved_line IS NOT NULL)) "
-        f"OR (i.intent = 'todo' AND i.resolved_line IS NOT NULL AND {_ASKS.format(idea='i')})) "
-        "ORDER BY i.id",
+        f"""SELECT CASE WHEN i.intent = 'question' THEN i.answered_by END AS answered_by,
+                   {_ANSWERING_MESSAGE.format(idea="i")} AS message
+            FROM ideas AS i WHERE i.id IN (SELECT value FROM json_each(?)) ORDER BY i.id""",
         (json.dumps(idea_ids),),
     )
     found: list[tuple[Kind, int]] = []

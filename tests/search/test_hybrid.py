@@ -558,7 +558,11 @@ async def test_a_question_answered_where_no_idea_was_drawn_ranks_as_the_answerin
     question, message = found["question"], f"m{found['s:5']}"
     async with store.db.write() as conn:
         await conn.execute("DELETE FROM ideas WHERE id = ?", (found["answer"],))
-        await conn.execute("UPDATE ideas SET answered_by = NULL, resolved_line = 5 WHERE id = ?", (question,))
+        await conn.execute(
+            "UPDATE ideas SET answered_by = NULL, resolved_line = 5, "
+            "answered_at = (SELECT timestamp FROM messages WHERE line = 5) WHERE id = ?",
+            (question,),
+        )
     page = await run(store, "What setting turns on auto-summarization?", mode=mode, kind=kind, min_score=0)
     if kind == "all":
         assert ids(page)[:2] == [message, str(question)]
@@ -566,6 +570,17 @@ async def test_a_question_answered_where_no_idea_was_drawn_ranks_as_the_answerin
     else:
         assert ids(page)[0] == str(question)
         assert all(r.kind == "idea" for r in page.results)
+
+    # Answered at line 5 of a later session: line 5 of the question's own session is not its answer.
+    async with store.db.write() as conn:
+        await conn.execute(
+            "UPDATE ideas SET answered_at = '2031-01-01T00:00:00.000Z' WHERE id = ?", (question,)
+        )
+    elsewhere = await run(
+        store, "What setting turns on auto-summarization?", mode=mode, kind=kind, min_score=0
+    )
+    assert ids(elsewhere)[0] == str(question)
+    assert all(r.scores.answers is None for r in elsewhere.results)
 
     # A question with no answering line ranks alone.
     async with store.db.write() as conn:
@@ -586,7 +601,8 @@ async def test_a_todo_drawn_from_a_message_that_asks_ranks_as_the_message_that_s
     async with store.db.write() as conn:
         await conn.execute("DELETE FROM ideas WHERE id = ?", (found["answer"],))
         await conn.execute(
-            "UPDATE ideas SET intent = 'todo', answered_by = NULL, resolved_line = 5 WHERE id = ?",
+            "UPDATE ideas SET intent = 'todo', answered_by = NULL, answered_at = NULL, resolved_line = 5, "
+            "completed_at = (SELECT timestamp FROM messages WHERE line = 5) WHERE id = ?",
             (question,),
         )
     query = "What setting turns on auto-summarization?"
