@@ -15,7 +15,8 @@ its markdown. Shown as is, a result read `\\*\\*much more musical\\*\\*`, `cd x\
   escaped line breaks (a notebook cell) read as lines, `cat -n` line numbers dropped, cairn's own
   `…[N chars elided]…` a plain `…`;
 - prose (prompts, replies, subagent reports, ideas) loses its markdown markers: `**x**`, `*x*`,
-  `__x y__`, heading `#`s, code fences, quote marks, and the backslashes of escaped characters;
+  `__x y__`, heading `#`s, code fences, quote marks, and the backslashes of escaped characters outside
+  code (in backticks or a fenced block a backslash is the text's: `C:\\Users\\me\\.claude`);
   backticks stay (they say "code"), and so do `*` and `_` that do not mark emphasis (`a*b`, `__init__`).
 
 Everything ends on one line, whitespace collapsed: snippets and previews are one line on every face.
@@ -59,6 +60,12 @@ _STRONG = re.compile(r"(?<![\\*])\*\*(?=[^\s*])(.+?)(?<=[^\s\\*])\*\*(?!\*)", re
 _UNDERLINED = re.compile(r"(?<![\w\\])__(?=\S)(.+?)(?<=\S)__(?!\w)", re.S)
 _EMPHASIS = re.compile(r"(?<![\w\\*])\*(?=[^\s*])(.+?)(?<=[^\s\\*])\*(?![\w*])", re.S)
 _MD_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>~\"'])")
+#: Code, where markdown's backslash escapes do not apply: a fenced block, an inline span of backticks.
+_CODE = re.compile(
+    r"^[ \t]*(```|~~~)[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)|(`+)[^`].*?(?<!`)\2(?!`)", re.M | re.S
+)
+#: A backslash of code while the escapes of the prose around it are read (a private-use character).
+_KEPT = "\ue000"
 
 
 def readable(text: str, unmarked: Part = "prose") -> str:
@@ -104,6 +111,8 @@ def prose(text: str) -> str:
     """Markdown as read: emphasis markers, heading `#`s, fences, quote marks and escapes removed."""
     if not any(mark in text for mark in "*_#`>\\-~"):
         return _one_line(text)
+    if "\\" in text:  # `C:\Users\me\.claude` in backticks is a path, not escapes
+        text = _CODE.sub(lambda code: code[0].replace("\\", _KEPT), text)
     text = _FENCE.sub("", text)
     text = _RULE.sub("", text)
     text = _HEADING.sub("", text)
@@ -111,7 +120,7 @@ def prose(text: str) -> str:
     text = _STRONG.sub(r"\1", text)
     text = _UNDERLINED.sub(lambda m: m[1] if re.search(r"\s", m[1]) else m[0], text)
     text = _EMPHASIS.sub(r"\1", text)
-    text = _MD_ESCAPE.sub(r"\1", text)
+    text = _MD_ESCAPE.sub(r"\1", text).replace(_KEPT, "\\")
     return _one_line(text)
 
 

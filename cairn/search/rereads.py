@@ -1,15 +1,15 @@
-"""How a result reads, and the calls or outputs of one call that read alike folded into one result.
+"""How a result reads, and messages that read alike folded into one result.
 
 `cairn.search.folding.fold_repeats` folds stored copies of one text. A file read again from other
 lines, or edited twice, is a different text each time, yet the stretch that matches a query can read
 the same in each: three reads of one Go file showed the same comment three times in one top 10, and
-reads of it from other lines are three calls that read `Read cmd/…/hooks.go`. Tool calls, and tool
-results, of one call as shown — the same tool on the same file, command or pattern (`messages.tool`,
-`tool_arg`, within the project's directory, cut where a snippet's head cuts it) — whose snippets read
-alike are one result, as stored copies are: the best-ranked keeps its place and counts the others in
-`repeats`.
+reads of it from other lines are three calls that read `Read cmd/…/hooks.go`. A plan written again
+with one paragraph changed shows the unchanged paragraph twice. Messages of one group — tool calls,
+and tool results, of one call as its head shows it (tool, key argument within the project, cut where
+the head cuts it); other messages of one origin that start alike — whose snippets read alike are one
+result, as stored copies are: the best-ranked keeps its place and counts the others in `repeats`.
 
-Only the candidates that share a call with another are read ahead of the page, so a search whose
+Only candidates that share a group with another are read ahead of the page, so a search whose
 candidates hold no such pair costs one dictionary pass more. Folding runs on every candidate before
 paging, so pages of any size show each text once and in one order.
 """
@@ -27,6 +27,8 @@ from cairn.search.snippets import ResultText, Snippet
 from cairn.store.db import Database
 
 _CALLS = frozenset({"tool_call", "tool_result"})
+#: Characters of a message's start that group it with others that may read alike (`_group_of`).
+HEAD_CHARS = 80
 
 
 def shown(query: FtsQuery | None, r: Ranked, passages: Mapping[int, str]) -> tuple[Snippet, str]:
@@ -40,36 +42,40 @@ def shown(query: FtsQuery | None, r: Ranked, passages: Mapping[int, str]) -> tup
     return reading.shown(query, passages.get(r.signals.passage_id or 0, item.content), item.content)
 
 
-def _call_of(r: Ranked) -> tuple[str, str] | None:
-    """The call `r` is or is the output of, as its head shows it — (origin, `Read src/app.py`, the key
-    argument within the project and cut as shown) — or None for anything else. Two checkouts of one
-    project read one file under two paths; two long commands can differ only past their cut."""
-    row = r.item.row
-    if r.item.kind != "message" or r.item.origin not in _CALLS or not row.get("tool_arg"):
+def _group_of(r: Ranked) -> tuple[str, str] | None:
+    """What `r` could read alike with, cheaply told: a tool call or result by its call as its head
+    shows it (`Read src/app.py`: the key argument within the project, cut as shown — two checkouts of
+    one project read one file under two paths, two long commands can differ only past their cut); any
+    other message by how it starts (`HEAD_CHARS`: a plan or summary written again starts as before).
+    None for ideas and spans."""
+    item, row = r.item, r.item.row
+    if item.kind != "message":
         return None
-    return str(r.item.origin), call_head(row.get("tool"), within(str(row["tool_arg"]), row.get("project")))
+    if item.origin in _CALLS and row.get("tool_arg"):
+        return str(item.origin), call_head(row.get("tool"), within(str(row["tool_arg"]), row.get("project")))
+    return str(item.origin), " ".join(item.content[: HEAD_CHARS * 2].split())[:HEAD_CHARS].casefold()
 
 
 async def fold_rereads(db: Database, query: FtsQuery | None, ranked: list[Ranked]) -> list[Ranked]:
-    """`ranked` (best first) with each tool call or result whose snippet reads as a better-ranked one of
-    the same call does folded into that one."""
-    calls: dict[tuple[str, str], list[Ranked]] = {}
+    """`ranked` (best first) with each message whose snippet reads as a better-ranked one of its group
+    (`_group_of`) does folded into that one."""
+    groups: dict[tuple[str, str], list[Ranked]] = {}
     for r in ranked:
-        call = _call_of(r)
-        if call is not None:
-            calls.setdefault(call, []).append(r)
-    alike = [r for members in calls.values() if len(members) > 1 for r in members]
+        group = _group_of(r)
+        if group is not None:
+            groups.setdefault(group, []).append(r)
+    alike = [r for members in groups.values() if len(members) > 1 for r in members]
     if not alike:
         return ranked
     passages = await passage_texts(db, [r.signals.passage_id for r in alike if r.signals.passage_id])
     lead_of: dict[tuple[tuple[str, str], str], Ranked] = {}
     folded: set[int] = set()
     for r in ranked:  # best first: the lead of each text is its best-ranked reading
-        call = _call_of(r)
-        if call is None or len(calls[call]) < 2:
+        group = _group_of(r)
+        if group is None or len(groups[group]) < 2:
             continue
         snippet, _ = shown(query, r, passages)
-        key = (call, " ".join(snippet.text.split()).casefold())
+        key = (group, " ".join(snippet.text.split()).casefold())
         lead = lead_of.setdefault(key, r)
         if lead is not r:
             fold_into(lead, r)

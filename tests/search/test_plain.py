@@ -73,6 +73,12 @@ from cairn.search.plain import call_head, readable, result_head, unjson, within
         ),
         ("```python\nx = a*b*c\n```\nCall `__init__` or **kwargs.", "x = a*b*c Call `__init__` or **kwargs."),
         ("> quoted\n\n---\n\nafter", "quoted after"),
+        # In code a backslash is the text's: a Windows path in backticks, a format string in a fence.
+        (
+            'Fixed `cd "C:\\Users\\me\\.claude-worktrees"` and 1\\. item',
+            'Fixed `cd "C:\\Users\\me\\.claude-worktrees"` and 1. item',
+        ),
+        ('```\nprintf "%s\\n" x\n```\nthen \\_done\\_', 'printf "%s\\n" x then _done_'),
     ],
 )
 def test_a_stored_text_reads_as_the_session_showed_it(stored: str, read: str) -> None:

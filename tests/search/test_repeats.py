@@ -165,3 +165,32 @@ async def test_a_file_read_twice_reads_as_one_call_and_one_stretch_of_output(
         if token is None:
             break
     assert paged == [(r.id, r.repeats) for r in page.results]
+
+
+PLAN = [
+    "## Tokenizer plan",
+    "1. Load the tokenizer from tiktoken once per process and keep it.",
+    "2. Split the transcript into messages and drop the empty ones first.",
+    "3. Read the model's context window from the settings file at start.",
+    "4. Count tokens in batches of one hundred messages.",
+    "5. Report the totals per session, with the largest sessions first.",
+]
+
+
+async def test_a_plan_written_again_shows_its_unchanged_paragraph_once(
+    store: Store, settings: Settings, tmp_path: Path
+) -> None:
+    # A plan revised in one step is a new text, but the step that matches the query reads the same in
+    # both drafts: a person would see it twice.
+    t = Transcript(tmp_path / "app")
+    t.user("write up the plan")
+    t.say("\n\n".join(PLAN))
+    t.user("count in batches of fifty instead")
+    t.say("\n\n".join([*PLAN[:4], "4. Count tokens in batches of fifty messages.", PLAN[5]]))
+    path = t.write(tmp_path / "s.jsonl")
+    assert (await sync_file(store, path, settings)).error is None
+
+    page = await run(store, settings, limit=10)
+
+    [plan] = [r for r in page.results if r.origin == "reply"]
+    assert plan.repeats == 2
