@@ -47,7 +47,7 @@ from cairn.search.errors import BadContinuationError
 from cairn.search.exchanges import Turn, exchanges_of, turns_of
 from cairn.search.filters import TABLES, Filters
 from cairn.search.folding import Ranked, count_repeats, fold_answered, fold_messages, fold_repeats
-from cairn.search.hydrate import Item, answers_of, load
+from cairn.search.hydrate import Item, answers_of, complete, load
 from cairn.search.keyword import keyword_hits, passage_texts
 from cairn.search.models import (
     KIND_OF_FILTER,
@@ -661,10 +661,11 @@ async def _page(
             )
         else:
             notices.append(f"more than {MAX_SEEN} results paged through; narrow the search to see the rest")
-    passages, exchanges, _ = await asyncio.gather(
+    passages, exchanges, _, _ = await asyncio.gather(
         passage_texts(db, [r.signals.passage_id for r in page if r.signals.passage_id]),
         exchanges_of(db, [r.item.source_key for r in page if r.item.kind != "span" and r.item.source_key]),
         count_repeats(db, page, filters),
+        complete(db, [r.item for r in page]),
     )
     results = _results(query, page, passages, exchanges)
     if record_usage:

@@ -140,7 +140,7 @@ def score(
     """The item's final score (unclamped, for sorting) from (relevance, vector part), and its parts."""
     relevant, vector = parts
     boost = prior(item, settings.search_boosts)
-    if item.superseded_by is not None:
+    if item.superseded:
         boost *= settings.search_superseded_penalty
     fresh = recency(item.said_at, settings, now)
     factor = 1 + settings.search_recency_weight * (fresh - 0.5)

@@ -119,7 +119,8 @@ async def _accepted(db: Database, kind: Kind, hits: list[VectorHit], filters: Fi
     """The hits whose row passes what `filters.where(kind)` would ask Chroma, judged on the same
     fields read from SQLite. A hit without a row (a vector its deleted row left behind) is kept,
     as Chroma's own metadata would have kept it: loading the candidates drops it."""
-    facts = await row_facts(db, kind, [int(hit.id) for hit in hits if hit.id.isdigit()])
+    ids = [int(hit.id) for hit in hits if hit.id.isdigit()]
+    facts = await row_facts(db, kind, ids, project=bool(filters.project_paths))
     return [
         hit
         for hit in hits
@@ -145,7 +146,8 @@ async def _passage_matches(
         )
     else:
         hits = await asyncio.to_thread(vectors.query, PASSAGES, None, wanted, embedding=embedding)
-        facts = await passage_facts(db, [int(hit.id) for hit in hits if hit.id.isdigit()])
+        ids = [int(hit.id) for hit in hits if hit.id.isdigit()]
+        facts = await passage_facts(db, ids, project=bool(filters.project_paths))
         hits = [
             replace(hit, metadata=facts[int(hit.id)])
             for hit in hits
