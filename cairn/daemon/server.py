@@ -346,6 +346,7 @@ class SocketServer:
             if op in LONG_OPS:
                 return {"ok": True, "result": await self._run_long(op, args, reader, writer)}
             if op in BULK_OPS:
+                log.info("running %s for a socket client", op)
                 with self._bulk():
                     return {"ok": True, "result": await run_op(self.store, op, args)}
             return {"ok": True, "result": await run_op(self.store, op, args)}

@@ -60,10 +60,13 @@ def test_an_import_longer_than_the_idle_exit_gets_its_answer(
     export = tmp_path / "all.jsonl"
     cairn("export", "--out", str(export))
     cairn("forget", "--project", "acme-api", "--yes")  # no daemon yet: done directly
-    idle_exit = 2.0
+    # Long enough for the import's process to start and reach the daemon on a loaded machine before the
+    # daemon would idle out anyway; the idle exit is timed from when the daemon has the import.
+    idle_exit = 6.0
+    log = home / "logs" / "daemon.log"
     with offline_daemons(home, monkeypatch, CAIRN_IDLE_EXIT_SECONDS=str(idle_exit)) as daemons:
         pid = daemons.start()
-        with contextlib.closing(sqlite3.connect(home / "cairn.db", timeout=30, isolation_level=None)) as lock:
+        with contextlib.closing(sqlite3.connect(home / "cairn.db", timeout=60, isolation_level=None)) as lock:
             lock.execute("BEGIN IMMEDIATE")  # the import's writes wait for this (the store's busy timeout)
             importing = subprocess.Popen(
                 [sys.executable, "-m", "cairn", "import", str(export), "--json"],
@@ -73,8 +76,15 @@ def test_an_import_longer_than_the_idle_exit_gets_its_answer(
                 env={**os.environ, "CAIRN_HOME": str(home)},
             )
             try:
-                held_until = time.monotonic() + 3 * idle_exit + 1
-                wait_for(lambda: not alive(pid) or time.monotonic() > held_until, 30, "the idle exit to pass")
+                wait_for(
+                    lambda: "running import for a socket client" in log.read_text() or not alive(pid),
+                    60,
+                    "the import to reach the daemon",
+                )
+                assert alive(pid), "the daemon idled out before the import reached it"
+                # Past an idle exit, within the store's busy timeout (10 s) that the import waits out.
+                held_until = time.monotonic() + idle_exit + 2
+                wait_for(lambda: not alive(pid) or time.monotonic() > held_until, 60, "the idle exit to pass")
             finally:
                 lock.execute("ROLLBACK")
             out, errors = importing.communicate(timeout=120)
