@@ -39,12 +39,18 @@ def stats(as_json: JsonOpt = False) -> None:
         render_stats(data)
 
 
-def _print_rows(title: str, rows: list[dict[str, Any]], columns: list[str], as_json: bool) -> None:
+NOTHING_STORED = "No {title} stored yet. Run `cairn sync` (or `cairn index PATH`) first."
+
+
+def _print_rows(
+    title: str, rows: list[dict[str, Any]], columns: list[str], as_json: bool, empty: str | None = None
+) -> None:
+    """A listing as a table (or JSON); with no rows, `empty` (what is true of the store) is said instead."""
     if as_json:
         print_json(rows)
         return
     if not rows:
-        console.print(f"No {title} stored yet. Run `cairn sync` (or `cairn index PATH`) first.")
+        console.print(empty or NOTHING_STORED.format(title=title))
         return
     table = Table(title=f"{title} ({len(rows)})", title_justify="left")
     for col in columns:
@@ -118,7 +124,30 @@ def _list_tracked(
         )
     )
     columns = ["id", "content", "project", "state", done_column, "declined_at", "resolution"]
-    _print_rows(kind, rows, columns, as_json)
+    empty = None
+    if not rows and not as_json:
+        filters = {"intents": list(intents), "session": session, "project": project}
+        counts = run_async(request(load_settings(), "idea_counts", filters))
+        empty = _why_empty(kind, counts, open_only, filters)
+    _print_rows(kind, rows, columns, as_json, empty)
+
+
+def _why_empty(kind: str, counts: dict[str, int], open_only: bool, filters: dict[str, Any]) -> str:
+    """What is true when a questions or todos listing is empty: nothing stored at all, nothing in the
+    session or project asked for, or nothing open of what is stored — and what became of the rest."""
+    where = " and ".join(f"{name} {filters[name]}" for name in ("session", "project") if filters.get(name))
+    if not counts.get("stored"):
+        return f"No {kind} in {where}." if where else NOTHING_STORED.format(title=kind)
+    settled = "answered" if kind == "questions" else "completed"
+    parts = [f"{counts[settled]} {settled}", f"{counts['declined']} declined"]
+    if counts["superseded"]:
+        parts.append(f"{counts['superseded']} superseded")
+    rest = counts["stored"] - counts[settled] - counts["declined"] - counts["superseded"] - counts["open"]
+    if rest > 0:
+        parts.append(f"{rest} followed by more work in their session")
+    scope = f" in {where}" if where else ""
+    lead = f"No open {kind}{scope}" if open_only else f"No {kind}{scope} to list"
+    return f"{lead} — {counts['stored']} stored: {', '.join(parts)}. `cairn {kind} --json` lists them all."
 
 
 @app.command()

@@ -124,6 +124,20 @@ async def _ideas(
     )
 
 
+async def _idea_counts(
+    store: Store, *, intents: list[str] | None = None, session: str | None = None, project: str | None = None
+) -> Any:
+    from cairn.search.projects import project_ids
+    from cairn.store.memory import count_ideas
+
+    return await count_ideas(
+        store.db,
+        intents=tuple(intents or ()),
+        session=session,
+        project_ids=await project_ids(store.db, project),
+    )
+
+
 async def _projects(store: Store, *, limit: int = 100) -> Any:
     from cairn.store.memory import list_projects
 
@@ -172,6 +186,7 @@ OPS: dict[str, Op] = {
     "stats": _stats,
     "overview": _overview,
     "ideas": _ideas,
+    "idea_counts": _idea_counts,
     "projects": _projects,
     "topics": _topics,
     "entities": _entities,

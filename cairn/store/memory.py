@@ -31,6 +31,24 @@ _IDEA_JOINS = """
 """
 
 
+def _idea_filters(
+    intents: tuple[str, ...], session: str | None, project_ids: Sequence[int] | None
+) -> tuple[list[str], list[Any]]:
+    """The WHERE terms and parameters of a listing's intents, session and projects."""
+    where: list[str] = ["1 = 1"]
+    params: list[Any] = []
+    if intents:
+        where.append(f"i.intent IN ({','.join('?' * len(intents))})")
+        params.extend(intents)
+    if session:
+        where.append("i.session_id = ?")
+        params.append(session)
+    if project_ids is not None:
+        where.append(f"se.project_id IN ({','.join('?' * len(project_ids))})")
+        params.extend(project_ids)
+    return where, params
+
+
 async def list_ideas(
     db: Database,
     *,
@@ -44,16 +62,7 @@ async def list_ideas(
     """Ideas newest first, each with its `state` and whether it `is_open` (`cairn.store.open_ideas`).
     `open_only` keeps the open ones; `project_ids` are what `cairn.search.projects.resolve_projects`
     found for the user's `--project`."""
-    where, params = ["1 = 1"], []
-    if intents:
-        where.append(f"i.intent IN ({','.join('?' * len(intents))})")
-        params.extend(intents)
-    if session:
-        where.append("i.session_id = ?")
-        params.append(session)
-    if project_ids is not None:
-        where.append(f"se.project_id IN ({','.join('?' * len(project_ids))})")
-        params.extend(project_ids)
+    where, params = _idea_filters(intents, session, project_ids)
     if open_only:
         where.append(OPEN)
     if not include_superseded:
@@ -68,6 +77,30 @@ async def list_ideas(
         {**dict(row), "source_file": _redacted(row["source_file"]), "is_open": bool(row["is_open"])}
         for row in rows
     ]
+
+
+async def count_ideas(
+    db: Database,
+    *,
+    intents: tuple[str, ...] = (),
+    session: str | None = None,
+    project_ids: Sequence[int] | None = None,
+) -> dict[str, int]:
+    """How many ideas of a listing's filters are stored, and how many are open, answered, completed,
+    declined or superseded: what an empty listing says instead of "nothing stored" (`cairn questions
+    --open` with five answered questions stored). An idea may be none of these: settled in its session
+    without a link (`cairn.store.open_ideas`, rule 2)."""
+    where, params = _idea_filters(intents, session, project_ids)
+    row = await db.fetchone(
+        f"""SELECT count(*) AS stored, coalesce(sum({OPEN}), 0) AS open,
+                   coalesce(sum(i.answered_at IS NOT NULL), 0) AS answered,
+                   coalesce(sum(i.completed_at IS NOT NULL), 0) AS completed,
+                   coalesce(sum(i.declined_at IS NOT NULL), 0) AS declined,
+                   coalesce(sum(i.superseded_by IS NOT NULL), 0) AS superseded
+            {_IDEA_JOINS} WHERE {' AND '.join(where)}""",
+        tuple(params),
+    )
+    return {key: int(value) for key, value in dict(row).items()} if row is not None else {}
 
 
 def _redacted(path: str | None) -> str | None:
