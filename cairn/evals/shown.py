@@ -29,8 +29,6 @@ from cairn.transcripts.origin import fields_of
 # Not a backslash before other letters or digits (`C:\Users`, a regex `\d` a file holds is its text).
 _ESCAPE = re.compile(r"\\[nrtu\"'*_`#\[\](){}<>|~.!+\-\\/]")
 _RAW_JSON = re.compile(r'\{"|":|\[tool_use\b|\[tool_result\b')
-
-
 _MARKER = re.compile(r"\[tool_(?:use|result)\b")
 #: JSON's own marks: an object opening on a key, a key followed by a value (`"a": "b"`, `"n": 1`),
 #: not a quoted phrase before a colon in prose (`"peaceful water": pentatonic scale`).

@@ -546,6 +546,23 @@ async def test_an_answered_question_that_matches_ranks_as_its_answer(
     assert all(r.scores.answers is None for r in unanswered.results)
 
 
+async def settled_where_no_idea_was_drawn(store: Store, intent: str) -> tuple[int, str]:
+    """The answered question of `answered_question_store` as the learned indexer leaves one: no answering
+    idea, settled at line 5 (`resolved_line`, and its time) as a question or a todo; (its id, the id of the
+    message at line 5)."""
+    found = await answered_question_store(store)
+    question = found["question"]
+    settled = "answered_at" if intent == "question" else "completed_at"
+    async with store.db.write() as conn:
+        await conn.execute("DELETE FROM ideas WHERE id = ?", (found["answer"],))
+        await conn.execute(
+            "UPDATE ideas SET intent = ?, answered_by = NULL, answered_at = NULL, resolved_line = 5, "
+            f"{settled} = (SELECT timestamp FROM messages WHERE line = 5) WHERE id = ?",
+            (intent, question),
+        )
+    return question, f"m{found['s:5']}"
+
+
 @pytest.mark.parametrize("mode", ["keyword", "hybrid"])
 @pytest.mark.parametrize("kind", ["ideas", "all"])
 async def test_a_question_answered_where_no_idea_was_drawn_ranks_as_the_answering_message(
@@ -554,15 +571,7 @@ async def test_a_question_answered_where_no_idea_was_drawn_ranks_as_the_answerin
     # An indexer that draws no idea from the reply still links the question to the line that answered
     # it (resolved_line, no answered_by): the message there takes the question's place, as an
     # answering idea would, and the question follows it. kind=ideas returns the question alone.
-    found = await answered_question_store(store)
-    question, message = found["question"], f"m{found['s:5']}"
-    async with store.db.write() as conn:
-        await conn.execute("DELETE FROM ideas WHERE id = ?", (found["answer"],))
-        await conn.execute(
-            "UPDATE ideas SET answered_by = NULL, resolved_line = 5, "
-            "answered_at = (SELECT timestamp FROM messages WHERE line = 5) WHERE id = ?",
-            (question,),
-        )
+    question, message = await settled_where_no_idea_was_drawn(store, "question")
     page = await run(store, "What setting turns on auto-summarization?", mode=mode, kind=kind, min_score=0)
     if kind == "all":
         assert ids(page)[:2] == [message, str(question)]
@@ -596,15 +605,7 @@ async def test_a_todo_drawn_from_a_message_that_asks_ranks_as_the_message_that_s
     # The indexer may draw a statement of a message that also asks, and read it as a todo: settled at
     # the reply, it ranks as that reply, as a question would. A todo from a message that asks nothing
     # keeps its own place (its completion is not what it says).
-    found = await answered_question_store(store)
-    question, message = found["question"], f"m{found['s:5']}"
-    async with store.db.write() as conn:
-        await conn.execute("DELETE FROM ideas WHERE id = ?", (found["answer"],))
-        await conn.execute(
-            "UPDATE ideas SET intent = 'todo', answered_by = NULL, answered_at = NULL, resolved_line = 5, "
-            "completed_at = (SELECT timestamp FROM messages WHERE line = 5) WHERE id = ?",
-            (question,),
-        )
+    question, message = await settled_where_no_idea_was_drawn(store, "todo")
     query = "What setting turns on auto-summarization?"
     page = await run(store, query, mode="keyword", kind="all", min_score=0)
     assert ids(page)[:2] == [message, str(question)]

@@ -41,6 +41,14 @@ async def run(store: Store, settings: Settings, **request: Any) -> SearchPage:
     return await search(store.db, None, settings, SearchRequest(**fields), record_usage=False)
 
 
+async def one_at_a_time(store: Store, settings: Settings) -> list[SearchPage]:
+    """Every page of `run`'s search, one result a page, through its continuation tokens."""
+    pages = [await run(store, settings, limit=1)]
+    while pages[-1].next_token is not None:
+        pages.append(await run(store, settings, limit=1, continuation=pages[-1].next_token))
+    return pages
+
+
 async def stored_time(store: Store, line: int) -> str:
     return str(
         await store.db.scalar(
@@ -86,18 +94,9 @@ async def test_paging_through_folded_results_shows_each_text_once(
     assert (await sync_file(store, path, settings)).error is None
 
     whole = await run(store, settings, limit=100)
-    paged, token = [], None
-    while True:
-        page = (
-            await run(store, settings, limit=1, continuation=token)
-            if token
-            else await run(store, settings, limit=1)
-        )
-        assert page.total == whole.total
-        paged += [(r.id, r.repeats) for r in page.results]
-        token = page.next_token
-        if token is None:
-            break
+    pages = await one_at_a_time(store, settings)
+    assert {page.total for page in pages} == {whole.total}
+    paged = [(r.id, r.repeats) for page in pages for r in page.results]
 
     assert paged == [(r.id, r.repeats) for r in whole.results]
     assert len({r.content for r in whole.results}) == len(whole.results)
@@ -153,17 +152,7 @@ async def test_a_file_read_twice_reads_as_one_call_and_one_stretch_of_output(
     assert len(set(snippets)) == len(snippets)
 
     # Paging one result at a time shows the same results: the folded read never comes back.
-    paged, token = [], None
-    while True:
-        one = (
-            await run(store, settings, limit=1, continuation=token)
-            if token
-            else await run(store, settings, limit=1)
-        )
-        paged += [(r.id, r.repeats) for r in one.results]
-        token = one.next_token
-        if token is None:
-            break
+    paged = [(r.id, r.repeats) for one in await one_at_a_time(store, settings) for r in one.results]
     assert paged == [(r.id, r.repeats) for r in page.results]
 
 
