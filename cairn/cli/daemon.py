@@ -26,8 +26,15 @@ def daemon_run() -> None:
     """Run the daemon in the foreground until Ctrl-C, SIGTERM or its idle timeout."""
     from cairn.daemon.logs import setup_logging
     from cairn.daemon.loop import run_daemon
+    from cairn.daemon.process import running_pid
 
     settings = load_settings(log_as="cairn-daemon")
+    if (current := running_pid(settings)) is not None:
+        # Said at once, on a terminal too: waiting out the store's lock only to log why helps nobody.
+        raise fail(
+            f"the store is in use by process {current.pid}, the cairn daemon already running for "
+            f"{settings.home}; `cairn daemon stop` stops it"
+        )
     setup_logging(settings, console=sys.stderr.isatty())
     if not sys.stderr.isatty() and not _writes_to_a_file(sys.stderr):
         # Run from a script or another program: why it stopped (the store held by another daemon...)

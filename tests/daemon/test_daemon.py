@@ -239,4 +239,5 @@ def test_a_second_daemon_run_says_why_it_stopped(daemons: Daemons) -> None:
     assert second.returncode == 1
     [line] = second.stderr.strip().splitlines()
     assert line.startswith("error: ") and f"in use by process {pid}" in line and "Traceback" not in line
+    assert "cairn daemon stop" in line
     assert alive(pid), "the running daemon is untouched"
