@@ -142,6 +142,10 @@ def remove_warm_marker(settings: Settings) -> None:
             path.unlink()
 
 
+#: How much of the log a failed start reads for its reason.
+_LOG_TAIL_BYTES = 64_000
+
+
 def start(settings: Settings, *, timeout: float = START_TIMEOUT) -> int:
     """Spawn `python -m cairn daemon run` detached and return its pid once its pidfile names it.
 
@@ -155,6 +159,7 @@ def start(settings: Settings, *, timeout: float = START_TIMEOUT) -> int:
     settings.logs_dir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "CAIRN_HOME": str(settings.home)}
     with open(log_path(settings), "ab") as log, open(os.devnull, "rb") as devnull:
+        logged_from = log.tell()
         child = subprocess.Popen(
             [sys.executable, "-m", "cairn", "daemon", "run"],
             stdin=devnull,
@@ -171,10 +176,32 @@ def start(settings: Settings, *, timeout: float = START_TIMEOUT) -> int:
         if info is not None and info.pid == child.pid:
             return child.pid
         if (code := child.poll()) is not None:
-            raise DaemonError(f"the cairn daemon exited at start (code {code}); see {log_path(settings)}")
+            why = _last_error(log_path(settings), logged_from)
+            raise DaemonError(
+                f"the cairn daemon exited at start (code {code})"
+                + (f": {why}" if why else "")
+                + f"; see {log_path(settings)}"
+            )
         time.sleep(_POLL)
     child.terminate()
     raise DaemonError(f"the cairn daemon did not start within {timeout:.0f}s; see {log_path(settings)}")
+
+
+def _last_error(path: Path, start: int) -> str | None:
+    """The message of the last error the daemon logged after byte `start` of its log (`logs.FORMAT`:
+    `time pid LEVEL logger: message`), or its last line of output there: why it exited at start (a
+    model name no provider serves, a store another process holds), said where the user started it."""
+    try:
+        with open(path, "rb") as log:
+            log.seek(start)
+            lines = log.read(_LOG_TAIL_BYTES).decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    errors = [line.split(": ", 1)[1] for line in lines if " ERROR " in line and ": " in line]
+    if errors:
+        return errors[-1].strip()
+    said = [line.strip() for line in lines if line.strip()]
+    return said[-1] if said else None
 
 
 def _check_writable(settings: Settings) -> None:

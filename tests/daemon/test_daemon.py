@@ -241,3 +241,18 @@ def test_a_second_daemon_run_says_why_it_stopped(daemons: Daemons) -> None:
     assert line.startswith("error: ") and f"in use by process {pid}" in line and "Traceback" not in line
     assert "cairn daemon stop" in line
     assert alive(pid), "the running daemon is untouched"
+
+
+def test_a_daemon_that_cannot_start_says_why_where_it_was_started(cairn_home: Path) -> None:
+    """Issue 44: with `model = "gpt5"` in config.toml, `cairn daemon start` said only "exited at start
+    (code 1); see …/daemon.log"; the reason it logged is the line the user reads."""
+    cairn_home.mkdir(parents=True, exist_ok=True)
+    (cairn_home / "config.toml").write_text('model = "gpt5"\n')
+
+    started = cairn("daemon", "start", timeout=120)
+
+    assert started.returncode == 1
+    [line] = started.stderr.strip().splitlines()
+    assert line.startswith("error: the cairn daemon exited at start (code 1): ")
+    assert "unknown model 'gpt5'" in line and "daemon.log" in line
+    assert pidfile_pid(cairn_home) is None
