@@ -142,3 +142,18 @@ def test_a_list_or_mapping_variable_that_is_not_json_is_one_line(cairn_home: Pat
         f"error: {variable} is not valid JSON (a list is written "
         '["a", "b"], a mapping {"k": 1}): fix or unset it'
     ]
+
+
+def test_an_unknown_model_in_config_is_warned_by_a_command_that_does_not_need_it(cairn_home: Path) -> None:
+    """Issue 44: with `model = "gpt5"` in config.toml, search and the listings answered with no word of it
+    while indexing stopped. A command that succeeds warns once; one that needs the model refuses it, once."""
+    _write_config(cairn_home, 'model = "gpt5"\n')
+
+    listed = cairn("stats", "--json", timeout=120)
+    json.loads(listed.stdout)  # the warning never reaches --json stdout
+    [warning] = [line for line in listed.stderr.splitlines() if line.strip()]
+    assert warning.startswith("warning: unknown model 'gpt5'") and "indexing waits" in warning
+
+    refused = cairn("doctor", check=False, timeout=120)
+    assert refused.returncode == 2
+    assert _one_error_line(refused.stderr).startswith("error: unknown model 'gpt5'")

@@ -89,11 +89,18 @@ class _Cairn(typer.Typer):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         global _warned
         _warned = False  # once a command: one process may run several (the test suite does)
+        _after_success.clear()
         os.umask(UMASK)
         quiet_third_party()  # before any command can run an agent (pydantic-ai's banner)
         tune_malloc()  # before threads allocate (peak RSS of a backfill)
         try:
-            return super().__call__(*args, **kwargs)
+            result = super().__call__(*args, **kwargs)
+            _warn_after_success()
+            return result
+        except SystemExit as exit_:
+            if exit_.code in (0, None):
+                _warn_after_success()
+            raise
         except Exception as exc:
             # Imported only now: a command that asks the daemon never loads the settings (`request`).
             from cairn.config import ConfigError
@@ -264,15 +271,23 @@ def load_settings(*, log_as: str | None = None) -> Settings:
 
             log(str(resolve_home()), line, source=log_as)
         raise fail(line, 2) from None
-    _warn_unknown_settings(settings.home)
+    _warn_unknown_settings(settings.home, settings.model)
     return settings
 
 
 #: Whether this command has warned about unknown settings yet; `_Cairn.__call__` resets it.
 _warned = False
+#: Warnings said when the command succeeds: a command that fails over the same thing says it once.
+_after_success: list[str] = []
 
 
-def _warn_unknown_settings(home: Path) -> None:
+def _warn_after_success() -> None:
+    for line in _after_success:
+        err.print(Text("warning:", style="yellow") + Text(" ") + plain_text(line), soft_wrap=True)
+    _after_success.clear()
+
+
+def _warn_unknown_settings(home: Path, model: str | None) -> None:
     global _warned
     if _warned:
         return
@@ -281,6 +296,22 @@ def _warn_unknown_settings(home: Path) -> None:
 
     for line in unknown_setting_warnings(home):
         err.print(Text("warning:", style="yellow") + Text(" ") + plain_text(line), soft_wrap=True)
+    _after_success.extend(_unknown_model(model))
+
+
+def _unknown_model(name: str | None) -> list[str]:
+    """The warning for a `model` no provider serves (`model = "gpt5"`), said by every command that
+    succeeds (one that needs the model refuses it instead): search and the listings work without it,
+    so nothing else would say that indexing waits until it is fixed.
+    Only a name without a provider prefix is checked here, which needs no model list (a command starts
+    fast); the daemon and `cairn index` refuse the others."""
+    from cairn.agent.model_names import CLAUDE_CODE, OFFLINE, unknown_model_message
+
+    name = (name or "").strip()
+    if not name or ":" in name or name in (OFFLINE, CLAUDE_CODE):
+        return []
+    line = unknown_model_message(name)
+    return [] if line is None else [f"{line}; indexing waits until it is fixed"]
 
 
 def unparsable_setting_line(exc: Exception) -> str:
