@@ -97,7 +97,7 @@ async def count_ideas(
                    coalesce(sum(i.completed_at IS NOT NULL), 0) AS completed,
                    coalesce(sum(i.declined_at IS NOT NULL), 0) AS declined,
                    coalesce(sum(i.superseded_by IS NOT NULL), 0) AS superseded
-            {_IDEA_JOINS} WHERE {' AND '.join(where)}""",
+            {_IDEA_JOINS} WHERE {" AND ".join(where)}""",
         tuple(params),
     )
     return {key: int(value) for key, value in dict(row).items()} if row is not None else {}
