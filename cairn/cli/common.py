@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from cairn.config import Settings
+    from cairn.home import DaemonAddress
     from cairn.store.cpus import EmbeddingMode
     from cairn.store.lock import StoreLockedError
 
@@ -491,9 +492,22 @@ def ask(op: str, args: dict[str, Any] | None = None, *, on_direct: Callable[[], 
     from cairn.daemon.client import NoDaemon, ask_daemon
     from cairn.home import DaemonAddress
 
+    address = DaemonAddress.here()
+    if _config_changed_since(address):
+        load_settings()  # a config.toml broken since the daemon read it: the line and exit 2, as without it
     with _daemon_failures(), contextlib.suppress(NoDaemon):
-        return ask_daemon(DaemonAddress.here(), op, args)
+        return ask_daemon(address, op, args)
     return run_async(request(load_settings(), op, args, on_direct=on_direct))
+
+
+def _config_changed_since(address: DaemonAddress) -> bool:
+    """Whether `config.toml` changed after the daemon started (its pidfile was written): the daemon
+    answers with the settings it read then, so a value broken since would go unsaid. Two `stat`s; the
+    settings are loaded here only then."""
+    try:
+        return (address.home / "config.toml").stat().st_mtime >= address.pid_path.stat().st_mtime
+    except OSError:
+        return False
 
 
 @contextlib.contextmanager

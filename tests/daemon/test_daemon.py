@@ -256,3 +256,19 @@ def test_a_daemon_that_cannot_start_says_why_where_it_was_started(cairn_home: Pa
     assert line.startswith("error: the cairn daemon exited at start (code 1): ")
     assert "unknown model 'gpt5'" in line and "daemon.log" in line
     assert pidfile_pid(cairn_home) is None
+
+
+def test_a_config_broken_after_the_daemon_started_is_said_by_a_search_it_answers(
+    daemons: Daemons, cairn_home: Path
+) -> None:
+    """Issue 44: with `recall_prompt_lines = "three"` written while the daemon ran, `cairn search` (which asks
+    the daemon before loading any settings) answered with exit 0 and no word of it."""
+    daemons.start()
+    assert cairn("search", "anything").returncode == 0
+    (cairn_home / "config.toml").write_text('recall_prompt_lines = "three"\n')
+
+    searched = cairn("search", "anything")
+
+    assert searched.returncode == 2
+    [line] = searched.stderr.strip().splitlines()
+    assert line.startswith("error: invalid cairn setting: recall_prompt_lines")
