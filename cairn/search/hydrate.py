@@ -309,7 +309,8 @@ async def answers_of(db: Database, idea_ids: list[int]) -> list[tuple[Kind, int]
     rows = await db.fetchall(
         f"""SELECT CASE WHEN i.intent = 'question' THEN i.answered_by END AS answered_by,
                    {_ANSWERING_MESSAGE.format(idea="i")} AS message
-            FROM ideas AS i WHERE i.id IN (SELECT value FROM json_each(?)) ORDER BY i.id""",
+            FROM ideas AS i WHERE i.id IN (SELECT value FROM json_each(?))
+              AND (i.answered_by IS NOT NULL OR i.resolved_line IS NOT NULL) ORDER BY i.id""",
         (json.dumps(idea_ids),),
     )
     found: list[tuple[Kind, int]] = []

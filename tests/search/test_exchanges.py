@@ -39,12 +39,17 @@ def failing_build(cwd: Path) -> Transcript:
     return t
 
 
+async def synced_build(store: Store, settings: Settings, tmp_path: Path) -> dict[int, str]:
+    """`failing_build` captured; each line's result id."""
+    path = failing_build(tmp_path / "app").write(tmp_path / "s.jsonl")
+    assert (await sync_file(store, path, settings)).error is None
+    return await ids_by_line(store)
+
+
 async def test_a_result_carries_the_prompt_and_the_closing_reply_of_its_turn(
     store: Store, settings: Settings, tmp_path: Path
 ) -> None:
-    path = failing_build(tmp_path / "app").write(tmp_path / "s.jsonl")
-    assert (await sync_file(store, path, settings)).error is None
-    at = await ids_by_line(store)
+    at = await synced_build(store, settings, tmp_path)
 
     page = await run(store, settings, "tiktoken lite")
     by_id = {r.id: r for r in page.results}
@@ -63,9 +68,7 @@ async def test_a_result_carries_the_prompt_and_the_closing_reply_of_its_turn(
 async def test_a_subagents_task_does_not_start_a_turn(
     store: Store, settings: Settings, tmp_path: Path
 ) -> None:
-    path = failing_build(tmp_path / "app").write(tmp_path / "s.jsonl")
-    assert (await sync_file(store, path, settings)).error is None
-    at = await ids_by_line(store)
+    at = await synced_build(store, settings, tmp_path)
 
     page = await run(store, settings, "alias configured webpack")
     task = next(r for r in page.results if r.id == at[3])
