@@ -33,7 +33,8 @@ PREAMBLE = _any(
     r"begin|also|fix|try|make|write|add|implement|search|continue|verify|test|complete|kill|stop|"
     r"execute|provide|do|set|go|need|take)|i will (?:now|first|check|start|create|update)|"
     r"now (?:i'll|i will|let me|let's|i need to|i can)|i need to (?:read|check|look|first|fix|create|"
-    r"update|see|find|make|verify)|i'm going to|i am going to|here's|here is|"
+    r"update|see|find|make|verify)|(?:now )?we need to (?:confirm|check|verify|see|find out|figure out|"
+    r"look|investigate|trace|understand)|i'm going to|i am going to|here's|here is|"
     r"based on (?:my|the) analysis)\b",
 )
 

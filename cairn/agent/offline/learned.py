@@ -52,6 +52,8 @@ _INTENT: dict[str, Intent] = {
     "resolved": "conclusion",
 }
 _ASKS = re.compile(r"\?(?:\s|$)")
+# Kinds whose sentence states what was settled, never asks.
+_STATED = frozenset({"decision", "fix", "resolved"})
 
 
 def _intent(kind: str, content: str) -> Intent:
@@ -82,16 +84,20 @@ def _introduction(view: SessionView, message: Message) -> Segment | None:
     return None
 
 
-def _says_something(sentence: Segment) -> bool:
+def _says_something(sentence: Segment, kind: str) -> bool:
     """Not an acknowledgment ("Great."), an announced step ("Let me look…") or a pasted secret (a
-    redaction marker): the model scores the message, and its sentence must be one that states."""
+    redaction marker): the model scores the message, and its sentence must be one that states. A
+    decision, fix or resolution is never a question either: "Want me to disable auto-GC?" closing a
+    conclusion offers a step the person has not taken."""
     text = sentence.text
+    if kind in _STATED and _ASKS.search(text):
+        return False
     return not (is_ack(text) or is_preamble(text) or _REDACTED in text)
 
 
 def _content(view: SessionView, scored: Scored, kind: str, weights: Weights) -> str | None:
     message = scored.message
-    said = [s for s in message.prose if _says_something(s)]
+    said = [s for s in message.prose if _says_something(s, kind)]
     sentence = carrying_sentence(message, kind, weights, among=said)
     if sentence is not None:
         text = sentence.text
