@@ -79,3 +79,17 @@ def test_the_training_script_rebuilds_the_shipped_weights_byte_for_byte() -> Non
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "rebuilt byte for byte" in done.stdout
+
+
+GC = "entireio-cli/03a1382e-ecd5-42c4-b3d4-5c659e165904.jsonl"
+
+
+def test_what_was_settled_is_stated_never_an_offer_or_a_next_step() -> None:
+    """The message that explains the worktree index corruption closes with "Want me to disable auto-GC
+    …?": the conclusion is what it explains, since the person has not taken the offer; and "Now we need
+    to confirm it's `worktree.Status()`" announces a step, it settles nothing."""
+    view, _spans = read_transcript(FIXTURES / GC)
+    found = learned_candidates(view)
+    explained = [c for c in found if c.line == 179]
+    assert explained and not explained[0].content.endswith("?"), explained
+    assert not [c for c in found if c.content.startswith(("Want me to", "Now we need to"))]
