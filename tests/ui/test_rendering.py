@@ -356,3 +356,171 @@ def test_every_page_fits_the_window(
         assert found["overflowing"] == [], (name, found)
         visited.append(name)
     assert len(visited) >= len(PAGES) - 1, visited
+
+
+# ---- a phone's width (390 px): the four ways the viewer failed there, each measured ----
+
+PROJECT_ROWS = """
+return [...document.querySelectorAll('#projects tr.project-row')].map(row => {
+  const r = row.getBoundingClientRect();
+  return {display: getComputedStyle(row).display, width: r.width, height: r.height,
+    cells: [...row.cells].map(c => {
+      const b = c.getBoundingClientRect();
+      return {text: c.innerText.trim(), label: c.dataset.label || null, width: b.width, top: b.top,
+              shown: getComputedStyle(c, '::before').content,
+              links: [...c.querySelectorAll('a')].map(a => a.getBoundingClientRect().top)};
+    })};
+});
+"""
+
+
+def test_projects_are_stacked_cards_on_a_phone_and_a_table_on_a_laptop(page: Any, viewer: Viewer) -> None:
+    from selenium.webdriver.common.by import By
+
+    _window(page, *SIZES["phone"])
+    page.get(f"{viewer.base}/projects")
+    rows = page.execute_script(PROJECT_ROWS)
+    assert len(rows) >= 2
+    main = page.find_element(By.TAG_NAME, "main").rect["width"]
+    assert not page.find_element(By.CSS_SELECTOR, "#projects thead").is_displayed()
+    for row in rows:
+        assert row["display"] == "grid", row
+        assert row["width"] >= main - 2 * 12 - 1  # a card spans the page, less main's padding
+        # Squeezed into columns the rows were 374 px tall; a card holds its name, path, four figures
+        # and three links in far less, however long the path (heron's has nothing to break at).
+        assert row["height"] <= 260, row
+        for cell in row["cells"]:
+            assert cell["width"] >= 80, cell  # no column of one letter per line
+            if cell["label"]:
+                assert cell["shown"] == f'"{cell["label"]}"', cell  # each figure says what it is
+        links = row["cells"][-1]["links"]
+        assert len(links) == 3 and max(links) - min(links) < 1  # board · search · forget… on one line
+    assert page.execute_script("return document.documentElement.scrollWidth") <= SIZES["phone"][0]
+
+    _window(page, *SIZES["laptop"])
+    page.get(f"{viewer.base}/projects")
+    assert page.find_element(By.CSS_SELECTOR, "#projects thead").is_displayed()
+    for row in page.execute_script(PROJECT_ROWS):
+        assert row["display"] == "table-row", row
+        tops = {round(cell["top"]) for cell in row["cells"]}
+        assert len(tops) == 1, row  # one line of columns, as a table
+        assert row["height"] <= 120, row  # a few lines at most: heron's path wraps in its column
+
+
+GRAPH_SCALE = """
+const svg = document.getElementById('graph'), box = document.getElementById('graph-box');
+const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+const labels = [...svg.querySelectorAll('.node-label')];
+const centre = svg.querySelector('circle.centre').getBoundingClientRect();
+const frame = box.getBoundingClientRect();
+return {scale: scale, count: labels.length,
+        fonts: labels.map(t => parseFloat(getComputedStyle(t).fontSize) * scale),
+        heights: labels.map(t => t.getBoundingClientRect().height),
+        scrollWidth: box.scrollWidth, clientWidth: box.clientWidth, scrollLeft: box.scrollLeft,
+        centre: centre.left + centre.width / 2, left: frame.left, right: frame.left + box.clientWidth,
+        edges: svg.querySelectorAll('line.edge').length, nodes: svg.querySelectorAll('.node').length};
+"""
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_the_graph_is_readable_on_a_phone(page: Any, viewer: Viewer, home: Path, size: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    _window(page, *SIZES[size])
+    page.get(f"{viewer.base}/graph/{_ids(home)['graph']}")
+
+    def centred() -> Any:
+        found = page.execute_script(GRAPH_SCALE)
+        return found if found["left"] + 20 <= found["centre"] <= found["right"] - 20 else None
+
+    drawn = wait_for(centred, 10, "the graph's box to open on its centre idea")
+    assert isinstance(drawn, dict) and drawn["count"] >= 5
+    # Drawn at its own size, never shrunk to the page: shrunk to a phone its labels were 4 px high.
+    assert drawn["scale"] == pytest.approx(1, abs=0.001)
+    assert min(drawn["fonts"]) >= 11 and min(drawn["heights"]) >= 11, drawn
+    if size == "phone":
+        # Wider than a phone, it scrolls in its box, which opened part way along, on the centre.
+        assert drawn["scrollWidth"] > drawn["clientWidth"] and drawn["scrollLeft"] > 0
+    # The same neighbourhood in words: a line per node, each edge read from both its ends.
+    items = page.find_elements(By.CSS_SELECTOR, "#graph-list > li")
+    assert len(items) == drawn["nodes"]
+    assert len(page.find_elements(By.CSS_SELECTOR, "#graph-list .graph-links > li")) == 2 * drawn["edges"]
+    for item in items:
+        font = float(item.value_of_css_property("font-size").removesuffix("px"))
+        assert font >= 13 and item.rect["width"] >= min(300, SIZES[size][0] - 60)
+    assert page.execute_script("return document.documentElement.scrollWidth") <= SIZES[size][0]
+
+
+CHART_BOX = """
+const box = document.getElementById('remembered-box'), frame = box.getBoundingClientRect();
+const buckets = [...box.querySelectorAll('g.bucket')].filter(g => g.querySelector('rect.segment'));
+const newest = buckets[buckets.length - 1].querySelector('rect.segment').getBoundingClientRect();
+return {scrollLeft: box.scrollLeft, clientWidth: box.clientWidth, scrollWidth: box.scrollWidth,
+        left: frame.left, right: frame.left + box.clientWidth,
+        newestLeft: newest.left, newestRight: newest.right};
+"""
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_the_home_chart_opens_on_its_newest_bars(page: Any, viewer: Viewer, size: str) -> None:
+    _window(page, *SIZES[size])
+    page.get(f"{viewer.base}/")
+    if size == "phone":
+
+        def at_end() -> Any:
+            box = page.execute_script(CHART_BOX)
+            return box if box["scrollLeft"] + box["clientWidth"] >= box["scrollWidth"] - 1 else None
+
+        box = wait_for(at_end, 10, "the chart's box to scroll to its right end")
+        assert isinstance(box, dict)
+        assert box["scrollWidth"] > box["clientWidth"]  # the chart is wider than a phone: it scrolls
+    else:
+        box = page.execute_script(CHART_BOX)
+        assert box["scrollWidth"] <= box["clientWidth"] and box["scrollLeft"] == 0  # it fits: no scrolling
+    # The newest bar is in view.
+    assert box["left"] <= box["newestLeft"] and box["newestRight"] <= box["right"], box
+
+
+SPAN_BARS = """
+return [...document.querySelectorAll('#timeline g.lane')].map(lane => ({
+  session: lane.dataset.session,
+  spans: [...lane.querySelectorAll('rect.span')].map(r => {
+    const b = r.getBBox();
+    return {open: r.hasAttribute('data-open'), start: Number(r.dataset.start), end: Number(r.dataset.end),
+            depth: Number(r.getAttribute('class').match(/depth-(\\d)/)[1]), x: b.x, right: b.x + b.width};
+  }),
+  marks: [...lane.querySelectorAll('circle.mark')].map(c => ({line: Number(c.dataset.line),
+                                                              x: c.cx.baseVal.value})),
+}));
+"""
+
+
+def test_an_open_topic_runs_to_its_real_end(page: Any, viewer: Viewer, home: Path) -> None:
+    page.get(f"{viewer.base}/timeline?project={quote(heron.CWD)}")
+    lanes = page.execute_script(SPAN_BARS)
+    stored_open = _one(
+        home,
+        "SELECT count(*) FROM topic_spans t JOIN sessions s ON s.id = t.session_id "
+        "JOIN projects p ON p.id = s.project_id WHERE p.path = ? AND t.end_line IS NULL",
+        (heron.CWD,),
+    )
+    assert stored_open > 0  # the offline model leaves each session's last topic open
+    assert sum(span["open"] for lane in lanes for span in lane["spans"]) == stored_open
+    widest, under = 0.0, 0
+    for lane in lanes:
+        last_line = _one(home, "SELECT max(end_line) FROM messages WHERE session_id = ?", (lane["session"],))
+        for span in (s for s in lane["spans"] if s["open"]):
+            later = [
+                s["start"]
+                for s in lane["spans"]
+                if s["start"] > span["start"] and s["depth"] <= span["depth"]
+            ]
+            # To the line before the next topic at its depth or above, or to the session's end.
+            assert span["end"] == (min(later) - 1 if later else max(last_line, span["start"])), span
+            covered = [m for m in lane["marks"] if span["start"] <= m["line"] <= span["end"]]
+            for mark in covered:  # every idea said during the topic lies under its bar
+                assert span["x"] - 0.5 <= mark["x"] <= span["right"] + 0.5, (span, mark)
+            under += len(covered)
+            widest = max(widest, span["right"] - span["x"])
+    assert under > 0  # ideas lie under open topics: the check above was about something
+    assert widest >= 300  # a session-long topic, not a 6 px sliver at its first line

@@ -277,3 +277,63 @@ def test_every_graph_label_lies_inside_the_viewbox(count: int) -> None:
         if node["hop"] and node["x"] > centre + 1 and node["anchor"] != "middle":
             assert node["anchor"] == "start" and node["lx"] > node["x"]
     assert math.isfinite(view["w"]) and view["w"] > 0
+
+
+def _span(start: int, end: int | None, depth: int = 0) -> dict[str, Any]:
+    return {"id": f"s{start}-{depth}", "start_line": start, "end_line": end, "depth": depth, "name": "topic"}
+
+
+def test_an_open_span_runs_to_the_next_span_at_its_depth_or_the_session_end() -> None:
+    spans = [
+        _span(10, None, 0),  # a parent still open around its sub-topics
+        _span(12, 40, 1),
+        _span(41, None, 1),  # the sub-topic the session moved to, never closed
+        _span(60, 90, 1),
+        _span(95, None, 0),  # the topic the session was on when it was last indexed
+        _span(95, 95, 1),
+    ]
+    ends = [projects.drawn_end(span, spans, 300) for span in spans]
+    # The parent runs past its children to the next topic at its depth; the open child to the next
+    # sibling; the last open topic to the session's last line; a closed span to its own end line.
+    assert ends == [94, 40, 59, 90, 300, 95]
+    assert projects.drawn_end(_span(50, None), [_span(50, None)], 10) == 50  # never before its start
+    assert projects.drawn_end(_span(7, 3), [], 10) == 7
+
+
+def test_an_open_span_is_drawn_to_its_end_not_as_a_sliver() -> None:
+    session = _session(1, branch=None, spans=[(0, 99, 0, "first"), (100, None, 0, "second")], ideas=5)
+    drawn = projects.lanes([session])["sessions"][0]
+    first, second = drawn["span_bars"]
+    assert (first["open"], second["open"], second["drawn_end"]) == (False, True, 400)
+    lane_right = projects.LANE_WIDTH - projects.MARK_RADIUS - 4
+    assert second["x"] + second["w"] == pytest.approx(lane_right)  # to the session's last line
+    assert second["w"] > 3 * first["w"] - 3  # three times as many lines as the closed one before it
+    last_mark = max(mark["x"] for mark in drawn["marks"])
+    assert second["x"] + second["w"] >= last_mark  # the topic covers the ideas said during it
+
+
+def test_the_graph_in_words_reads_each_edge_from_both_ends() -> None:
+    drawn = {
+        "center": "1",
+        "nodes": [
+            {"id": "2", "kind": "idea", "hop": 1, "intent": "decision", "label": "new", "superseded": False},
+            {"id": "e9", "kind": "entity", "hop": 1, "intent": "file", "label": "a.py", "superseded": False},
+            {"id": "1", "kind": "idea", "hop": 0, "intent": "decision", "label": "old", "superseded": True},
+            {"id": "3", "kind": "idea", "hop": 2, "intent": "question", "label": "why", "superseded": False},
+        ],
+        "edges": [
+            {"source": "2", "target": "1", "type": "supersedes"},
+            {"source": "1", "target": "e9", "type": "mentions"},
+            {"source": "2", "target": "3", "type": "answers"},
+            {"source": "2", "target": "gone", "type": "builds_on"},  # its far end was cut: not listed
+        ],
+    }
+    listed = graph.listing(drawn)
+    assert [n["id"] for n in listed] == ["1", "2", "e9", "3"]  # the centre, then ideas before entities
+    words = {n["id"]: [(link["words"], link["other"]["id"]) for link in n["links"]] for n in listed}
+    assert words == {
+        "1": [("superseded by", "2"), ("mentions", "e9")],
+        "2": [("supersedes", "1"), ("answers", "3")],
+        "e9": [("mentioned by", "1")],
+        "3": [("answered by", "2")],
+    }

@@ -1,6 +1,6 @@
 // cairn viewer: the only script the pages load (the CSP forbids inline script).
-// It refreshes the live feed and the home page's daemon card, and counts down pending forgets; every
-// page works without it.
+// It refreshes the live feed and the home page's daemon card, counts down pending forgets, and opens wide
+// figures where they matter; every page works without it.
 "use strict";
 
 // A box with data-poll="URL" is replaced by URL's answer every data-every ms; the element whose id is
@@ -39,7 +39,25 @@ function countDown(spans) {
   }, 1000);
 }
 
+// A figure wider than the screen scrolls in its box; data-scroll says what the box opens on: "end" for its
+// right end (the home chart's newest bars, which a phone would otherwise never show without a swipe), or a
+// selector of what to centre (the graph's centre idea). Without the script the box opens at its left.
+function openAt(box) {
+  if (box.scrollWidth <= box.clientWidth) return;
+  const where = box.dataset.scroll;
+  if (where === "end") {
+    box.scrollLeft = box.scrollWidth - box.clientWidth;
+    return;
+  }
+  const target = box.querySelector(where);
+  if (!target) return;
+  const outer = box.getBoundingClientRect();
+  const inner = target.getBoundingClientRect();
+  box.scrollLeft += inner.left + inner.width / 2 - (outer.left + box.clientWidth / 2);
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  for (const box of document.querySelectorAll("[data-scroll]")) openAt(box);
   for (const box of document.querySelectorAll("[data-poll]")) poll(box);
   const spans = document.querySelectorAll(".countdown");
   if (spans.length) countDown(spans);

@@ -1,5 +1,7 @@
 """The graph of an idea's neighbourhood: the idea in the middle, what is one hop away on a ring around
-it, two hops on an outer ring; relations and entity mentions as lines, drawn as server-side SVG."""
+it, two hops on an outer ring; relations and entity mentions as lines, drawn as server-side SVG; and
+the same neighbourhood in words (`listing`), which a phone reads where a figure shrunk to its width
+could not be read."""
 
 from __future__ import annotations
 
@@ -17,9 +19,20 @@ SIZE = 760
 RINGS = {0: 0.0, 1: 170.0, 2: 330.0}
 #: Label lengths in characters (the whole text is in the node's hover title).
 IDEA_LABEL, ENTITY_LABEL, CENTRE_LABEL = 28, 24, 48
-LABEL_SIZE, CENTRE_SIZE = 10, 11
+#: Font sizes in px, as style.css sets them: the figure is never drawn smaller than its own size, so
+#: these are the sizes a reader sees (on a phone the figure scrolls in its box instead of shrinking).
+LABEL_SIZE, CENTRE_SIZE = 11, 12
 #: Room kept around the drawing, in px.
 MARGIN = 8
+#: How an edge reads from the node at its far end: "#12 supersedes #9" is "#9 superseded by #12".
+INVERSE = {
+    "supersedes": "superseded by",
+    "builds_on": "built on by",
+    "contradicts": "contradicted by",
+    "answers": "answered by",
+    "relates_to": "related to",
+    "mentions": "mentioned by",
+}
 #: Below this |cos| of its angle a node is near the top or bottom: its label goes above or below it.
 SIDEWAYS = 0.35
 
@@ -103,11 +116,30 @@ def layout(graph: dict[str, Any]) -> dict[str, Any]:
     return {"view": view, "nodes": list(placed.values()), "lines": lines}
 
 
+def listing(graph: dict[str, Any]) -> list[dict[str, Any]]:
+    """The neighbourhood in words, nearest first (ideas before entities, as on the rings): each node
+    with every edge at it, read from that node ("supersedes #9", "mentioned by #12") and pointing at
+    the node at the other end. An edge whose far end is not among the nodes is left out, as in the
+    figure."""
+    nodes = {node["id"]: node for node in graph["nodes"]}
+    out = []
+    for node in sorted(graph["nodes"], key=lambda n: (int(n["hop"]), n["kind"] != "idea", n["id"])):
+        links = []
+        for edge in graph["edges"]:
+            if edge["source"] == node["id"] and edge["target"] in nodes:
+                links.append({"words": edge["type"].replace("_", " "), "other": nodes[edge["target"]]})
+            elif edge["target"] == node["id"] and edge["source"] in nodes:
+                words = INVERSE.get(edge["type"], f"{edge['type'].replace('_', ' ')} from")
+                links.append({"words": words, "other": nodes[edge["source"]]})
+        out.append({**node, "links": links})
+    return out
+
+
 async def graph_page(request: Request) -> Response:
     viewer = viewer_of(request)
     item_id = request.path_params["item_id"]
     graph = await viewer.ops.call("neighbourhood", {"id": item_id, "limit": 30})
-    return viewer.page(request, "graph.html", graph=graph, drawing=layout(graph))
+    return viewer.page(request, "graph.html", graph=graph, drawing=layout(graph), listing=listing(graph))
 
 
 routes = [Route("/graph/{item_id}", graph_page)]

@@ -42,12 +42,29 @@ async def timeline_page(request: Request) -> Response:
     return viewer.page(request, "timeline.html", project=project, data=data, lanes=lanes(data["sessions"]))
 
 
+def drawn_end(span: dict[str, Any], spans: list[dict[str, Any]], last_line: int) -> int:
+    """The line a span is drawn to: its end line, or for a span still open (no end line: the topic the
+    session was on when it was last indexed, or a parent around its sub-topics) the line before the next
+    span at its depth or above, else the session's last line. Drawn to its start instead, an open topic
+    that ran for hundreds of lines would be a sliver at its first one."""
+    start = span["start_line"] or 0
+    if span["end_line"] is not None:
+        return max(start, span["end_line"])
+    after = [
+        other["start_line"]
+        for other in spans
+        if other["start_line"] is not None and other["start_line"] > start and other["depth"] <= span["depth"]
+    ]
+    return max(start, min(after) - 1 if after else last_line)
+
+
 def lanes(sessions: list[dict[str, Any]]) -> dict[str, Any]:
     """SVG geometry of a project's sessions: one lane each, x proportional to the transcript line.
 
     A lane's labels (its id, start, messages and branch) are cut with "…" to the label column, and
-    every dot and bar starts right of it, so no label runs under a dot; a span is at least
-    `SPAN_MIN_WIDTH` wide, and its name is cut to the bar with "…" (whole words when they fit).
+    every dot and bar starts right of it, so no label runs under a dot; a span runs to its
+    `drawn_end`, at least `SPAN_MIN_WIDTH` wide, and its name is cut to the bar with "…" (whole words
+    when they fit).
     """
     room = LABEL_WIDTH - LABEL_X - LABEL_GAP
     left = LABEL_WIDTH + MARK_RADIUS  # a dot at line 0 touches the column, never enters it
@@ -66,11 +83,13 @@ def lanes(sessions: list[dict[str, Any]]) -> dict[str, Any]:
         spans = []
         for span in session["spans"]:
             start = x(span["start_line"])
-            width = max(SPAN_MIN_WIDTH, x(span["end_line"] or span["start_line"]) - start)
+            end = drawn_end(span, session["spans"], session["last_line"])
+            width = max(SPAN_MIN_WIDTH, x(end) - start)
             width = min(width, LANE_WIDTH - 2 - start)
             label = fit_text(span["name"] or "", width - 6, SPAN_LABEL_SIZE) if width > 24 else ""
             top = spans_top + span["depth"] * (SPAN_HEIGHT + 2)
-            spans.append({**span, "x": start, "y": top, "w": width, "label": label})
+            bar = {"x": start, "y": top, "w": width, "label": label, "drawn_end": end}
+            spans.append({**span, **bar, "open": span["end_line"] is None})
         marks = [{**idea, "x": x(idea["line"]), "y": marks_y} for idea in session["ideas"]]
         height = marks_y + MARK_ROW - y
         branch = f" · {session['git_branch']}" if session.get("git_branch") else ""
