@@ -361,7 +361,7 @@ def test_every_page_fits_the_window(
 # ---- a phone's width (390 px): the four ways the viewer failed there, each measured ----
 
 PROJECT_ROWS = """
-return [...document.querySelectorAll('#projects tr.project-row')].map(row => {
+return [...document.querySelectorAll(arguments[0] + ' tr.project-row')].map(row => {
   const r = row.getBoundingClientRect();
   return {display: getComputedStyle(row).display, width: r.width, height: r.height,
     cells: [...row.cells].map(c => {
@@ -379,7 +379,7 @@ def test_projects_are_stacked_cards_on_a_phone_and_a_table_on_a_laptop(page: Any
 
     _window(page, *SIZES["phone"])
     page.get(f"{viewer.base}/projects")
-    rows = page.execute_script(PROJECT_ROWS)
+    rows = page.execute_script(PROJECT_ROWS, "#projects")
     assert len(rows) >= 2
     main = page.find_element(By.TAG_NAME, "main").rect["width"]
     assert not page.find_element(By.CSS_SELECTOR, "#projects thead").is_displayed()
@@ -400,11 +400,35 @@ def test_projects_are_stacked_cards_on_a_phone_and_a_table_on_a_laptop(page: Any
     _window(page, *SIZES["laptop"])
     page.get(f"{viewer.base}/projects")
     assert page.find_element(By.CSS_SELECTOR, "#projects thead").is_displayed()
-    for row in page.execute_script(PROJECT_ROWS):
+    for row in page.execute_script(PROJECT_ROWS, "#projects"):
         assert row["display"] == "table-row", row
         tops = {round(cell["top"]) for cell in row["cells"]}
         assert len(tops) == 1, row  # one line of columns, as a table
         assert row["height"] <= 120, row  # a few lines at most: heron's path wraps in its column
+
+
+def test_the_home_pages_projects_are_cards_on_a_phone(page: Any, viewer: Viewer) -> None:
+    """The home page's project figures (eight columns, two small charts) are one card per project on a
+    phone, each figure labelled, as on the projects page; on a laptop one row of columns."""
+    _window(page, *SIZES["phone"])
+    page.get(f"{viewer.base}/")
+    rows = page.execute_script(PROJECT_ROWS, "#project-figures")
+    assert rows, "the home page lists the store's projects"
+    for row in rows:
+        assert row["display"] == "grid", row
+        # The name on its line, then seven labelled figures two by two: four short lines.
+        assert row["height"] <= 340, row
+        for cell in row["cells"]:
+            if cell["text"] or cell["label"]:
+                assert cell["width"] >= 80, cell
+            if cell["label"]:
+                assert cell["shown"] == f'"{cell["label"]}"', cell
+    assert page.execute_script("return document.documentElement.scrollWidth") <= SIZES["phone"][0]
+
+    _window(page, *SIZES["laptop"])
+    page.get(f"{viewer.base}/")
+    for row in page.execute_script(PROJECT_ROWS, "#project-figures"):
+        assert row["display"] == "table-row", row
 
 
 GRAPH_SCALE = """
