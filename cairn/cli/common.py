@@ -207,6 +207,16 @@ ModelOpt = Annotated[
 ]
 
 
+WideOpt = Annotated[
+    bool,
+    typer.Option(
+        "--wide",
+        help="Show every column, however wide the table gets (at the terminal's width, secondary columns "
+        "are left out and named under the table).",
+    ),
+]
+
+
 SessionOpt = Annotated[str | None, typer.Option("--session", help="Only this session id.")]
 
 

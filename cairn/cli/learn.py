@@ -29,7 +29,7 @@ from cairn.cli.common import (
     run_async,
 )
 from cairn.cli.safe import plain_text
-from cairn.cli.search import when
+from cairn.dates import shown_date
 
 learn_app = typer.Typer(
     help="What cairn learned from searches that found nothing useful: figures, associations, forgetting.",
@@ -134,9 +134,9 @@ def associations_table(rows: list[dict[str, Any]]) -> Table:
             file.append(f"\n{row['project']}", style="dim")
         hits = int(row.get("hits") or 0)
         learned = Text(f"{row.get('times_learned', 1)}x, {hits} hit{'' if hits == 1 else 's'}")
-        learned.append(f"\n{when(row.get('learned_at'), with_time=False)}", style="dim")
+        learned.append(f"\n{shown_date(row.get('learned_at'), with_time=False)}", style="dim")
         if row.get("last_used_at"):
-            learned.append(f"\nused {when(row['last_used_at'], with_time=False)}", style="dim")
+            learned.append(f"\nused {shown_date(row['last_used_at'], with_time=False)}", style="dim")
         table.add_row(
             str(row.get("id", "")),
             _text(row.get("query")),
@@ -228,7 +228,7 @@ def documents_table(rows: list[dict[str, Any]], total: int) -> Table:
             str(row.get("chunks", 0)),
             str(row.get("tokens", 0)),
             _text(", ".join(map(str, row.get("keywords") or []))),
-            when(row.get("indexed_at")),
+            shown_date(row.get("indexed_at")),
         )
     return table
 
@@ -252,7 +252,7 @@ def requests_table(rows: list[dict[str, Any]], status: str | None) -> Table:
             str(row.get("status") or ""),
             _text(row.get("outcome")),
             str(row.get("attempts", 0)),
-            when(row.get("done_at") or row.get("requested_at")),
+            shown_date(row.get("done_at") or row.get("requested_at")),
         )
     return table
 
