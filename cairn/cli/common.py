@@ -655,10 +655,11 @@ def uptime(seconds: float) -> str:
 
 
 def key_value_table(title: str, rows: dict[str, Any]) -> Table:
-    """Named figures, one a row; the names are short and kept whole, the values wrap at words."""
+    """Named figures, one a row; the names are short and kept whole, the values wrap at words (and a
+    path too long for the line folds: cut with `…`, the end of it, the file's name, would be lost)."""
     table = Table(title=title, show_header=False, title_justify="left")
     table.add_column(style="bold", no_wrap=True)
-    table.add_column()
+    table.add_column(overflow="fold")
     for key, value in rows.items():
         table.add_row(key.replace("_", " "), counts(value) if isinstance(value, dict) else str(value))
     return table
