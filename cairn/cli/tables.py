@@ -152,36 +152,50 @@ def lay_out(
     measured = [
         m for m in (_measure(c, rows) for c in columns) if any(cell.plain.strip() for cell in m.cells)
     ]
-    hidden: list[str] = []
     if wide:
-        measured = [
-            _Measured(m.column, m.cells, m.natural, min(m.natural, WIDE_TEXT) if m.wraps else m.natural)
-            for m in measured
-        ]
+        shown, hidden = [_capped(m) for m in measured], []
+        width = max(width, sum(m.least for m in shown) + _overhead(len(shown)))
     else:
-        for dropped in [m for m in measured if not m.column.primary][::-1]:
-            if _fits(measured, width):
-                break
-            measured.remove(dropped)
-            hidden.insert(0, dropped.column.header)
-    fixed = sum(m.natural for m in measured if not m.wraps)
-    room = max(width, sum(m.least for m in measured) + _overhead(len(measured))) if wide else width
-    texts = _text_widths(measured, room - fixed - _overhead(len(measured)))
+        shown, hidden = _fitted(measured, width)
+    fixed = sum(m.natural for m in shown if not m.wraps)
+    texts = _text_widths(shown, width - fixed - _overhead(len(shown)))
+    widths = [texts[m.column.key] if m.wraps else m.natural for m in shown]
+    return Layout(_table(title, shown, widths, len(rows)), hidden, sum(widths) + _overhead(len(shown)))
+
+
+def _capped(measured: _Measured) -> _Measured:
+    """A text column for `--wide`: at least its natural width, up to `WIDE_TEXT`."""
+    if not measured.wraps:
+        return measured
+    return _Measured(measured.column, measured.cells, measured.natural, min(measured.natural, WIDE_TEXT))
+
+
+def _fitted(measured: list[_Measured], width: int) -> tuple[list[_Measured], list[str]]:
+    """The columns that fit `width`, secondary ones dropped last first; and the headers of those dropped."""
+    shown, hidden = list(measured), []
+    for dropped in [m for m in measured if not m.column.primary][::-1]:
+        if _fits(shown, width):
+            break
+        shown = [m for m in shown if m is not dropped]
+        hidden.insert(0, dropped.column.header)
+    return shown, hidden
+
+
+def _table(title: str | None, shown: Sequence[_Measured], widths: Sequence[int], count: int) -> Table:
+    """The rich table, every column at its width: ids, labels, numbers and dates unwrapped, the text
+    wrapped at words (folding only a word longer than the column, never cutting it)."""
     table = Table(title=title, title_justify="left")
-    for m in measured:
-        column = m.column
-        drawn = texts[column.key] if m.wraps else m.natural
+    for m, width in zip(shown, widths, strict=True):
         table.add_column(
-            _header(column.header, drawn),
-            justify="right" if column.role == "number" else "left",
+            _header(m.column.header, width),
+            justify="right" if m.column.role == "number" else "left",
             no_wrap=not m.wraps,
             overflow="fold",
-            width=drawn,
+            width=width,
         )
-    for index in range(len(rows)):
-        table.add_row(*(m.cells[index] for m in measured))
-    drawn = fixed + sum(texts.values()) + _overhead(len(measured))
-    return Layout(table, hidden, drawn)
+    for index in range(count):
+        table.add_row(*(m.cells[index] for m in shown))
+    return table
 
 
 def _header(header: str, width: int) -> Text:
