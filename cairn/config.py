@@ -84,9 +84,25 @@ _TABLE_HEADER = re.compile(r"^\s*\[")
 _KEY_LINE = r"^\s*{name}\s*=.*$"
 
 
-def _toml_value(value: str | int | bool) -> str:
-    """`value` as TOML writes it: JSON's escapes are TOML's for a basic string, and for its numbers."""
-    return ("true" if value else "false") if isinstance(value, bool) else json.dumps(value)
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def toml_value(value: Any) -> str:
+    """`value` as TOML writes it: `true`/`false`, JSON's escapes for a basic string and its numbers
+    (they are TOML's), `[a, b]` for a list and `{ k = v }` for a mapping, so what `cairn config` shows
+    can be copied into config.toml as it is. TOML has no null: the caller says what an unset value is."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        pairs = [f"{_toml_key(str(k))} = {toml_value(v)}" for k, v in value.items()]
+        return "{ " + ", ".join(pairs) + " }" if pairs else "{}"
+    return json.dumps(value)
+
+
+def _toml_key(key: str) -> str:
+    return key if _BARE_KEY.match(key) else json.dumps(key)
 
 
 def write_setting(path: Path, name: str, value: str | int | bool) -> bool:
@@ -105,7 +121,7 @@ def write_setting(path: Path, name: str, value: str | int | bool) -> bool:
     if old.get(name) == value and type(old.get(name)) is type(value):
         return False
     text = path.read_text(encoding="utf-8") if path.exists() else ""
-    line = f"{name} = {_toml_value(value)}"
+    line = f"{name} = {toml_value(value)}"
     lines = text.splitlines(keepends=True)
     key = re.compile(_KEY_LINE.format(name=re.escape(name)))
     top = next((i for i, raw in enumerate(lines) if _TABLE_HEADER.match(raw)), len(lines))

@@ -116,3 +116,15 @@ def _as_given(value: str, moment: datetime) -> str:
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
         return text
     return f"{text} ({moment.strftime('%Y-%m-%d %H:%M')})"
+
+
+def shown_date(value: str | None, with_time: bool = True) -> str:
+    """A stored timestamp as a person reads it: local `YYYY-MM-DD HH:MM` (or the date alone), the one
+    short form every listing uses, so a column of dates lines up and is never an ISO string cut in three.
+    An empty value is an empty cell; one that is no timestamp passes through as it is."""
+    if not value:
+        return ""
+    moment = parse_stored(str(value))
+    if moment is None:
+        return str(value)
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M" if with_time else "%Y-%m-%d")

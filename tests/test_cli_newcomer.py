@@ -139,7 +139,17 @@ def test_the_live_display_shows_each_phase_with_elapsed_and_eta_whole(newcomer: 
     assert any(re.search(rf" ({ELAPSED}) eta (\?|{ELAPSED})$", line) for line in frames), "an ETA is drawn"
 
 
-HELP_COMMANDS = [[], ["backfill"], ["search"], ["install"], ["daemon"], ["content"], ["eval", "qa"]]
+HELP_COMMANDS = [
+    [],
+    ["backfill"],
+    ["search"],
+    ["install"],
+    ["daemon"],
+    ["content"],
+    ["eval", "qa"],
+    ["eval", "recall"],
+    ["ideas"],
+]
 
 
 @pytest.mark.parametrize("command", HELP_COMMANDS, ids=lambda c: " ".join(c) or "cairn")

@@ -88,7 +88,7 @@ def test_config_json_shows_each_source_and_the_effective_model(cairn_home: Path)
     assert with_model["effective_model"] == "ollama:qwen3"
     assert with_model["effective_model_source"] == "environment"
     table = cairn("config").stdout
-    assert "offline (effective)" in table and "file" in table and "environment" in table
+    assert '# not set: "offline" runs' in table and "file" in table and "environment" in table
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cairn.config import ConfigError, Settings, write_setting
+from cairn.config import ConfigError, Settings, toml_value, write_setting
 
 
 def test_a_new_file_gets_the_line_private(tmp_path: Path) -> None:
@@ -55,3 +55,22 @@ def test_a_linked_config_stays_a_link(tmp_path: Path) -> None:
     link.symlink_to(target)
     write_setting(link, "model", "claude-code")
     assert link.is_symlink() and target.read_text() == 'recall_prompt_lines = 2\nmodel = "claude-code"\n'
+
+
+def test_values_are_written_as_toml_reads_them_back() -> None:
+    values = {
+        "flag": False,
+        "name": 'say "hi"\n',
+        "ratio": 0.75,
+        "count": 3,
+        "tools": ["Read", "Grep"],
+        "none": [],
+        "boosts": {"decision": 0.75, "tool_result:Bash": 1.0},
+    }
+    line = "\n".join(f"{key} = {toml_value(value)}" for key, value in values.items())
+    assert tomllib.loads(line) == values
+    assert toml_value(True) == "true" and toml_value({}) == "{}"
+    assert (
+        toml_value({"decision": 0.75, "tool_result:Bash": 1.0})
+        == '{ decision = 0.75, "tool_result:Bash" = 1.0 }'
+    )

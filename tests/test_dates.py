@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from cairn.dates import DateError, empty_range, parse_stored, parse_when
+from cairn.dates import DateError, empty_range, parse_stored, parse_when, shown_date
 
 NOW = datetime(2026, 3, 10, 15, 30, tzinfo=UTC)
 
@@ -85,3 +85,13 @@ def test_an_empty_range_says_why(since: str, until: str | None, said: str) -> No
 )
 def test_a_range_that_can_hold_something_is_not_empty(since: str | None, until: str | None) -> None:
     assert empty_range(since, until, now=NOW) is None
+
+
+def test_a_stored_time_is_shown_in_the_one_short_local_form() -> None:
+    stored = "2026-11-20T09:15:16.000Z"
+    local = datetime(2026, 11, 20, 9, 15, 16, tzinfo=UTC).astimezone()
+    assert shown_date(stored) == local.strftime("%Y-%m-%d %H:%M")
+    assert shown_date(stored, with_time=False) == local.strftime("%Y-%m-%d")
+    assert shown_date("2026-11-20 09:15:16") == shown_date(stored), "SQLite's form, a UTC time"
+    assert shown_date(None) == "" and shown_date("") == ""
+    assert shown_date("soon") == "soon", "no timestamp: shown as it is"

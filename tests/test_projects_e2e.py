@@ -94,7 +94,9 @@ def test_cairn_projects_shows_one_project_with_its_worktrees(world: World) -> No
     assert claude_dir_name(str(world.repo.a)) in project["claude_dirs"]
     assert [p["path"] for p in listed if p["path"] != str(world.repo.main)] == ["/workspace"]
     table = cairn("projects").stdout
-    assert "worktree" in table and "spotter" in table
+    assert "spotter" in table and "covers" in table, "a column left out at 80 columns is named"
+    wide = cairn("projects", "--wide").stdout
+    assert "worktree" in wide and "spotter" in wide
 
 
 def _sessions(page: dict[str, Any]) -> set[str]:

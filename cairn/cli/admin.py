@@ -26,6 +26,7 @@ from cairn.cli.common import (
     uptime,
 )
 from cairn.cli.safe import plain_text
+from cairn.cli.tables import Column, print_listing
 
 if TYPE_CHECKING:
     from cairn.config import Settings
@@ -43,6 +44,7 @@ def status(
     Reads the store read-only, so it works the same whether or not the daemon owns the store.
     """
     from cairn.daemon.status import read_status
+    from cairn.dates import shown_date
 
     state = read_status(load_settings(), recent=runs)
     if as_json:
@@ -83,47 +85,45 @@ def status(
     if recall.last_drop:
         last = recall.last_drop
         reason = str(last.get("reason")).replace("_", " ")
-        summary["last drop"] = f"{last.get('at')} {last.get('event')} ({reason})"
+        summary["last drop"] = f"{shown_date(last.get('at'))} {last.get('event')} ({reason})"
     summary["log"] = daemon.log
     console.print(key_value_table("cairn status", summary))
     if state.parked:
-        table = Table(title="parked (failed too often, no longer retried)", title_justify="left")
-        for col in ("id", "path", "attempts", "error"):
-            # Fold, never cut: a parked item's path and error are what the user came to read.
-            table.add_column(col, justify="right" if col in {"id", "attempts"} else "left", overflow="fold")
-        for item in state.parked:
-            table.add_row(
-                str(item.id), plain_text(item.path), str(item.attempts), plain_text(item.last_error or "—")
-            )
-        console.print(table)
+        title = "parked (failed too often, no longer retried)"
+        print_listing(console, title, [asdict(item) for item in state.parked], PARKED_COLUMNS)
     if state.retrying:
-        table = Table(title="retrying", title_justify="left")
-        for col in ("id", "path", "attempts", "next try", "error"):
-            table.add_column(col, justify="right" if col in {"id", "attempts"} else "left", overflow="fold")
-        for retry in state.retrying:
-            table.add_row(
-                str(retry.id),
-                plain_text(retry.path),
-                str(retry.attempts),
-                retry.next_try_at or "—",
-                plain_text(retry.last_error or "—"),
-            )
-        console.print(table)
+        print_listing(console, "retrying", [asdict(retry) for retry in state.retrying], RETRYING_COLUMNS)
     if state.recent_runs:
-        table = Table(title="recent index runs", title_justify="left")
-        for col in ("started", "model", "mode", "outcome", "tokens in", "tokens out", "ideas"):
-            table.add_column(col, justify="right" if col.startswith(("tokens", "ideas")) else "left")
-        for run in state.recent_runs:
-            table.add_row(
-                run.started_at,
-                run.model,
-                run.mode,
-                run.outcome or "—",
-                f"{run.input_tokens:,}",
-                f"{run.output_tokens:,}",
-                str(run.ideas_applied),
-            )
-        console.print(table)
+        runs = [asdict(run) for run in state.recent_runs]
+        print_listing(console, "recent index runs", runs, RUN_COLUMNS)
+
+
+def _count(key: str) -> Any:
+    """A cell with a count as people write it: thousands separated."""
+    return lambda row: f"{int(row.get(key) or 0):,}"
+
+
+#: A queue item's path and error are what the user came to read: wrapped, never cut.
+PARKED_COLUMNS = [
+    Column("id", "id", "id"),
+    Column("path", "path", min_width=16, whole_words=True),
+    Column("attempts", "attempts", "number"),
+    Column("last_error", "error", min_width=16, cell=lambda row: row.get("last_error") or "—"),
+]
+RETRYING_COLUMNS = [
+    *PARKED_COLUMNS[:3],
+    Column("next_try_at", "next try", "date"),
+    PARKED_COLUMNS[3],
+]
+RUN_COLUMNS = [
+    Column("started_at", "started", "date"),
+    Column("model", "model", min_width=8, whole_words=True),
+    Column("outcome", "outcome", "label", cell=lambda row: row.get("outcome") or "—"),
+    Column("ideas_applied", "ideas", "number"),
+    Column("input_tokens", "tokens in", "number", cell=_count("input_tokens")),
+    Column("output_tokens", "tokens out", "number", cell=_count("output_tokens")),
+    Column("mode", "mode", "label", primary=False),
+]
 
 
 @app.command()
@@ -178,7 +178,7 @@ def show_config(as_json: JsonOpt = False) -> None:
     """Show each setting's effective value and where it came from (default, file or environment), the
     model indexing runs on, and the paths derived from CAIRN_HOME."""
     from cairn.agent.model_names import default_model
-    from cairn.config import setting_sources
+    from cairn.config import setting_sources, toml_value
 
     settings = load_settings()
     sources = setting_sources(settings.home)
@@ -200,16 +200,37 @@ def show_config(as_json: JsonOpt = False) -> None:
     if as_json:
         print_json(data)
         return
-    table = Table(show_header=True, header_style="bold")
-    for col in ("setting", "value", "source"):
-        table.add_column(col)
-    for name, entry in data["settings"].items():
-        shown = f"{model} (effective)" if name == "model" and settings.model is None else entry["value"]
-        source = data["effective_model_source"] if name == "model" else entry["source"]
-        table.add_row(name, plain_text(str(shown)), source)
+    rows = [
+        {
+            "setting": name,
+            "value": _setting_shown(entry["value"], model if name == "model" else None),
+            "source": data["effective_model_source"] if name == "model" else entry["source"],
+        }
+        for name, entry in data["settings"].items()
+    ]
     for key in ("config_file", "db_path", "chroma_dir", "logs_dir", "lock_path"):
-        table.add_row(key, plain_text(str(data[key])), "derived")
-    console.print(table)
+        rows.append({"setting": key, "value": toml_value(data[key]), "source": "derived"})
+    print_listing(console, None, rows, CONFIG_COLUMNS)
+
+
+#: `cairn config`'s columns: the whole setting name (it is what config.toml takes), the value wrapped.
+CONFIG_COLUMNS = [
+    Column("setting", "setting", "label"),
+    Column("value", "value", min_width=16),
+    Column("source", "source", min_width=12),
+]
+
+
+def _setting_shown(value: Any, effective: str | None) -> str:
+    """A setting's value as config.toml would hold it; an unset one says so, and for the model which
+    one runs instead (TOML has no null, so `None` would be no value anyone could write)."""
+    from cairn.config import toml_value
+
+    if value is not None:
+        return toml_value(value)
+    if effective is not None:
+        return f"# not set: {toml_value(effective)} runs"
+    return "# not set"
 
 
 @app.command()

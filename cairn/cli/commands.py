@@ -16,11 +16,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 if TYPE_CHECKING:
     import typer
-    from typer._click import Command, Context
+    from rich.console import RenderableType
+    from typer._click import Command, Context, HelpFormatter
     from typer.models import CommandInfo
 
 #: Each command or command group, in `cairn --help` order, and the `cairn.cli` modules that define it
@@ -108,6 +109,7 @@ class LazyCommands(TyperGroup):
         app = self.typer_app()
         for info in app.registered_commands:
             if _registered_name(info) == cmd_name:
+                _fold_help_of_command(info)
                 self.commands[cmd_name] = get_command_from_info(
                     info,
                     pretty_exceptions_short=app.pretty_exceptions_short,
@@ -116,6 +118,7 @@ class LazyCommands(TyperGroup):
                 return
         for group in app.registered_groups:
             if group.name == cmd_name:
+                _fold_help_of(group.typer_instance)
                 self.commands[cmd_name] = get_group_from_info(
                     group,
                     pretty_exceptions_short=app.pretty_exceptions_short,
@@ -123,3 +126,52 @@ class LazyCommands(TyperGroup):
                     suggest_commands=app.suggest_commands,
                 )
                 return
+
+
+class FoldingHelpCommand(TyperCommand):
+    """A command whose `--help` folds an option's help rather than cutting it.
+
+    typer draws each option's help in the last column of a table whose columns cut what does not fit
+    with `…`; on an 80-column terminal a default path (`tests/fixtures/transcripts`) is longer than
+    that column, and the end of it, what the user came for, was cut off. Folded, it is all there.
+    """
+
+    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
+        _fold_option_help()
+        super().format_help(ctx, formatter)
+
+
+def _fold_help_of(typer_app: typer.Typer | None) -> None:
+    """Give every command of a command group (and of its groups) the folding `--help`."""
+    if typer_app is None:
+        return
+    for info in typer_app.registered_commands:
+        _fold_help_of_command(info)
+    for group in typer_app.registered_groups:
+        _fold_help_of(group.typer_instance)
+
+
+def _fold_help_of_command(info: CommandInfo) -> None:
+    """The folding `--help` for a command registered with typer's own command class."""
+    if info.cls is None or info.cls is TyperCommand:
+        info.cls = FoldingHelpCommand
+
+
+def _fold_option_help() -> None:
+    """Make typer's option help `Text` fold at the column's edge (once a process)."""
+    from rich.text import Text
+    from typer import rich_utils
+
+    original = rich_utils._get_parameter_help
+    if getattr(original, "folds", False):
+        return
+
+    def folded(**kwargs: object) -> RenderableType:
+        columns = original(**kwargs)  # type: ignore[arg-type]
+        for item in columns.renderables:
+            if isinstance(item, Text):
+                item.overflow = "fold"
+        return columns
+
+    folded.folds = True  # type: ignore[attr-defined]
+    rich_utils._get_parameter_help = folded  # type: ignore[assignment]

@@ -207,6 +207,16 @@ ModelOpt = Annotated[
 ]
 
 
+WideOpt = Annotated[
+    bool,
+    typer.Option(
+        "--wide",
+        help="Show every column, however wide the table gets (at the terminal's width, secondary columns "
+        "are left out and named under the table).",
+    ),
+]
+
+
 SessionOpt = Annotated[str | None, typer.Option("--session", help="Only this session id.")]
 
 
@@ -645,21 +655,28 @@ def uptime(seconds: float) -> str:
 
 
 def key_value_table(title: str, rows: dict[str, Any]) -> Table:
+    """Named figures, one a row; the names are short and kept whole, the values wrap at words (and a
+    path too long for the line folds: cut with `…`, the end of it, the file's name, would be lost)."""
     table = Table(title=title, show_header=False, title_justify="left")
-    table.add_column(style="bold")
-    table.add_column()
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
     for key, value in rows.items():
         table.add_row(key.replace("_", " "), counts(value) if isinstance(value, dict) else str(value))
     return table
 
 
 def render_stats(stats: Any) -> None:
+    from cairn.dates import shown_date
+
     data = dump(stats)
     if not data.get("vectors_error"):
         data.pop("vectors_error", None)
     if isinstance(data.get("vectors"), dict):  # the kinds that hold any (`--json` lists every kind)
         data["vectors"] = {kind: n for kind, n in data["vectors"].items() if n} or "none yet"
     data["db_size"] = f"{data.pop('db_size_bytes', 0) / 1_048_576:.1f} MiB"
+    for moment in ("first_message_at", "last_message_at"):
+        if moment in data:
+            data[moment] = shown_date(data[moment]) or "—"
     data["recall"] = recall_summary(
         data.pop("recall_injections", 0),
         data.pop("recall_hits", 0),

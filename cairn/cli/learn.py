@@ -19,6 +19,7 @@ from cairn.cli.common import (
     JsonOpt,
     LimitOpt,
     ProjectOpt,
+    WideOpt,
     app,
     console,
     counts,
@@ -29,7 +30,8 @@ from cairn.cli.common import (
     run_async,
 )
 from cairn.cli.safe import plain_text
-from cairn.cli.search import when
+from cairn.cli.tables import Column, print_listing
+from cairn.dates import shown_date
 
 learn_app = typer.Typer(
     help="What cairn learned from searches that found nothing useful: figures, associations, forgetting.",
@@ -134,9 +136,9 @@ def associations_table(rows: list[dict[str, Any]]) -> Table:
             file.append(f"\n{row['project']}", style="dim")
         hits = int(row.get("hits") or 0)
         learned = Text(f"{row.get('times_learned', 1)}x, {hits} hit{'' if hits == 1 else 's'}")
-        learned.append(f"\n{when(row.get('learned_at'), with_time=False)}", style="dim")
+        learned.append(f"\n{shown_date(row.get('learned_at'), with_time=False)}", style="dim")
         if row.get("last_used_at"):
-            learned.append(f"\nused {when(row['last_used_at'], with_time=False)}", style="dim")
+            learned.append(f"\nused {shown_date(row['last_used_at'], with_time=False)}", style="dim")
         table.add_row(
             str(row.get("id", "")),
             _text(row.get("query")),
@@ -208,56 +210,38 @@ def learn_forget(
 app.add_typer(learn_app, name="learn")
 
 
-def documents_table(rows: list[dict[str, Any]], total: int) -> Table:
-    shown = f"{len(rows)} of {total}" if total > len(rows) else str(total)
-    table = Table(title=f"indexed files ({shown})", title_justify="left", expand=True)
-    table.add_column("id", justify="right", style="cyan", no_wrap=True)
-    table.add_column("file", ratio=2, overflow="fold")
-    table.add_column("project", overflow="fold")
-    table.add_column("lines", justify="right", no_wrap=True)
-    table.add_column("chunks", justify="right", no_wrap=True)
-    table.add_column("tokens", justify="right", no_wrap=True)
-    table.add_column("keywords", ratio=2, overflow="fold", style="dim")
-    table.add_column("indexed", no_wrap=True)
-    for row in rows:
-        table.add_row(
-            str(row.get("id", "")),
-            _text(row.get("rel_path")),
-            _text(row.get("project")),
-            str(row.get("line_count", "")),
-            str(row.get("chunks", 0)),
-            str(row.get("tokens", 0)),
-            _text(", ".join(map(str, row.get("keywords") or []))),
-            when(row.get("indexed_at")),
-        )
-    return table
+#: The columns of the indexed files; the secondary ones, last first, go when the width cannot hold them.
+DOCUMENT_COLUMNS = [
+    Column("id", "id", "id"),
+    Column("rel_path", "file", min_width=16, whole_words=True),
+    Column("chunks", "chunks", "number"),
+    Column("indexed_at", "indexed", "date"),
+    Column("project", "project", "label", primary=False),
+    Column("keywords", "keywords", primary=False, min_width=20),
+    Column("line_count", "lines", "number", primary=False),
+    Column("tokens", "tokens", "number", primary=False),
+]
 
 
-def requests_table(rows: list[dict[str, Any]], status: str | None) -> Table:
-    title = f"{status} requests" if status else "latest requests"
-    table = Table(title=f"{title} ({len(rows)})", title_justify="left", expand=True)
-    table.add_column("file", ratio=3, overflow="fold")
-    table.add_column("project", overflow="fold")
-    table.add_column("touched by", no_wrap=True)
-    table.add_column("status", style="magenta", no_wrap=True)
-    table.add_column("outcome", ratio=2, overflow="fold")
-    table.add_column("tries", justify="right", no_wrap=True)
-    table.add_column("when", no_wrap=True)
-    for row in rows:
-        path, root = str(row.get("path") or ""), f"{row.get('project_path') or ''}/"
-        table.add_row(
-            Text(path[len(root) :] if root != "/" and path.startswith(root) else path),
-            _text(row.get("project")),
-            str(row.get("reason") or ""),
-            str(row.get("status") or ""),
-            _text(row.get("outcome")),
-            str(row.get("attempts", 0)),
-            when(row.get("done_at") or row.get("requested_at")),
-        )
-    return table
+def _request_path(row: dict[str, Any]) -> str:
+    """A requested file's path, relative to its project's when it lies inside it."""
+    path, root = str(row.get("path") or ""), f"{row.get('project_path') or ''}/"
+    return path[len(root) :] if root != "/" and path.startswith(root) else path
 
 
-def render_files(data: dict[str, Any], status: str | None) -> None:
+#: The columns of the file requests; the secondary ones, last first, go when the width cannot hold them.
+REQUEST_COLUMNS = [
+    Column("path", "file", min_width=16, whole_words=True, cell=_request_path),
+    Column("status", "status", "label"),
+    Column("outcome", "outcome", min_width=10),
+    Column("when", "when", "date", cell=lambda row: row.get("done_at") or row.get("requested_at")),
+    Column("project", "project", "label", primary=False),
+    Column("reason", "touched by", "label", primary=False),
+    Column("attempts", "tries", "number", primary=False),
+]
+
+
+def render_files(data: dict[str, Any], status: str | None, wide: bool = False) -> None:
     documents = data.get("documents") or []
     requests = data.get("requests") or []
     summary = Text(
@@ -275,9 +259,12 @@ def render_files(data: dict[str, Any], status: str | None) -> None:
         )
         return
     if documents and status is None:
-        console.print(documents_table(documents, int(data.get("documents_total") or len(documents))))
+        total = int(data.get("documents_total") or len(documents))
+        shown = f"{len(documents)} of {total}" if total > len(documents) else str(total)
+        print_listing(console, f"indexed files ({shown})", documents, DOCUMENT_COLUMNS, wide)
     if requests:
-        console.print(requests_table(requests, status))
+        title = f"{status} requests" if status else "latest requests"
+        print_listing(console, f"{title} ({len(requests)})", requests, REQUEST_COLUMNS, wide)
     elif status:
         console.print(f"No {status} requests.")
 
@@ -294,6 +281,7 @@ def files(
         ),
     ] = None,
     limit: LimitOpt = 50,
+    wide: WideOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Show the on-demand file index: indexed project files with chunks and keywords, and file requests.
@@ -304,4 +292,4 @@ def files(
     if as_json:
         print_json(data)
     else:
-        render_files(data, status.value if status else None)
+        render_files(data, status.value if status else None, wide)

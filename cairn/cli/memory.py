@@ -1,6 +1,7 @@
 """Commands that list what the memory holds: stats, ideas, questions, todos, topics and entities.
 
-Their cells are transcript text, so each is a `plain_text`: never markup, controls made visible.
+Their cells are transcript text, shown as `plain_text` (never markup, controls made visible) and laid
+out for the terminal by `cairn.cli.tables`.
 """
 
 from __future__ import annotations
@@ -8,7 +9,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from cairn.cli.common import (
     JsonOpt,
@@ -16,6 +16,7 @@ from cairn.cli.common import (
     OpenOpt,
     ProjectOpt,
     SessionOpt,
+    WideOpt,
     app,
     console,
     fail,
@@ -25,7 +26,7 @@ from cairn.cli.common import (
     request,
     run_async,
 )
-from cairn.cli.safe import plain_text
+from cairn.cli.tables import Column, print_listing
 
 
 @app.command()
@@ -43,21 +44,36 @@ NOTHING_STORED = "No {title} stored yet. Run `cairn sync` (or `cairn index PATH`
 
 
 def _print_rows(
-    title: str, rows: list[dict[str, Any]], columns: list[str], as_json: bool, empty: str | None = None
+    title: str,
+    rows: list[dict[str, Any]],
+    columns: list[Column],
+    as_json: bool,
+    empty: str | None = None,
+    wide: bool = False,
 ) -> None:
-    """A listing as a table (or JSON); with no rows, `empty` (what is true of the store) is said instead."""
+    """A listing as a table laid out for the terminal (or JSON); with no rows, `empty` (what is true of
+    the store) is said instead."""
     if as_json:
         print_json(rows)
         return
     if not rows:
         console.print(empty or NOTHING_STORED.format(title=title))
         return
-    table = Table(title=f"{title} ({len(rows)})", title_justify="left")
-    for col in columns:
-        table.add_column(col.replace("_", " "), overflow="fold")
-    for row in rows:
-        table.add_row(*(plain_text(row.get(c)) for c in columns))
-    console.print(table)
+    print_listing(console, f"{title} ({len(rows)})", rows, columns, wide)
+
+
+#: The columns of `cairn ideas`; the secondary ones, last first, go when the width cannot hold them.
+IDEA_COLUMNS = [
+    Column("id", "id", "id"),
+    Column("intent", "intent", "label"),
+    Column("content", "content", min_width=24),
+    Column("said_at", "said", "date"),
+    Column("project", "project", "label", primary=False),
+    Column("topic", "topic", primary=False, min_width=16),
+    Column("importance", "importance", "number", primary=False),
+    Column("superseded_by", "superseded by", "id", primary=False),
+    Column("declined_at", "declined", "date", primary=False),
+]
 
 
 @app.command()
@@ -73,6 +89,7 @@ def ideas(
     project: ProjectOpt = None,
     superseded: Annotated[bool, typer.Option("--superseded", help="Include superseded ideas.")] = False,
     limit: LimitOpt = 50,
+    wide: WideOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """List stored ideas, newest first (superseded ones left out unless asked for)."""
@@ -94,10 +111,7 @@ def ideas(
             },
         )
     )
-    columns = ["id", "intent", "content", "importance", "project", "topic", "superseded_by"]
-    if any(row.get("declined_at") for row in rows):
-        columns.append("declined_at")
-    _print_rows("ideas", rows, columns, as_json)
+    _print_rows("ideas", rows, IDEA_COLUMNS, as_json, wide=wide)
 
 
 def _list_tracked(
@@ -109,6 +123,7 @@ def _list_tracked(
     project: str | None,
     limit: int,
     as_json: bool,
+    wide: bool,
 ) -> None:
     rows = run_async(
         request(
@@ -123,13 +138,21 @@ def _list_tracked(
             },
         )
     )
-    columns = ["id", "content", "project", "state", done_column, "declined_at", "resolution"]
+    columns = [
+        Column("id", "id", "id"),
+        Column("content", "content", min_width=24),
+        Column("state", "state", "label"),
+        Column(done_column, done_column.removesuffix("_at"), "date"),
+        Column("resolution", "resolution", min_width=20),
+        Column("project", "project", "label", primary=False),
+        Column("declined_at", "declined", "date", primary=False),
+    ]
     empty = None
     if not rows and not as_json:
         filters = {"intents": list(intents), "session": session, "project": project}
         counts = run_async(request(load_settings(), "idea_counts", filters))
         empty = _why_empty(kind, counts, open_only, filters)
-    _print_rows(kind, rows, columns, as_json, empty)
+    _print_rows(kind, rows, columns, as_json, empty, wide)
 
 
 def _why_empty(kind: str, counts: dict[str, int], open_only: bool, filters: dict[str, Any]) -> str:
@@ -156,11 +179,12 @@ def questions(
     session: SessionOpt = None,
     project: ProjectOpt = None,
     limit: LimitOpt = 50,
+    wide: WideOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """List questions and problems the indexer found, and the answers it linked to them."""
     _list_tracked(
-        "questions", ("question", "problem"), "answered_at", open_only, session, project, limit, as_json
+        "questions", ("question", "problem"), "answered_at", open_only, session, project, limit, as_json, wide
     )
 
 
@@ -170,37 +194,37 @@ def todos(
     session: SessionOpt = None,
     project: ProjectOpt = None,
     limit: LimitOpt = 50,
+    wide: WideOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """List todos the indexer found, and whether each was completed."""
-    _list_tracked("todos", ("todo",), "completed_at", open_only, session, project, limit, as_json)
+    _list_tracked("todos", ("todo",), "completed_at", open_only, session, project, limit, as_json, wide)
+
+
+PROJECT_COLUMNS = [
+    Column("name", "name", min_width=8, whole_words=True),
+    Column("path", "path", min_width=16, whole_words=True),
+    Column("sessions", "sessions", "number"),
+    Column("ideas", "ideas", "number"),
+    Column("last_active", "last active", "date"),
+    Column("open_questions", "open questions", "number", primary=False),
+    Column("covers", "covers", primary=False, min_width=24, cell=lambda row: _covers(row)),
+]
 
 
 @app.command()
-def projects(limit: LimitOpt = 100, as_json: JsonOpt = False) -> None:
+def projects(limit: LimitOpt = 100, wide: WideOpt = False, as_json: JsonOpt = False) -> None:
     """List projects — one per repository, its worktrees and subdirectories included — with what each
     covers, its sessions, ideas and open questions. Any path listed, a name, or a Claude Code directory
     name is accepted by `--project`."""
     rows = run_async(request(load_settings(), "projects", {"limit": limit}))
-    if as_json or not rows:
-        _print_rows("projects", rows, [], as_json)
-        return
-    table = Table(title=f"projects ({len(rows)})", title_justify="left")
-    for col in ("name", "path", "covers", "sessions", "ideas", "open questions", "last active"):
-        table.add_column(col, overflow="fold")
-    for row in rows:
-        table.add_row(
-            plain_text(row["name"]),
-            plain_text(row["path"]),
-            plain_text(_covers(row)),
-            *(plain_text(row.get(c)) for c in ("sessions", "ideas", "open_questions", "last_active")),
+    _print_rows("projects", rows, PROJECT_COLUMNS, as_json, wide=wide)
+    if rows and not as_json:
+        console.print(
+            "A project is the git repository of a session's directory (worktrees map to their main "
+            "repository); where git cannot tell, the directory itself. `--json` lists the Claude Code "
+            "directory names too."
         )
-    console.print(table)
-    console.print(
-        "A project is the git repository of a session's directory (worktrees map to their main "
-        "repository); where git cannot tell, the directory itself. `--json` lists the Claude Code "
-        "directory names too."
-    )
 
 
 def _covers(project: dict[str, Any]) -> str:
@@ -220,13 +244,33 @@ def _covers(project: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+TOPIC_COLUMNS = [
+    Column("id", "id", "id"),
+    Column("name", "name", min_width=16),
+    Column("summary", "summary", min_width=30),
+    Column("ideas", "ideas", "number"),
+    Column("project", "project", "label", primary=False),
+    Column("start_line", "from line", "number", primary=False),
+    Column("end_line", "to line", "number", primary=False),
+]
+
+
 @app.command()
-def topics(session: SessionOpt = None, limit: LimitOpt = 100, as_json: JsonOpt = False) -> None:
+def topics(
+    session: SessionOpt = None, limit: LimitOpt = 100, wide: WideOpt = False, as_json: JsonOpt = False
+) -> None:
     """List topic spans per session, in order, with their idea counts."""
     rows = run_async(request(load_settings(), "topics", {"session": session, "limit": limit}))
-    _print_rows(
-        "topics", rows, ["id", "project", "name", "start_line", "end_line", "ideas", "summary"], as_json
-    )
+    _print_rows("topics", rows, TOPIC_COLUMNS, as_json, wide=wide)
+
+
+ENTITY_COLUMNS = [
+    Column("id", "id", "id"),
+    Column("name", "name", min_width=16, whole_words=True),
+    Column("type", "type", "label"),
+    Column("ideas", "ideas", "number"),
+    Column("aliases", "aliases", primary=False, min_width=16),
+]
 
 
 @app.command()
@@ -235,8 +279,9 @@ def entities(
         str | None, typer.Option("--type", help="project, technology, concept, person or file.")
     ] = None,
     limit: LimitOpt = 100,
+    wide: WideOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """List entities (technologies, files, concepts, …) with their aliases and idea counts."""
     rows = run_async(request(load_settings(), "entities", {"type": type, "limit": limit}))
-    _print_rows("entities", rows, ["id", "name", "type", "aliases", "ideas"], as_json)
+    _print_rows("entities", rows, ENTITY_COLUMNS, as_json, wide=wide)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -33,6 +32,7 @@ from cairn.cli.common import (
     print_json,
 )
 from cairn.cli.safe import plain_text, terminal_data, visible
+from cairn.dates import shown_date
 from cairn.search.labels import kind_label
 
 
@@ -140,19 +140,6 @@ def ref(item_id: Any) -> str:
     return f"#{text}" if text.isdigit() else text
 
 
-def when(value: str | None, with_time: bool = True) -> str:
-    """An ISO timestamp as local `YYYY-MM-DD HH:MM` (or the date alone); unparsable values pass through."""
-    if not value:
-        return ""
-    try:
-        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return str(value)
-    if moment.tzinfo is not None:
-        moment = moment.astimezone()
-    return moment.strftime("%Y-%m-%d %H:%M" if with_time else "%Y-%m-%d")
-
-
 def _session_label(session: dict[str, Any] | None) -> str:
     if not session:
         return ""
@@ -173,7 +160,7 @@ TIMES = "\u00d7"
 def repeats_label(result: dict[str, Any]) -> str:
     """How often a result's text was said and the day of the last time: the sign, `3, last 2025-09-03`."""
     label = f"{TIMES}{int(result.get('repeats') or 1)}"
-    last = when(result.get("last_said_at"), with_time=False)
+    last = shown_date(result.get("last_said_at"), with_time=False)
     return f"{label}, last {last}" if last else label
 
 
@@ -255,7 +242,7 @@ def search_table(page: dict[str, Any]) -> Table:
             str(rank),
             ref(result.get("id", "")),
             kind_label(result),
-            when(result.get("said_at"), with_time=False),
+            shown_date(result.get("said_at"), with_time=False),
             f"{float(result.get('score') or 0):.2f}",
             cell,
         )
@@ -561,7 +548,7 @@ def _idea_line(idea: dict[str, Any], prefix: str = "") -> Text:
     if label:
         line.append(f" {label}", style="magenta")
     if idea.get("said_at"):
-        line.append(f" {when(idea['said_at'], with_time=False)}", style="dim")
+        line.append(f" {shown_date(idea['said_at'], with_time=False)}", style="dim")
     text = idea.get("preview") or idea.get("content") or idea.get("name") or ""
     if text:
         line.append("  ")
@@ -636,7 +623,7 @@ def _header_lines(item: dict[str, Any]) -> list[RenderableType]:
         if value is None or (key == "depth" and not value):
             continue
         if key.endswith("_at"):
-            value = when(str(value))
+            value = shown_date(str(value))
         elif key == "usage_count":
             value = f"{value} times"
         facts.append(f"{label} ", style="dim").append(f"{value}  ")
@@ -654,7 +641,7 @@ def show_panel(item: dict[str, Any]) -> Panel:
     if label:
         title.append(f" {label}", style="bold magenta")
     if item.get("said_at"):
-        title.append(f"  {when(item['said_at'])}", style="dim")
+        title.append(f"  {shown_date(item['said_at'])}", style="dim")
     superseded = bool(item.get("superseded") or item.get("superseded_by"))
     if superseded:
         title.append("  superseded", style="yellow")
@@ -736,7 +723,7 @@ def _session_header(session_id: str, sessions: dict[str, Any]) -> Text:
         if project:
             header.append(f" · {project}")
         if info.get("started_at"):
-            header.append(f" · started {when(info['started_at'])}", style="dim")
+            header.append(f" · started {shown_date(info['started_at'])}", style="dim")
         if info.get("first_topic"):
             header.append(f" · {info['first_topic']}", style="dim")
     return header
@@ -779,7 +766,7 @@ def render_timeline(data: dict[str, Any]) -> None:
             text = _oneline(item.get("preview") or item.get("content") or item.get("title") or "")
             grid.add_row(
                 "▶" if is_anchor else "",
-                when(item.get("said_at")),
+                shown_date(item.get("said_at")),
                 ref(item.get("id", "")),
                 kind_label({"kind": "idea", **item}),
                 Text(text, style="dim strike" if item.get("superseded") else ""),
