@@ -158,17 +158,20 @@ def _fold_help_of_command(info: CommandInfo) -> None:
 
 
 def _fold_option_help() -> None:
-    """Make typer's option help `Text` fold at the column's edge (once a process)."""
+    """Make typer's option help `Text` fold at the column's edge (once a process).
+
+    typer builds that help in a private function; should a typer release rename it or change what it
+    returns, help is cut with `…` as before rather than failing (tests/test_cli_listings.py notices)."""
     from rich.text import Text
     from typer import rich_utils
 
-    original = rich_utils._get_parameter_help
-    if getattr(original, "folds", False):
+    original = getattr(rich_utils, "_get_parameter_help", None)
+    if original is None or getattr(original, "folds", False):
         return
 
     def folded(**kwargs: object) -> RenderableType:
-        columns = original(**kwargs)  # type: ignore[arg-type]
-        for item in columns.renderables:
+        columns = original(**kwargs)
+        for item in getattr(columns, "renderables", ()):
             if isinstance(item, Text):
                 item.overflow = "fold"
         return columns
