@@ -5,8 +5,9 @@ context: `search` answers with one compact line per result (id, kind, intent, da
 for a message its origin and call) and the agent calls `show(id)` for the few worth reading in full, or
 `timeline(id)` for what was said around one. `search_content` is the exception by design (seed 004):
 it returns the passages' text at once, since its caller wants the passage itself, not a pointer to it.
-No default reply passes `sizing.REPLY_CHARS` (8K characters): pages end early, long texts come in
-parts, and bad arguments are refused in one line (`sizing`).
+No reply passes `sizing.REPLY_CHARS` (8K characters), whatever its arguments: pages end early and
+say how many results they left out, long texts come in parts, and bad or unknown arguments are
+refused in one line (`sizing`).
 
 The model reads parameter descriptions, not docstring `Args:` (the SDK ignores those), so every
 parameter carries an `Annotated[..., Field(description=...)]`; tool docstrings are the tool
@@ -20,25 +21,43 @@ import importlib.metadata
 import inspect
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import Tool, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from cairn import __version__
 from cairn.config import Settings
 from cairn.dates import ACCEPTED, DateError, parse_when_iso
 from cairn.mcp.backend import Backend
-from cairn.mcp.sizing import CONTENT_PASSAGE_CHARS, REPLY_CHARS, fit, one_line, size, text_part
+from cairn.mcp.sizing import (
+    CONTENT_PASSAGE_CHARS,
+    OMITTED_ROOM,
+    REPLY_CHARS,
+    fit,
+    fitting,
+    omitted_hint,
+    one_line,
+    size,
+    text_part,
+    unknown_arguments,
+)
 from cairn.store.vocab import Intent
 from cairn.transcripts.origin import Origin
 
 SHOW_HINT = "call show(id) for the full item, timeline(id) for what was said around it"
 NEXT_HINT = "pass next_cursor as cursor for more"
 EMPTY_HINT = "nothing matched: try other words, mode semantic, or fewer filters"
+LONG_QUERY_HINT = "the query is too long to page through: a shorter one gives a next_cursor"
+OPEN_OMITTED_HINT = "the oldest were left out; pass project or session to narrow the list"
+TIMELINE_OMITTED_HINT = (
+    "the farthest from the item were left out; timeline(id) of the first idea before it, or of the "
+    "last after it, goes on from there"
+)
+SHOW_OMITTED_HINT = "the last entries of each list were left out; timeline(id) lists the ideas said around it"
 CUT_HINT = "a passage with omitted_chars was cut to fit: show(chunk_id) returns all of it"
 
 INSTRUCTIONS = """\
@@ -53,6 +72,11 @@ and of the project files read in them — by concepts and exact identifiers and 
 a search finds nothing useful and you find the answer by other means, cairn learns from that for next \
 time. Pass your working directory as `project` to stay in the \
 current project. An idea marked superseded was replaced by a later one: prefer the replacement."""
+
+#: A `search` limit at most this large is read once: its page fits `REPLY_CHARS` in practice.
+FITS_ANYWAY = 10
+#: Room for a cursor a shortened search page gains: its request and the ids returned, compressed.
+CURSOR_ROOM = 1_000
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
@@ -147,19 +171,25 @@ def compact_result(result: dict[str, Any]) -> dict[str, Any]:
     return compact
 
 
-def compact_page(page: dict[str, Any]) -> dict[str, Any]:
-    """A search page with compact results, its total, next cursor, notices and what to do next."""
+def compact_page(page: dict[str, Any], omitted: int = 0) -> dict[str, Any]:
+    """A search page with compact results, its total, next cursor, notices and what to do next;
+    `omitted` results the caller asked for were left out to keep the reply within its bound."""
     results = [compact_result(result) for result in page["results"]]
     hints = [SHOW_HINT if results else EMPTY_HINT]
-    if page.get("next_token"):
+    if omitted:
+        hints.append(omitted_hint({"results": omitted}, "pass next_cursor as cursor for them"))
+    elif page.get("next_token"):
         hints.append(NEXT_HINT)
-    return {
+    compact = {
         "results": results,
         "total": page["total"],
         "next_cursor": page.get("next_token"),
         "notices": page.get("notices") or [],
         "hint": "; ".join(hints),
     }
+    if omitted:
+        compact["omitted"] = {"results": omitted}
+    return compact
 
 
 def content_page(result: dict[str, Any]) -> dict[str, Any]:
@@ -181,15 +211,37 @@ def content_page(result: dict[str, Any]) -> dict[str, Any]:
 
 
 class _Server(MCPServer):
-    """The SDK's server, with a caller's invalid arguments refused in one line (`sizing.one_line`)."""
+    """The SDK's server, with a caller's invalid arguments refused in one line (`sizing.one_line`).
+
+    The SDK validates arguments with a pydantic model that ignores names it does not declare, and
+    offers no setting to forbid them; so the names are checked here, against the input schema the
+    client was given, and that schema says `additionalProperties: false` so a client can know it.
+    """
+
+    async def list_tools(self) -> list[Tool]:
+        return [
+            tool.model_copy(update={"input_schema": {**tool.input_schema, "additionalProperties": False}})
+            for tool in await super().list_tools()
+        ]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        accepted = await self._accepted(name)
+        if accepted is not None and (unknown := set(arguments) - set(accepted)):
+            raise ToolError(unknown_arguments(name, unknown, accepted))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
                 raise ToolError(one_line(name, exc.__cause__)) from exc.__cause__
             raise
+
+    async def _accepted(self, name: str) -> list[str] | None:
+        """The argument names tool `name` declares, in their order; None for a tool it does not have
+        (the SDK answers that one)."""
+        for tool in await super().list_tools():
+            if tool.name == name:
+                return list(tool.input_schema.get("properties") or {})
+        return None
 
 
 def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPServer:
@@ -265,7 +317,15 @@ def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPS
             bool,
             Field(description="Also return ideas replaced by later ones (marked superseded). Default false."),
         ] = False,
-        limit: Annotated[int, Field(description="Results per page, 1 to 100.", ge=1, le=100)] = 10,
+        limit: Annotated[
+            int,
+            Field(
+                description="Results per page, 1 to 100; a page also ends when it reaches about 8K "
+                "characters (omitted says how many it left out).",
+                ge=1,
+                le=100,
+            ),
+        ] = 10,
         cursor: Cursor = None,
     ) -> str:
         """Search cairn's memory of past sessions; compact results, best first.
@@ -286,11 +346,14 @@ def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPS
             "since": _when(since, "since"),
             "until": _when(until, "until"),
             "include_superseded": include_superseded,
-            "limit": limit,
             "continuation": cursor,
         }
-        page = await backend.call("search", {k: v for k, v in args.items() if v is not None})
-        return _text(compact_page(page))
+        args = {k: v for k, v in args.items() if v is not None}
+
+        async def page_of(count: int, record_usage: bool) -> dict[str, Any]:
+            return await backend.call("search", {**args, "limit": count, "record_usage": record_usage})
+
+        return _text(await _bounded_search(page_of, limit))
 
     @tool()
     async def show(
@@ -310,7 +373,7 @@ def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPS
         content comes in parts: next_offset says where the rest starts."""
         # An id the agent expands may be one recall injected: that injection was worth its tokens.
         item = _pruned(await backend.call("show", {"id": id, "record_hit": offset == 0}))
-        return _text(fit(text_part(item, offset)))
+        return _text(fit(text_part(item, offset), how=SHOW_OMITTED_HINT))
 
     @tool()
     async def timeline(
@@ -325,7 +388,9 @@ def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPS
         """The ideas said just before and after an item, in its project (or session), oldest first: the
         context a search result came from."""
         result = await backend.call("timeline", {"id": id, "before": before, "after": after})
-        return _text(fit(_pruned(result)))
+        # The ideas nearest the item are the context asked for: `before` is oldest first, so it
+        # loses its first entries.
+        return _text(fit(_pruned(result), keep_last={"before"}, how=TIMELINE_OMITTED_HINT))
 
     @tool()
     async def open_questions(
@@ -342,7 +407,7 @@ def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPS
         keeps its newest entries and counts the rest in omitted; pass project or session to narrow it."""
         args = {"project": project, "session": session, "include_todos": include_todos, "limit": limit}
         result = await backend.call("open_questions", {k: v for k, v in args.items() if v is not None})
-        return _text(fit(_pruned(result)))
+        return _text(fit(_pruned(result), how=OPEN_OMITTED_HINT))
 
     @tool()
     async def search_content(
@@ -401,6 +466,37 @@ def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPS
     if learner_stats:
         _learner_stats_tool(tool, backend)
     return server
+
+
+async def _bounded_search(
+    page_of: Callable[[int, bool], Awaitable[dict[str, Any]]], limit: int
+) -> dict[str, Any]:
+    """The compact search page of up to `limit` results that fits `REPLY_CHARS`.
+
+    Results that do not fit are asked for again with a smaller limit rather than cut from the page:
+    the cursor records the results a page returned, so a cut page's cursor would skip the ones left
+    out. A page that may not fit is first read without counting its results as used, since only
+    what the agent is shown is a use; the default page fits, so it is read once.
+    """
+    counted = limit <= FITS_ANYWAY
+    reply = compact_page(await page_of(limit, counted))
+    asked = len(reply["results"])
+    for _ in range(3):
+        results = reply["results"]
+        over = size(reply) > REPLY_CHARS
+        if not results or (counted and not over):
+            break
+        # A page that leaves results out gains a cursor (if it had none) and the line saying so.
+        cursor_room = 0 if reply["next_cursor"] else CURSOR_ROOM
+        room = REPLY_CHARS - size({**reply, "results": []}) - OMITTED_ROOM - cursor_room
+        keep = max(1, fitting(results, room)) if over else len(results)
+        reply = compact_page(await page_of(keep, not counted), asked - keep)
+        counted = True
+    if size(reply) > REPLY_CHARS and reply["next_cursor"]:
+        # Only a cursor carrying a query of many thousand characters gets here: no page size helps.
+        reply["next_cursor"] = None
+        reply["hint"] = f"{SHOW_HINT}; {LONG_QUERY_HINT}"
+    return reply
 
 
 def _learner_stats_tool(tool: Callable[..., Any], backend: Backend) -> None:
