@@ -41,7 +41,8 @@ def test_a_malformed_config_file_is_one_line_with_file_line_and_column(
     assert proc.returncode == 2, proc.stderr
     line = _one_error_line(proc.stderr)
     assert f"{path.resolve()}:2:" in line and "invalid TOML" in line and "move the file aside" in line
-    assert proc.stdout == ""
+    # Nothing else runs; `cairn config` lists the settings the file may hold (tested below).
+    assert proc.stdout == "" or command == ("config",)
 
 
 def test_the_daemon_the_hook_starts_logs_a_config_error(cairn_home: Path) -> None:
@@ -157,3 +158,17 @@ def test_an_unknown_model_in_config_is_warned_by_a_command_that_does_not_need_it
     refused = cairn("doctor", check=False, timeout=120)
     assert refused.returncode == 2
     assert _one_error_line(refused.stderr).startswith("error: unknown model 'gpt5'")
+
+
+def test_cairn_config_lists_the_settings_a_broken_config_may_take(cairn_home: Path) -> None:
+    """Every config error ends "`cairn config` lists them": with that file broken, `cairn config` still
+    does — each setting with its default — after the same one-line error and exit 2."""
+    _write_config(cairn_home, 'recall_prompt_lines = "three"\n')
+    proc = cairn("config", check=False, env={"COLUMNS": "120"}, timeout=120)
+    assert proc.returncode == 2
+    assert "recall_prompt_lines" in _one_error_line(proc.stderr)
+    listed = {line.split("│")[1].strip() for line in proc.stdout.splitlines() if line.startswith("│")}
+    assert {"recall_prompt_lines", "search_min_score", "model"} <= listed
+    as_json = cairn("config", "--json", check=False, timeout=120)
+    assert as_json.returncode == 2
+    assert json.loads(as_json.stdout)["defaults"]["recall_prompt_lines"] == 3

@@ -180,7 +180,12 @@ def show_config(as_json: JsonOpt = False) -> None:
     from cairn.agent.model_names import default_model
     from cairn.config import setting_sources, toml_value
 
-    settings = load_settings()
+    try:
+        settings = load_settings()
+    except typer.Exit:
+        # The error line names what to fix; the settings it may take are what the user needs next.
+        _list_defaults(as_json)
+        raise
     sources = setting_sources(settings.home)
     values = settings.model_dump(mode="json")
     model = settings.model or default_model()
@@ -210,6 +215,27 @@ def show_config(as_json: JsonOpt = False) -> None:
     ]
     for key in ("config_file", "db_path", "chroma_dir", "logs_dir", "lock_path"):
         rows.append({"setting": key, "value": toml_value(data[key]), "source": "derived"})
+    print_listing(console, None, rows, CONFIG_COLUMNS)
+
+
+def _list_defaults(as_json: bool) -> None:
+    """Every setting with its default, for a config.toml or variable that could not be read: what it
+    may hold instead of the value the error names."""
+    from pydantic_core import to_jsonable_python
+
+    from cairn.config import Settings
+
+    defaults = {
+        name: to_jsonable_python(field.get_default(call_default_factory=True))
+        for name, field in Settings.model_fields.items()
+    }
+    if as_json:
+        print_json({"error": "invalid settings (see stderr)", "defaults": defaults})
+        return
+    rows = [
+        {"setting": name, "value": _setting_shown(value, None), "source": "default"}
+        for name, value in defaults.items()
+    ]
     print_listing(console, None, rows, CONFIG_COLUMNS)
 
 
