@@ -103,14 +103,6 @@ async def test_an_everyday_prompt_injects_nothing(stores: dict[str, Path], promp
         assert text is None, (prompt, shown)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the learned indexer stores the repeated offer at 179 ('Want me to disable auto-GC "
-    "(`git config gc.auto 0`) to stop this from recurring?') as a conclusion; the refusal at 221 "
-    "contradicts only the latest earlier fix, decision or todo sharing its terms (the suggestion at 164), "
-    "so a gc.auto prompt is handed the 179 offer. The test needs 179 left out or stored as the "
-    "suggestion the refusal contradicts",
-)
 async def test_a_declined_suggestion_is_never_injected(stores: dict[str, Path]) -> None:
     text, shown = await _ask(stores[GC], GC, "UserPromptSubmit", "should we disable auto gc with gc.auto 0?")
     assert text is not None, "the prompt is about what the session discussed"
