@@ -383,46 +383,57 @@ def install(
     # An uninstall finds the files an install with --settings/--claude-config wrote to.
     recorded_settings, recorded_config = launcher.read_where(settings.home) if uninstall else (None, None)
     path = settings_file or recorded_settings or installer.DEFAULT_SETTINGS
+    config = claude_config or recorded_config or installer.DEFAULT_CLAUDE_CONFIG
     targets = None
-    try:
-        if uninstall or as_plugin:
-            # With the plugin, cairn's entries in the settings would run every hook a second time.
-            report = installer.uninstall(path)
-        if not uninstall:
+    plugin_report = None
+    plugin_error = None
+    if as_plugin:
+        try:
             targets = installer.write_launchers(settings)
-        if not uninstall and not as_plugin:
+        except OSError as exc:
+            raise fail(str(exc)) from exc
+        try:
+            plugin_report = claude_plugin.register()
+        except claude_plugin.PluginError as exc:
+            plugin_error = str(exc)
+    # With the plugin enabled, cairn's entries in the settings would run every hook a second time, so
+    # they go; until it is (the user has yet to type the /plugin commands, or the CLI failed), they
+    # stay, and so capture never stops in between.
+    hand_over = plugin_report is not None and plugin_report.action in ("registered", "already")
+    try:
+        if uninstall or hand_over:
+            report = installer.uninstall(path)
+        elif as_plugin:
+            report = installer.InstallReport(str(path), "unchanged")
+        else:
+            targets = installer.write_launchers(settings)
             recall_command = installer.recall_command(settings) if recall else None
             report = installer.install(path, installer.hook_command(settings), targets.kind, recall_command)
             claude_plugin.mark_hooks_in_settings(settings.home, path)
     except (installer.SettingsFileError, OSError) as exc:
         raise fail(str(exc)) from exc
     mcp_report = None
-    config = claude_config or recorded_config or installer.DEFAULT_CLAUDE_CONFIG
-    if mcp:
+    if mcp and (uninstall or hand_over or not as_plugin):
         try:
-            if uninstall or as_plugin:
+            if uninstall or hand_over:
                 mcp_report = installer.uninstall_mcp(config)
             else:
                 mcp_report = installer.install_mcp(config, installer.mcp_entry(settings))
         except (installer.SettingsFileError, OSError) as exc:
-            done = "removed" if uninstall or as_plugin else "installed"
+            done = "removed" if uninstall or hand_over else "installed"
             raise fail(f"{exc} (the hooks were {done}; rerun once that is fixed)") from exc
-    plugin_report = None
-    plugin_error = None
-    if as_plugin:
+    if hand_over:
         claude_plugin.unmark_hooks_in_settings(settings.home)
-    try:
-        if as_plugin:
-            plugin_report = claude_plugin.register()
-        elif uninstall:
+    if uninstall:
+        try:
             plugin_report = claude_plugin.unregister()
-    except claude_plugin.PluginError as exc:
-        plugin_error = str(exc)
+        except claude_plugin.PluginError as exc:
+            plugin_error = str(exc)
     purged = None
     stopped = None
     if not uninstall:
         launcher.write_where(settings.home, path, config if mcp else None)
-    if uninstall:
+    else:
         launcher.remove(settings.home)
         # Only now: with the hooks and launchers gone, nothing starts the daemon again.
         try:
@@ -521,8 +532,13 @@ def _print_plugin_install(
         _print_undo(
             mcp_report.config_path, mcp_report.undo, "the MCP server 'cairn' (the plugin serves it now)"
         )
+    meanwhile = (
+        f"until the plugin is enabled, cairn's hooks in {report.settings_path} (if a plain `cairn install` "
+        "put them there) keep capturing; once it is, run `cairn install` again to hand them over to it"
+    )
     if error is not None:
         err.print(f"[red]error:[/] could not install the Claude Code plugin {PLUGIN_ID}: {plain_text(error)}")
+        console.print(meanwhile)
         return
     assert plugin is not None
     if plugin.action == "already":
@@ -538,6 +554,7 @@ def _print_plugin_install(
         console.print("to finish, type these two commands into Claude Code (no claude CLI or checkout here):")
         for command in plugin.commands:
             console.print(f"  {plain_text(command)}")
+        console.print(meanwhile)
 
 
 def _print_plugin_uninstall(plugin: PluginReport | None, error: str | None) -> None:

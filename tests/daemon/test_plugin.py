@@ -25,7 +25,7 @@ from mcp.client.stdio import StdioServerParameters
 from cairn.config import Settings
 from cairn.daemon import install as installer
 from cairn.store.store import Store
-from tests.agent.claude_code_helpers import require_cli
+from tests.agent.claude_code_helpers import hide_sdk, require_cli
 from tests.conftest import DEMO, REAL_TRANSCRIPTS, REPO_ROOT
 from tests.daemon.helpers import Daemons, query, wait_for
 from tests.daemon.test_recall_hook import ON_TOPIC, injected, payload
@@ -310,3 +310,49 @@ def test_install_plugin_replaces_the_settings_hooks_and_uninstall_removes_the_pl
     assert PLUGIN_ID not in json.loads(settings_file.read_text()).get("enabledPlugins", {})
     assert json.loads(settings_file.read_text())["hooks"] == {"Stop": [USERS_STOP_HOOK]}
     assert not (cairn_home / "bin").exists()
+
+
+def settings_hooks(user_home: Path) -> list[str]:
+    """The commands of cairn's hooks in ~/.claude/settings.json."""
+    data = json.loads((user_home / ".claude" / "settings.json").read_text())
+    return [
+        h["command"]
+        for groups in data.get("hooks", {}).values()
+        for g in groups
+        for h in g["hooks"]
+        if installer.is_owned_command(h["command"])
+    ]
+
+
+def test_without_a_claude_cli_install_plugin_says_what_to_type_and_capture_goes_on(
+    cairn_home: Path, user_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cairn("install", "--no-ask")
+    hooks = settings_hooks(user_home)
+    hide_sdk(monkeypatch)  # no bundled CLI
+    monkeypatch.setenv("PATH", f"{VENV_BIN}:{SYSTEM_PATH}")  # and none on PATH
+    out = " ".join(cairn("install", "--plugin", "--no-ask").stdout.split())
+    assert f"/plugin marketplace add {REPO_ROOT} /plugin install {PLUGIN_ID}" in out
+    assert settings_hooks(user_home) == hooks, (
+        "until the plugin is enabled, the settings hooks keep capturing"
+    )
+    assert (cairn_home / "bin" / "hooks-in-settings").exists(), "and the plugin, once enabled, steps aside"
+
+
+def test_a_failing_claude_cli_is_one_line_exit_1_and_the_settings_hooks_stay(
+    cairn_home: Path, user_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cairn("install", "--no-ask")
+    hooks = settings_hooks(user_home)
+    fake = tmp_path / "fake-bin" / "claude"
+    fake.parent.mkdir()
+    reply = '{"command":"marketplace-add","outcome":"error","message":"blocked by your organization"}'
+    fake.write_text(f"#!/bin/sh\nprintf '%s\\n' '{reply}'\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{VENV_BIN}:{SYSTEM_PATH}")
+    failed = cairn("install", "--plugin", "--no-ask", check=False)
+    assert failed.returncode == 1
+    (line,) = [ln for ln in failed.stderr.splitlines() if ln.startswith("error:")]
+    assert "claude plugin marketplace add" in " ".join(failed.stderr.split())
+    assert "blocked by your organization" in " ".join(failed.stderr.split()), line
+    assert settings_hooks(user_home) == hooks
