@@ -217,9 +217,11 @@ def _splice_array(text: str, start: int, end: int, old: list[Any], new: list[Any
     prefix = _line_prefix(text, spans[0][0])
     pieces: list[_Piece] = []
     for old_index, new_index in _align(old, new):
+        if new_index is None:
+            continue  # an item that went
         if old_index is None:
-            pieces.append((None, style.dumps_at(new[new_index], prefix)))  # type: ignore[index]
-        elif new_index is not None:
+            pieces.append((None, style.dumps_at(new[new_index], prefix)))
+        else:
             pieces.append((old_index, _splice(text, spans[old_index][0], new[new_index], style)))
     return _rebuild(text, start, end, spans, pieces, style)
 
@@ -285,9 +287,12 @@ def _rebuild(
     out = [open_char, lead]
     for position, (index, piece) in enumerate(pieces):
         out.append(piece)
-        if position + 1 < len(pieces):
-            follows = index is not None and index + 1 < len(spans)
-            out.append(text[spans[index][1] : spans[index + 1][0]] if follows else default)  # type: ignore[index]
+        if position + 1 == len(pieces):
+            break
+        if index is not None and index + 1 < len(spans):
+            out.append(text[spans[index][1] : spans[index + 1][0]])
+        else:
+            out.append(default)
     out.extend([trail, close_char])
     return "".join(out)
 
