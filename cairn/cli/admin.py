@@ -31,6 +31,7 @@ from cairn.cli.tables import Column, print_listing
 if TYPE_CHECKING:
     from cairn.config import Settings
     from cairn.daemon.install import InstallReport, McpReport
+    from cairn.daemon.plugin import PluginReport
 
 
 @app.command()
@@ -311,6 +312,15 @@ def install(
             "into sessions; --no-recall leaves it out, and removes one installed before.",
         ),
     ] = True,
+    plugin: Annotated[
+        bool,
+        typer.Option(
+            "--plugin",
+            help="Run cairn's hooks and MCP server from the Claude Code plugin `cairn@cairn` instead of "
+            "settings.json: installs the plugin with the `claude` CLI (or prints the two /plugin commands) "
+            "and takes cairn's entries out of the settings files, so nothing runs twice.",
+        ),
+    ] = False,
     uninstall: Annotated[
         bool,
         typer.Option(
@@ -366,6 +376,12 @@ def install(
     the first change the original is copied to `<file>.cairn-backup` (a file that did not exist is
     noted in `<file>.cairn-created`); later installs keep that original.
 
+    `--plugin` installs cairn as a Claude Code plugin instead (the `cairn` plugin of the marketplace
+    in cairn's checkout, which Claude Code can then enable, disable and update): the launchers are
+    written, the plugin is added with the `claude` CLI (without one, the two `/plugin` commands to
+    type are printed), and cairn's hooks and MCP server are taken out of the settings files. A plain
+    `cairn install` that finds the plugin enabled does the same, so hooks never run twice.
+
     `--uninstall` undoes it: the original's exact bytes come back (if you edited the file since,
     only cairn's entries are taken out, so your edits stay), a file cairn created is deleted, the
     backups and launchers go, and the daemon is stopped. Your memory in CAIRN_HOME stays;
@@ -381,6 +397,7 @@ def install(
     """
     from cairn.daemon import install as installer
     from cairn.daemon import launcher, process
+    from cairn.daemon import plugin as claude_plugin
     from cairn.daemon.process import DaemonError
     from cairn.store.lock import StoreLockedError
     from cairn.store.store import Store
@@ -388,6 +405,16 @@ def install(
     settings = load_settings()
     if purge and not uninstall:
         raise fail("--purge deletes CAIRN_HOME and goes only with --uninstall", code=2)
+    enabled_plugin = None if uninstall else claude_plugin.enabled_plugin()
+    as_plugin = not uninstall and (plugin or enabled_plugin is not None)
+    if as_plugin and not (recall and mcp):
+        why = "--plugin" if plugin else f"the Claude Code plugin {enabled_plugin} is enabled, and it"
+        raise fail(
+            f"{why} always brings the recall hook and the MCP server; turn recall off with "
+            "recall_enabled = false in CAIRN_HOME/config.toml, or disable the plugin in Claude Code "
+            "(/plugin)",
+            code=2,
+        )
     if model is not None:
         from cairn.agent.model_names import unknown_model_message
 
@@ -403,32 +430,57 @@ def install(
     # An uninstall finds the files an install with --settings/--claude-config wrote to.
     recorded_settings, recorded_config = launcher.read_where(settings.home) if uninstall else (None, None)
     path = settings_file or recorded_settings or installer.DEFAULT_SETTINGS
+    config = claude_config or recorded_config or installer.DEFAULT_CLAUDE_CONFIG
     targets = None
+    plugin_report = None
+    plugin_error = None
+    if as_plugin:
+        try:
+            targets = installer.write_launchers(settings)
+        except OSError as exc:
+            raise fail(str(exc)) from exc
+        try:
+            plugin_report = claude_plugin.register()
+        except claude_plugin.PluginError as exc:
+            plugin_error = str(exc)
+    # With the plugin enabled, cairn's entries in the settings would run every hook a second time, so
+    # they go; until it is (the user has yet to type the /plugin commands, or the CLI failed), they
+    # stay, and so capture never stops in between.
+    hand_over = plugin_report is not None and plugin_report.action in ("registered", "already")
     try:
-        if uninstall:
+        if uninstall or hand_over:
             report = installer.uninstall(path)
+        elif as_plugin:
+            report = installer.InstallReport(str(path), "unchanged")
         else:
             targets = installer.write_launchers(settings)
             recall_command = installer.recall_command(settings) if recall else None
             report = installer.install(path, installer.hook_command(settings), targets.kind, recall_command)
+            claude_plugin.mark_hooks_in_settings(settings.home, path)
     except (installer.SettingsFileError, OSError) as exc:
         raise fail(str(exc)) from exc
     mcp_report = None
-    config = claude_config or recorded_config or installer.DEFAULT_CLAUDE_CONFIG
-    if mcp:
+    if mcp and (uninstall or hand_over or not as_plugin):
         try:
-            if uninstall:
+            if uninstall or hand_over:
                 mcp_report = installer.uninstall_mcp(config)
             else:
                 mcp_report = installer.install_mcp(config, installer.mcp_entry(settings))
         except (installer.SettingsFileError, OSError) as exc:
-            done = "removed" if uninstall else "installed"
+            done = "removed" if uninstall or hand_over else "installed"
             raise fail(f"{exc} (the hooks were {done}; rerun once that is fixed)") from exc
+    if hand_over:
+        claude_plugin.unmark_hooks_in_settings(settings.home)
+    if uninstall:
+        try:
+            plugin_report = claude_plugin.unregister()
+        except claude_plugin.PluginError as exc:
+            plugin_error = str(exc)
     purged = None
     stopped = None
     if not uninstall:
         launcher.write_where(settings.home, path, config if mcp else None)
-    if uninstall:
+    else:
         launcher.remove(settings.home)
         # Only now: with the hooks and launchers gone, nothing starts the daemon again.
         try:
@@ -463,18 +515,30 @@ def install(
             "home": str(settings.home),
             "purged": purged,
             "daemon_stopped": stopped,
+            "plugin": asdict(plugin_report) if plugin_report is not None else None,
+            "plugin_error": plugin_error,
         }
         print_json({**asdict(report), **extra})
+        if plugin_error is not None:
+            raise typer.Exit(1)
         return
-    _print_hooks_report(report, uninstall)
-    if not uninstall:
-        if report.recall_events:
-            console.print(f"recall: memory is injected on {', '.join(report.recall_events)}")
-        else:
-            console.print("recall: not installed (capture only)")
-    if mcp_report is not None:
-        _print_mcp_report(mcp_report)
-    if report.hook == "python":
+    if as_plugin:
+        _print_plugin_install(report, mcp_report, plugin_report, plugin_error)
+        if not claude_plugin.plugin_sees(settings.home):
+            err.print(
+                f"[yellow]note:[/] the plugin finds cairn in {claude_plugin.default_bin()} unless Claude "
+                f"Code runs with CAIRN_HOME={plain_text(str(settings.home))} in its environment"
+            )
+    else:
+        _print_hooks_report(report, uninstall)
+        if not uninstall:
+            if report.recall_events:
+                console.print(f"recall: memory is injected on {', '.join(report.recall_events)}")
+            else:
+                console.print("recall: not installed (capture only)")
+        if mcp_report is not None:
+            _print_mcp_report(mcp_report)
+    if targets is not None and targets.kind == "python":
         err.print("[yellow]note:[/] no sqlite3 CLI (3.32+) on PATH: installed the slower Python hook")
     if store_note:
         console.print(store_note)
@@ -498,6 +562,57 @@ def install(
             console.print(
                 f"your memory is kept in {settings.home}; `cairn install --uninstall --purge` deletes it"
             )
+        _print_plugin_uninstall(plugin_report, plugin_error)
+    if plugin_error is not None:
+        raise typer.Exit(1)
+
+
+def _print_plugin_install(
+    report: InstallReport, mcp_report: McpReport | None, plugin: PluginReport | None, error: str | None
+) -> None:
+    """What `install --plugin` did: the plugin's state, and cairn's settings entries it took out."""
+    from cairn.daemon.plugin import PLUGIN_ID
+
+    if report.action == "uninstalled":
+        _print_undo(report.settings_path, report.undo, "cairn's hooks (the plugin runs them now)")
+    if mcp_report is not None and mcp_report.action == "removed":
+        _print_undo(
+            mcp_report.config_path, mcp_report.undo, "the MCP server 'cairn' (the plugin serves it now)"
+        )
+    meanwhile = (
+        f"until the plugin is enabled, cairn's hooks in {report.settings_path} (if a plain `cairn install` "
+        "put them there) keep capturing; once it is, run `cairn install` again to hand them over to it"
+    )
+    if error is not None:
+        err.print(f"[red]error:[/] could not install the Claude Code plugin {PLUGIN_ID}: {plain_text(error)}")
+        console.print(meanwhile)
+        return
+    assert plugin is not None
+    if plugin.action == "already":
+        console.print(
+            f"the Claude Code plugin {plugin.plugin_id} is enabled: it runs cairn's hooks and MCP server"
+        )
+    elif plugin.action == "registered":
+        console.print(
+            f"installed the Claude Code plugin {plugin.plugin_id} from the marketplace in "
+            f"{plugin.marketplace} (with the claude CLI); Claude Code sessions started from now on use it"
+        )
+    else:
+        console.print("to finish, type these two commands into Claude Code (no claude CLI or checkout here):")
+        for command in plugin.commands:
+            console.print(f"  {plain_text(command)}")
+        console.print(meanwhile)
+
+
+def _print_plugin_uninstall(plugin: PluginReport | None, error: str | None) -> None:
+    if error is not None:
+        err.print(f"[red]error:[/] could not remove the Claude Code plugin: {plain_text(error)}")
+    elif plugin is not None and plugin.action == "removed":
+        console.print(f"removed the Claude Code plugin {plugin.plugin_id} (with the claude CLI)")
+    elif plugin is not None and plugin.action == "manual":
+        console.print(
+            f"the Claude Code plugin is still enabled: type `{plugin.commands[0]}` into Claude Code"
+        )
 
 
 def _choose_model(

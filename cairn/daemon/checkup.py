@@ -6,7 +6,9 @@ MCP server missing from `~/.claude.json`, either one naming a command that no lo
 from before the launchers, another home's launcher), a launcher whose recorded cairn is gone (moved
 checkout, rebuilt venv) or that an older cairn wrote, and an interpreter that cannot start the daemon.
 Each failure names the one command that repairs it, usually `cairn install` run with the cairn the
-user means to keep.
+user means to keep. With the cairn plugin enabled in Claude Code, the plugin runs the hooks and the
+server through the same launchers, and cairn's entries left in the settings files are the failure
+(they would run everything twice).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 from cairn.config import Settings
 from cairn.daemon import install as installer
 from cairn.daemon import launcher
+from cairn.daemon import plugin as claude_plugin
 
 DAEMON_IMPORT_TIMEOUT_S = 120.0  # a cold interpreter importing cairn on a loaded machine
 
@@ -102,8 +105,22 @@ def _handler_commands(hooks: dict[str, Any], event: str, match: Any) -> list[str
     ]
 
 
+def _plugin_problem(settings: Settings) -> str | None:
+    """Why the enabled plugin would not run this home's launchers, or None."""
+    if not claude_plugin.plugin_sees(settings.home):
+        return (
+            f"the plugin looks for its launchers in {claude_plugin.default_bin()}, not in this home's "
+            f"{launcher.bin_dir(settings.home)}: set CAIRN_HOME={settings.home} in Claude Code's environment"
+        )
+    for name in (launcher.HOOK_LAUNCHER, launcher.RECALL_LAUNCHER, launcher.MCP_LAUNCHER):
+        if problem := _launcher_problem(settings, str(launcher.launcher_path(settings.home, name)), name):
+            return problem
+    return None
+
+
 def check_hooks(settings: Settings, path: Path | None = None) -> Finding:
-    """cairn's capture hook on every indexing event (and recall, if installed, on both of its), runnable."""
+    """cairn's capture hook on every indexing event (and recall, if installed, on both of its), runnable:
+    from the settings file, or from the enabled plugin (and then not from the settings file too)."""
     path = (path or launcher.read_where(settings.home)[0] or installer.DEFAULT_SETTINGS).expanduser()
     data, error = _read_json(path)
     if error:
@@ -112,6 +129,24 @@ def check_hooks(settings: Settings, path: Path | None = None) -> Finding:
     hooks = hooks if isinstance(hooks, dict) else {}
     capture = {e: _handler_commands(hooks, e, installer.is_cairn_command) for e in installer.HOOK_EVENTS}
     recall = {e: _handler_commands(hooks, e, installer.is_recall_command) for e in installer.RECALL_EVENTS}
+    if (plugin_id := claude_plugin.enabled_plugin()) is not None:
+        if any(capture.values()) or any(recall.values()):
+            return Finding(
+                "claude-hooks",
+                False,
+                f"cairn's hooks are in {path} and in the Claude Code plugin {plugin_id}",
+                f"Run {install_command()}: with the plugin enabled it takes them out of {path}.",
+            )
+        if problem := _plugin_problem(settings):
+            return Finding(
+                "claude-hooks", False, f"the plugin {plugin_id} would not run: {problem}", install_fix()
+            )
+        return Finding(
+            "claude-hooks",
+            True,
+            f"capture and recall from the Claude Code plugin {plugin_id}, "
+            f"through {launcher.bin_dir(settings.home)}",
+        )
     absent = [event for event, commands in capture.items() if not commands]
     if absent:
         return Finding(
@@ -143,6 +178,19 @@ def check_mcp(settings: Settings, path: Path | None = None) -> Finding:
         return Finding("claude-mcp", False, error, f"Fix the JSON in {path}, then run {install_command()}.")
     servers = (data or {}).get("mcpServers")
     entry = servers.get(installer.MCP_SERVER_NAME) if isinstance(servers, dict) else None
+    if (plugin_id := claude_plugin.enabled_plugin()) is not None:
+        if entry is not None:
+            return Finding(
+                "claude-mcp",
+                False,
+                f"the MCP server 'cairn' is in {path} and in the Claude Code plugin {plugin_id}",
+                f"Run {install_command()}: with the plugin enabled it takes it out of {path}.",
+            )
+        if problem := _plugin_problem(settings):
+            return Finding(
+                "claude-mcp", False, f"the plugin {plugin_id} would not serve: {problem}", install_fix()
+            )
+        return Finding("claude-mcp", True, f"served by the Claude Code plugin {plugin_id}")
     if not isinstance(entry, dict):
         return Finding(
             "claude-mcp", False, f"no '{installer.MCP_SERVER_NAME}' MCP server in {path}", install_fix()

@@ -8,9 +8,10 @@ and is optional (`cairn install --no-recall`), so capture never depends on it.
 Both files are the user's (and Claude Code's), full of things cairn knows nothing about, so cairn
 leaves them as it found them:
 - Only cairn's own entries change: handlers whose command runs one of cairn's hook scripts, and the
-  `cairn` entry of the top-level `mcpServers`. Only the text of the one member holding them (`hooks`,
-  `mcpServers`) is rewritten, in the file's own indentation and separators; every other byte, the
-  final newline included, stays (see `jsonedit`). An unchanged file is not rewritten.
+  `cairn` entry of the top-level `mcpServers`. They are spliced into the text as the smallest edit,
+  in the file's own indentation and separators: every other byte stays, the final newline and the
+  user's own hooks and MCP servers beside cairn's included (see `jsonedit`). An unchanged file is not
+  rewritten.
 - The original is kept, never overwritten by an installed version: before the first change, a file
   without cairn's entries is copied byte for byte to `<file>.cairn-backup`, and a file that did not
   exist is noted in `<file>.cairn-created`. Later installs, which find cairn's entries in the file,

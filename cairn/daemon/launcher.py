@@ -37,6 +37,9 @@ RECORD = "launcher.json"
 #: Where `cairn install` put the hooks and the MCP server, when not at Claude Code's default paths
 #: (`--settings`, `--claude-config`): `cairn doctor` and `cairn install --uninstall` look there first.
 WHERE = "installed.json"
+#: Present while cairn's hooks are in Claude Code's settings, so the cairn plugin, if enabled, steps aside
+#: (see `cairn.daemon.plugin`).
+SETTINGS_MARKER = "hooks-in-settings"
 LAUNCHERS = (HOOK_LAUNCHER, RECALL_LAUNCHER, MCP_LAUNCHER)
 # Bumped whenever the scripts' text changes; `cairn doctor` compares whole texts, this tells a reader which.
 LAUNCHER_VERSION = 1
@@ -258,7 +261,7 @@ def remove(home: Path) -> bool:
     directory = bin_dir(home)
     if not directory.exists():
         return False
-    for name in (*LAUNCHERS, RECORD, WHERE):
+    for name in (*LAUNCHERS, RECORD, WHERE, SETTINGS_MARKER):
         (directory / name).unlink(missing_ok=True)
     if not any(directory.iterdir()):
         shutil.rmtree(directory)

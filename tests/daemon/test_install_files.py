@@ -169,3 +169,61 @@ def test_a_malformed_settings_file_is_refused_in_one_line_and_left_alone(
     [line] = proc.stderr.splitlines()
     assert line.startswith(f"error: {settings} is not valid JSON") and "cairn left it as is" in line
     assert files(user_home) == before
+
+
+# The user's own hooks and MCP servers, laid out by hand: what cairn writes beside them must not touch them.
+ODD_STOP = '[ {"hooks":[ {"type":"command","command":"notify-send done","timeout":1e1} ]} ]'
+ODD_PRE_TOOL_USE = (
+    '[\n      {"matcher" :"Bash",\n       "hooks":[{"type": "command", "command": "lint \\u00e9"}]}]'
+)
+ODD_SESSION_START = '[{"matcher": "startup", "hooks": [{"type": "command", "command": "echo hi"}]}]'
+ODD_SETTINGS = (
+    '{\n  "model": "opus",\n  "hooks": {\n    "Stop": '
+    + ODD_STOP
+    + ',\n    "PreToolUse":'
+    + ODD_PRE_TOOL_USE
+    + ',\n    "SessionStart": '
+    + ODD_SESSION_START
+    + '\n  },\n  "env": {"NAME": "bär"}\n}\n'
+)
+ODD_GITHUB = '{ "type":"stdio",\n        "command": "gh-mcp", "args": [ "--read-only" ] }'
+ODD_LOCAL = '{"type": "stdio", "command": "local-mcp", "args": [], "env": {"N": 1.50}}'
+ODD_CONFIG = (
+    '{\n  "numStartups": 3,\n  "mcpServers": {\n    "github": '
+    + ODD_GITHUB
+    + ',\n    "local":  '
+    + ODD_LOCAL
+    + "\n  }\n}\n"
+)
+
+
+def users_entries_intact(settings: Path, config: Path) -> None:
+    text, config_text = settings.read_text(), config.read_text()
+    for entry in (ODD_STOP[:-2], ODD_PRE_TOOL_USE[:-1], ODD_SESSION_START[:-1]):
+        assert entry in text, entry  # each event's own groups, byte for byte (cairn's may follow them)
+    for entry in (ODD_GITHUB, ODD_LOCAL):
+        assert entry in config_text, entry
+
+
+@pytest.mark.parametrize("edited_since", [False, True])
+def test_the_users_own_hooks_and_servers_keep_their_bytes_while_installed(
+    cairn_home: Path, user_home: Path, edited_since: bool
+) -> None:
+    settings, config = write_home(user_home, ODD_SETTINGS, ODD_CONFIG)
+    before = files(user_home)
+    for args in ([], ["--no-recall"], []):  # install, then two reinstalls that rewrite cairn's entries
+        cairn("install", *args)
+        users_entries_intact(settings, config)
+        installed = json.loads(settings.read_text())["hooks"]
+        assert installed["Stop"][0] == json.loads(ODD_STOP)[0] and len(installed["Stop"]) == 2
+        assert json.loads(config.read_text())["mcpServers"]["cairn"]["command"].endswith("/cairn-mcp")
+    if edited_since:
+        # A change of the user's own after the install: uninstall then cuts out cairn's entries alone.
+        settings.write_text(settings.read_text().replace('"opus"', '"sonnet"'))
+        config.write_text(config.read_text().replace('"numStartups": 3', '"numStartups": 4'))
+    cairn("install", "--uninstall")
+    if edited_since:
+        assert settings.read_text() == ODD_SETTINGS.replace('"opus"', '"sonnet"')
+        assert config.read_text() == ODD_CONFIG.replace('"numStartups": 3', '"numStartups": 4')
+    else:
+        assert files(user_home) == before

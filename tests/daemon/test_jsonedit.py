@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cairn.daemon.jsonedit import Style, delete_member, new_document, set_member
 
@@ -51,10 +53,11 @@ def test_styles_are_read_from_the_bytes() -> None:
 def test_replacing_a_member_leaves_the_bytes_around_it() -> None:
     text = '{\n  "n": 1e3,\n  "hooks": {"old": true},\n  "hand": [1,2,  3]\n}'
     replaced = set_member(text, "hooks", {"new": [1]})
-    assert (
-        replaced == '{\n  "n": 1e3,\n  "hooks": {\n    "new": [\n      1\n    ]\n  },\n  "hand": [1,2,  3]\n}'
-    )
+    # The member was on one line, so it stays on one line.
+    assert replaced == '{\n  "n": 1e3,\n  "hooks": {"new": [1]},\n  "hand": [1,2,  3]\n}'
     assert delete_member(replaced, "hooks") == '{\n  "n": 1e3,\n  "hand": [1,2,  3]\n}'
+    emptied = set_member('{\n  "hooks": {},\n  "a": 1\n}', "hooks", {"new": [1]})
+    assert emptied == '{\n  "hooks": {\n    "new": [\n      1\n    ]\n  },\n  "a": 1\n}'
     assert delete_member('{"hooks": 1, "a": 2}', "hooks") == '{"a": 2}'
     assert delete_member('{"a": 2}', "hooks") == '{"a": 2}'
 
@@ -66,3 +69,59 @@ def test_a_repeated_key_edits_the_one_readers_keep() -> None:
 def test_a_new_file_gets_claude_codes_style() -> None:
     assert set_member(None, "a", [1]) == '{\n  "a": [\n    1\n  ]\n}\n' == new_document({"a": [1]})
     assert set_member("  \n", "a", "ü") == '{\n  "a": "ü"\n}\n'
+
+
+# A user's own hooks, laid out by hand (odd spacing, one-line groups, a number written 1e1), and the
+# group cairn adds beside them.
+USERS_HOOKS = (
+    '{\n  "hooks": {\n    "Stop": [ {"hooks":[{"type":"command","command":"say done",  "timeout":1e1}]} ],\n'
+    '    "PreToolUse":[\n        {"matcher": "Bash",\n'
+    '         "hooks": [ {"type": "command", "command": "lint"} ]}\n'
+    '    ]\n  },\n  "model": "opus"\n}\n'
+)
+CAIRNS = {"hooks": [{"type": "command", "command": "/h/.cairn/bin/cairn-hook", "timeout": 10}]}
+STOP_GROUP = '{"hooks":[{"type":"command","command":"say done",  "timeout":1e1}]}'
+PRE_TOOL_USE = (
+    '[\n        {"matcher": "Bash",\n         "hooks": [ {"type": "command", "command": "lint"} ]}\n    ]'
+)
+
+
+def test_entries_beside_the_changed_ones_keep_their_bytes() -> None:
+    hooks = json.loads(USERS_HOOKS)["hooks"]
+    with_cairn = {**hooks, "Stop": [*hooks["Stop"], CAIRNS], "SessionEnd": [CAIRNS]}
+    added = set_member(USERS_HOOKS, "hooks", with_cairn)
+    assert json.loads(added)["hooks"] == with_cairn
+    assert STOP_GROUP in added and f'"PreToolUse":{PRE_TOOL_USE}' in added
+    assert added.endswith(',\n  "model": "opus"\n}\n')
+    assert set_member(added, "hooks", hooks) == USERS_HOOKS
+
+
+def test_an_entry_taken_out_of_a_users_group_leaves_the_rest_of_it() -> None:
+    text = '{"hooks": {"Stop": [{"matcher": "*",  "hooks": [{"command": "mine"},\n  {"command": "cairn"}]}]}}'
+    edited = set_member(text, "hooks", {"Stop": [{"matcher": "*", "hooks": [{"command": "mine"}]}]})
+    assert edited == '{"hooks": {"Stop": [{"matcher": "*",  "hooks": [{"command": "mine"}]}]}}'
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text("ab ü", max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text("abc", max_size=2), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON_VALUES, JSON_VALUES, st.sampled_from([None, "  ", "\t"]))
+def test_any_value_is_spliced_in_exactly_and_undone_exactly(
+    old: object, new: object, indent: str | None
+) -> None:
+    text = json.dumps({"a": 1, "hooks": old, "z": [1]}, indent=indent)
+    spliced = set_member(text, "hooks", new)
+    assert json.loads(spliced) == {"a": 1, "hooks": new, "z": [1]}
+    assert spliced.startswith(text[: text.index('"hooks"')]) and spliced.endswith(
+        text[text.index('"z"') - 1 :]
+    )
+    if isinstance(old, dict) and isinstance(new, dict) and list(new)[: len(old)] == list(old):
+        # Members only added to an object: taking them out again gives back the very text.
+        assert set_member(spliced, "hooks", old) == text
