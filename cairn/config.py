@@ -442,9 +442,9 @@ class Settings(BaseSettings):
     )
     search_starts_daemon: bool = Field(
         default=True,
-        description="When `cairn search` finds no daemon and the indexing model is offline (the daemon "
-        "then spends nothing), it starts one in the background, so the next search is hybrid and fast; "
-        "off, only `cairn daemon start` and the capture hook start it.",
+        description="When `cairn search` at a terminal finds no daemon and the indexing model is offline "
+        "(the daemon then spends nothing), it starts one in the background, so the next search is hybrid "
+        "and fast; off, only `cairn daemon start` and the capture hook start it.",
     )
     content_exact_boost: float = Field(
         default=1.5, ge=1, le=100, description="search_content's score factor per matched exact term."

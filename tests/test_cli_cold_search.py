@@ -137,6 +137,7 @@ def test_the_notice_says_the_daemon_is_starting_only_when_a_search_starts_it(
     """Whether a search would start the daemon decides which next step its notice names; the start
     itself, with real processes, is tested in `tests/daemon/test_cli_search_daemon.py`."""
     monkeypatch.setattr(cli_search, "_start_daemon", lambda settings: False)
+    monkeypatch.setattr(cli_search, "_at_terminal", lambda: True)
     monkeypatch.setenv("CAIRN_SEARCH_STARTS_DAEMON", "true")
     assert cli_search.NEXT_STARTED in _page(QUERY)["vectors_unavailable"]
     monkeypatch.setenv("CAIRN_MODEL", "anthropic:claude-haiku-4-5")

@@ -103,12 +103,15 @@ DAEMON_STARTED = (
 
 
 def starts_daemon(settings: Settings) -> bool:
-    """Whether a search that found no daemon starts one: when `search_starts_daemon` allows it and the
-    daemon would spend nothing — the offline indexing model. With any other model it would index what
-    the hooks queued, at a cost, which only the user or the capture hook decides."""
+    """Whether a search that found no daemon starts one: when `search_starts_daemon` allows it, a person
+    runs it (stderr is a terminal: a script's searches leave no process behind them) and the daemon
+    would spend nothing — the offline indexing model. With any other model it would index what the
+    hooks queued, at a cost, which only the user or the capture hook decides."""
     from cairn.agent.model_names import OFFLINE, default_model
 
-    return settings.search_starts_daemon and (settings.model or default_model()).strip() == OFFLINE
+    if not settings.search_starts_daemon or not _at_terminal():
+        return False
+    return (settings.model or default_model()).strip() == OFFLINE
 
 
 def _start_daemon(settings: Settings) -> bool:
@@ -411,9 +414,9 @@ def search(
     The daemon answers when it runs (`cairn daemon start`): it keeps the index and the embedding model
     loaded, so a search takes a fraction of a second and matches words and meaning. Without it the
     search answers at once by keywords, saying so unless they were decisive (search_without_daemon =
-    "hybrid" loads the model instead, which takes seconds), and starts the daemon in the background
-    when your indexing model is offline, since it then spends nothing (search_starts_daemon = false:
-    never).
+    "hybrid" loads the model instead, which takes seconds); run at a terminal with the offline indexing
+    model, it also starts the daemon in the background, since that spends nothing
+    (search_starts_daemon = false: never).
     """
     from cairn.store.vocab import INTENTS
     from cairn.transcripts.origin import ORIGINS

@@ -132,6 +132,7 @@ def test_a_search_starts_the_daemon_when_the_model_is_offline(
 ) -> None:
     home = Path(os.environ["CAIRN_HOME"])
     monkeypatch.setenv("CAIRN_SEARCH_STARTS_DAEMON", "true")
+    monkeypatch.setattr(cli_search, "_at_terminal", lambda: True)  # a person's search
     first = cairn("search", "database is locked", "--json")
     assert first.returncode == 0, first.stderr
     page = json.loads(first.stdout)
@@ -147,20 +148,26 @@ def test_a_search_starts_the_daemon_when_the_model_is_offline(
 
 
 @pytest.mark.parametrize(
-    "settings",
+    ("settings", "at_terminal"),
     [
-        {"CAIRN_MODEL": "anthropic:claude-haiku-4-5"},
-        {"CAIRN_MODEL": "claude-code"},
-        {"CAIRN_SEARCH_STARTS_DAEMON": "false"},
+        ({"CAIRN_MODEL": "anthropic:claude-haiku-4-5"}, True),
+        ({"CAIRN_MODEL": "claude-code"}, True),
+        ({"CAIRN_SEARCH_STARTS_DAEMON": "false"}, True),
+        ({}, False),
     ],
-    ids=["paid-model", "claude-code", "turned-off"],
+    ids=["paid-model", "claude-code", "turned-off", "a-script"],
 )
 def test_no_daemon_is_started_when_it_would_spend_or_is_turned_off(
-    homes: Path, daemons: Daemons, monkeypatch: pytest.MonkeyPatch, settings: dict[str, str]
+    homes: Path,
+    daemons: Daemons,
+    monkeypatch: pytest.MonkeyPatch,
+    settings: dict[str, str],
+    at_terminal: bool,
 ) -> None:
     """The start is launched before the command exits (its marker is made then): none made, none runs."""
     home = Path(os.environ["CAIRN_HOME"])
     monkeypatch.setenv("CAIRN_SEARCH_STARTS_DAEMON", "true")
+    monkeypatch.setattr(cli_search, "_at_terminal", lambda: at_terminal)
     for name, value in settings.items():
         monkeypatch.setenv(name, value)
     proc = cairn("search", "database is locked", "--json")
