@@ -34,13 +34,13 @@ _REPOSITORY_LIKE = """
 """
 
 
-def _redacted(text: str) -> str:
+def redact(text: str) -> str:
     """`cairn.transcripts.redact.redact`, imported at its first use: opening the database imports this
     module (a migration regroups projects), and a search that names no project must not load the
     redaction patterns."""
-    from cairn.transcripts.redact import redact
+    from cairn.transcripts.redact import redact as redact_text
 
-    return redact(text)
+    return redact_text(text)
 
 
 async def identify(conn: aiosqlite.Connection, cwd: str) -> Identity:
@@ -49,7 +49,7 @@ async def identify(conn: aiosqlite.Connection, cwd: str) -> Identity:
     found = git_identity(cwd) or layout_identity(cwd)
     if found is not None:
         return found
-    above = _ancestors(_redacted(cwd))  # stored roots are redacted
+    above = _ancestors(redact(cwd))  # stored roots are redacted
     if above:
         marks = ",".join("?" * len(above))
         async with conn.execute(
@@ -90,7 +90,7 @@ async def upsert_project(conn: aiosqlite.Connection, root: str, found_by: FoundB
 
     The root is stored redacted, and so its name: git may answer with a real path that holds a secret
     even for a cwd that did not (a symlink into `~/ghp_…/`)."""
-    root = _redacted(root)
+    root = redact(root)
     async with conn.execute(
         """
         INSERT INTO projects (path, name, found_by) VALUES (?, ?, ?)
@@ -115,7 +115,7 @@ async def add_path(
     await conn.execute(
         "INSERT INTO project_paths (path, project_id, kind, checkout) VALUES (?, ?, ?, ?) "
         "ON CONFLICT (path) DO NOTHING",
-        (_redacted(path), project_id, kind, None if checkout is None else _redacted(checkout)),
+        (redact(path), project_id, kind, None if checkout is None else redact(checkout)),
     )
 
 
@@ -197,9 +197,7 @@ def _claude_dir(path: Path) -> Path:
 
 async def _alias(conn: aiosqlite.Connection, path: str) -> int | None:
     """The project `path` was recorded for, looked up as `add_path` stored it (redacted)."""
-    async with conn.execute(
-        "SELECT project_id FROM project_paths WHERE path = ?", (_redacted(path),)
-    ) as cursor:
+    async with conn.execute("SELECT project_id FROM project_paths WHERE path = ?", (redact(path),)) as cursor:
         row = await cursor.fetchone()
     return None if row is None else int(row[0])
 
