@@ -9,15 +9,22 @@ is timed as a process, the way a shell runs it, ``RUNS`` times after a few warm-
 - ``search op, socket only``: the daemon's own share, one request over its socket from this process;
 - ``cairn search``, daemon running: the client path (`cairn.cli.common.request` asks the daemon
   before loading any setting or store module);
-- ``cairn search``, no daemon: the cold path — settings, store, Chroma and the embedding model loaded
-  by the command itself (at a terminal it then says in one line how search gets fast; here stderr is a
-  file, so it stays silent, and `tests/test_cli_fast_search.py` checks the line instead).
+- ``cairn search``, no daemon: the cold path as shipped (``search_without_daemon = "keywords"``) —
+  settings and SQLite only, no Chroma, no embedding model: keyword matches, which are the hybrid answer
+  when they are decisive and say so in a notice when they are not; a query no keyword matches loads
+  the model after all (meaning may find what words did not);
+- ``cairn search``, no daemon, hybrid: ``search_without_daemon = "hybrid"``, the command loading
+  Chroma and the embedding model itself (the cold path before keywords came first).
+
+Both cold rows run with ``search_starts_daemon`` off, so each run stays cold. Which answer each query
+got cold is printed below the table.
 
 Setup: a temporary ``CAIRN_HOME`` with every transcript of ``tests/fixtures/transcripts`` indexed by
 the offline model; the daemon is warmed by one search first (its first one loads the embedding model),
-as a daemon that has been up for a while is. Queries rotate through a few of different kinds. The bar:
-the daemon path's p50 at most 0.3 s on a quiet machine; the load average is printed with the figures,
-since on a busy machine every row grows with it.
+as a daemon that has been up for a while is. Queries rotate through a few of different kinds. The bars:
+the cold path's p50 at most 1.0 s and the daemon path's at most 0.3 s, on a quiet machine, each printed
+next to the floor measured in the same run; the load average is printed with the figures, since on a
+busy machine every row grows with it. Exit status 0 when both bars are met.
 """
 
 from __future__ import annotations
@@ -37,7 +44,9 @@ from cairn.home import DaemonAddress
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "transcripts"
 QUERIES = ("database is locked", "hook latency", "sqlite", "how are sessions parsed", "token usage")
-BAR_S = 0.3
+#: The bars: `cairn search` without a daemon, and through it, p50 in seconds.
+COLD_BAR_S = 1.0
+DAEMON_BAR_S = 0.3
 
 
 def _percentile(values: list[float], pct: float) -> float:
@@ -105,6 +114,7 @@ def main() -> int:
             CAIRN_MODEL="offline",
             CAIRN_IDLE_EXIT_SECONDS="3600",
             CAIRN_HOOK_NO_SPAWN="1",
+            CAIRN_SEARCH_STARTS_DAEMON="false",
         )
         transcripts = sorted(str(p) for p in FIXTURES.rglob("*.jsonl"))
         started = time.perf_counter()
@@ -126,6 +136,9 @@ def main() -> int:
             _cairn(env, "daemon", "stop")
         _time_process(searches[:1], 1, env)
         results["cairn search, no daemon"] = _time_process(searches, runs, env)
+        hybrid_env = {**env, "CAIRN_SEARCH_WITHOUT_DAEMON": "hybrid"}
+        results["no daemon, hybrid (model)"] = _time_process(searches, runs, hybrid_env)
+        answers = {query: _cold_answer(env, query) for query in QUERIES}
 
     load_after = os.getloadavg()[0]
     floor_p50 = statistics.median(results["cairn --version (floor)"][0])
@@ -150,15 +163,36 @@ def main() -> int:
         cpu_p50 = f"{statistics.median(cpu):.3f}" if cpu else "-"
         print(f"{name:<30}{p50:>8.3f}{p95:>8.3f}{ratios}{cpu_p50:>9}{rss:>9}")
 
+    print("without a daemon, each query was answered by:")
+    for query, answer in answers.items():
+        print(f"  {query!r}: {answer}")
     daemon_p50 = statistics.median(results["cairn search, daemon running"][0])
     cold_p50 = statistics.median(results["cairn search, no daemon"][0])
-    print(f"the daemon makes `cairn search` {cold_p50 / daemon_p50:.1f}x faster (p50)")
-    meets = daemon_p50 <= BAR_S
+    meets_cold = _bar("cold `cairn search`", cold_p50, floor_p50, COLD_BAR_S)
+    meets_daemon = _bar("`cairn search` through the daemon", daemon_p50, floor_p50, DAEMON_BAR_S)
+    if not (meets_cold and meets_daemon) and load_before >= 1:
+        print("(on a loaded machine: rerun when it is quiet)")
+    return 0 if meets_cold and meets_daemon else 1
+
+
+def _bar(name: str, p50: float, floor_p50: float, bar: float) -> bool:
+    """Print `name`'s p50 next to the floor and its bar; whether it meets the bar."""
+    meets = p50 <= bar
     print(
-        f"daemon path p50 {daemon_p50:.3f} s {'meets' if meets else 'MISSES'} the {BAR_S:.1f} s bar", end=""
+        f"{name}: p50 {p50:.3f} s ({p50 / floor_p50:.1f}x the floor, `cairn --version` {floor_p50:.3f} s)"
+        f" {'meets' if meets else 'MISSES'} the {bar:.1f} s bar"
     )
-    print("" if meets or load_before < 1 else " (on a loaded machine: rerun when it is quiet)")
-    return 0 if meets else 1
+    return meets
+
+
+def _cold_answer(env: dict[str, str], query: str) -> str:
+    """How a search without the daemon answered `query`: its own page says."""
+    page = json.loads(_cairn(env, "search", query, "--json").stdout)
+    if page.get("vector_skipped"):
+        return "keywords, decisive (the hybrid answer)"
+    if page.get("vectors_unavailable"):
+        return f"keywords only ({len(page['results'])} results, with the notice)"
+    return f"hybrid: no keyword matched, so the model was loaded ({len(page['results'])} results)"
 
 
 if __name__ == "__main__":

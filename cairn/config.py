@@ -449,6 +449,19 @@ class Settings(BaseSettings):
     search_candidates: int = Field(
         default=100, ge=10, le=1000, description="Candidates per ranking (one per kind and signal)."
     )
+    search_without_daemon: Literal["keywords", "hybrid"] = Field(
+        default="keywords",
+        description="How `cairn search` answers when no daemon runs: 'keywords' at once, by words alone "
+        "unless they are decisive (then the answer is hybrid search's own), saying so on stderr; "
+        "'hybrid' after loading Chroma and the embedding model itself (seconds). --mode semantic "
+        "always loads them.",
+    )
+    search_starts_daemon: bool = Field(
+        default=True,
+        description="When `cairn search` at a terminal finds no daemon and the indexing model is offline "
+        "(the daemon then spends nothing), it starts one in the background, so the next search is hybrid "
+        "and fast; off, only `cairn daemon start` and the capture hook start it.",
+    )
     content_exact_boost: float = Field(
         default=1.5, ge=1, le=100, description="search_content's score factor per matched exact term."
     )

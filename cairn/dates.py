@@ -69,6 +69,13 @@ def parse_when_iso(value: str | None, what: str = "date") -> str | None:
     return None if value is None else parse_when(value, what).isoformat()
 
 
+def iso_utc(value: datetime) -> str:
+    """The store's time format: UTC, milliseconds, `Z` — the same text SQLite's defaults write."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
 def parse_stored(value: str | None) -> datetime | None:
     """An aware datetime for a timestamp cairn stored (a transcript's ISO time, SQLite's `...Z`), or
     None when there is none or it is unreadable: ranking and filters treat such a row as undated

@@ -118,6 +118,9 @@ def cairn_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
         if k.startswith("CAIRN_") and k not in {"CAIRN_HOME", "CAIRN_CLAUDE_PROJECTS_DIR"}
     ]:
         monkeypatch.delenv(key)
+    # A search without a daemon starts one when the model is offline, as the tests' is: detached, it
+    # would outlive the test. The tests of that start turn it back on and clean up what they start.
+    monkeypatch.setenv("CAIRN_SEARCH_STARTS_DAEMON", "false")
     yield home
 
 

@@ -271,7 +271,8 @@ def test_sync_with_an_unreachable_chroma_server_is_one_line_and_keeps_what_it_ca
 def test_search_with_an_unreachable_chroma_server_answers_from_keywords_in_one_line(cairn_home: Path) -> None:
     # `cairn search` with a dead chroma_url printed a traceback (four chained
     # exceptions, through a logged warning) before falling back to keyword matches.
-    dead = {"CAIRN_CHROMA_URL": "http://127.0.0.1:9"}
+    # The search that opens the vector store without a daemon (by default it answers by keywords first).
+    dead = {"CAIRN_CHROMA_URL": "http://127.0.0.1:9", "CAIRN_SEARCH_WITHOUT_DAEMON": "hybrid"}
     cairn(
         "sync",
         "--no-index",

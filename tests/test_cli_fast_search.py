@@ -1,7 +1,8 @@
 """What keeps `cairn search` quick from a terminal, and what it says when it cannot be.
 
-- Without a daemon a search loads the store and the embedding model itself (seconds); when that kept
-  the user waiting it says, in one line on stderr, how search gets fast — never on a `--json` stdout.
+- Without a daemon a search that loads the store and the embedding model itself (seconds) and kept the
+  user waiting says, in one line on stderr, how search gets fast — never on a `--json` stdout. The
+  search that answers by keywords instead, without the model, is in `tests/test_cli_cold_search.py`.
 - `cairn` imports only the module of the command it runs (`cairn.cli.commands`), so the registry of
   commands must name every command, each by its module, and `cairn --help` must still list them all.
 
@@ -34,6 +35,7 @@ def home(demo_home: Path, cairn_home: Path) -> Path:
 def test_a_slow_search_without_the_daemon_says_how_to_make_it_fast(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("CAIRN_SEARCH_WITHOUT_DAEMON", "hybrid")  # the search that loads the model
     monkeypatch.setattr(cli_search, "SLOW_SEARCH_S", 0.0)
     monkeypatch.setattr(cli_search, "_at_terminal", lambda: True)
     table = cairn("search", "database is locked")
@@ -61,6 +63,7 @@ def test_a_quick_search_without_the_daemon_says_nothing(home: Path, monkeypatch:
 
 
 def test_a_refused_search_prints_its_error_and_no_hint(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CAIRN_SEARCH_WITHOUT_DAEMON", "hybrid")
     monkeypatch.setattr(cli_search, "SLOW_SEARCH_S", 0.0)
     monkeypatch.setattr(cli_search, "_at_terminal", lambda: True)
     proc = cairn("search", "--page-token", "not-a-token", check=False)

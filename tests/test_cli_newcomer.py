@@ -67,6 +67,8 @@ def newcomer(tmp_path_factory: pytest.TempPathFactory) -> Newcomer:
         HOME=str(root / "home"),
         CAIRN_HOME=str(root / "home" / ".cairn"),
         CAIRN_CLAUDE_PROJECTS_DIR=str(root / "claude-projects"),
+        # A search at a terminal would start a daemon that outlives the test, and answer the next ones.
+        CAIRN_SEARCH_STARTS_DAEMON="false",
     )
     drawn = {}
     for command in start_commands():

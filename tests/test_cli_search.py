@@ -287,12 +287,13 @@ def test_search_without_vectors_answers_by_keyword_in_one_note_and_counts_what_i
     "file is not a database") printed a traceback above the answer: Chroma's errors were taken for a
     bug of cairn's and logged whole to a terminal with no log handler."""
     home = hostile_disks.copy_home(demo_home, tmp_path)
-    env: dict[str, str] = {}
+    # The search that opens the vector store without a daemon (by default it answers by keywords first).
+    env: dict[str, str] = {"CAIRN_SEARCH_WITHOUT_DAEMON": "hybrid"}
     if down == "damaged local store":
         (home / "chroma" / "chroma.sqlite3").write_bytes(b"not a database\n")
         expected = [f"the vector store at {home / 'chroma'} cannot be used", "`cairn doctor` says what to do"]
     else:
-        env = {"CAIRN_CHROMA_URL": "http://127.0.0.1:9"}
+        env["CAIRN_CHROMA_URL"] = "http://127.0.0.1:9"
         expected = ["cannot reach the Chroma server at http://127.0.0.1:9", "start the Chroma server"]
 
     def page(*args: str) -> dict[str, Any]:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from cairn.home import DaemonAddress
     from cairn.store.cpus import EmbeddingMode
     from cairn.store.lock import StoreLockedError
+    from cairn.store.store import Store
 
 #: cairn's own files are the user's alone (invariant 8): whatever the shell's umask, everything cairn
 #: creates — home, database and its -wal/-shm, Chroma's files, logs, socket, keys — is 0700/0600.
@@ -492,12 +493,15 @@ def progress_bar(disable: bool = False) -> Progress:
     )
 
 
-def ask(op: str, args: dict[str, Any] | None = None, *, on_direct: Callable[[], Any] | None = None) -> Any:
+def ask(
+    op: str, args: dict[str, Any] | None = None, *, on_direct: Callable[[Store], Any] | None = None
+) -> Any:
     """`request` for a command that reads and prints (`cairn search`, `show`): the daemon is asked first
     with nothing loaded but its address — no settings, no event loop, no store — so its answer takes a
     fraction of a second (`benchmarks/cli_search.py`). It answers with its own settings; this process's
     are loaded (`load_settings`, with its one-line errors and warnings) only when the op runs here.
-    `on_direct` is called then (a command that says how it would have been faster).
+    `on_direct` is called then, with the store the op is about to run on (a command that says how it
+    would have been faster, or that searches it without loading its vectors).
     """
     from cairn.daemon.client import NoDaemon, ask_daemon
     from cairn.home import DaemonAddress
@@ -539,15 +543,15 @@ async def request(
     args: dict[str, Any] | None = None,
     *,
     wait: bool = False,
-    on_direct: Callable[[], Any] | None = None,
+    on_direct: Callable[[Store], Any] | None = None,
     embedding_mode: EmbeddingMode = "steady",
 ) -> Any:
     """One store operation as JSON-able data: asked of the daemon when it runs, else run here directly.
 
     Both paths run the same `run_op`, so what a command prints does not depend on which one answered.
     `wait` gives the daemon all the time it needs (a big import); else it has the client's default.
-    `on_direct` is called when the op runs here. `embedding_mode` is the direct path's (`open_store`):
-    "bulk" for an op that embeds much (import).
+    `on_direct` is called with the store when the op runs here, before it runs. `embedding_mode` is the
+    direct path's (`open_store`): "bulk" for an op that embeds much (import).
     """
     from cairn.daemon.client import DEFAULT_TIMEOUT, NoDaemon, daemon_request
 
@@ -567,9 +571,9 @@ async def request(
         return await request(
             settings, op, args, wait=wait, on_direct=on_direct, embedding_mode=embedding_mode
         )
-    if on_direct is not None:
-        on_direct()
     try:
+        if on_direct is not None:
+            on_direct(store)
         return await run_op(store, op, args)
     except ValueError as exc:  # a refusal (bad id, damaged token, invalid argument): the daemon's answer too
         raise fail(str(exc)) from exc

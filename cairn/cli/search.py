@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Group, RenderableType
@@ -34,6 +34,10 @@ from cairn.cli.common import (
 from cairn.cli.safe import plain_text, terminal_data, visible
 from cairn.dates import shown_date
 from cairn.search.labels import kind_label
+
+if TYPE_CHECKING:
+    from cairn.config import Settings
+    from cairn.store.store import Store
 
 
 class SearchMode(StrEnum):
@@ -69,7 +73,7 @@ MinScoreOpt = Annotated[
 PageLimitOpt = Annotated[int, typer.Option("--limit", min=1, max=MAX_SEARCH_LIMIT, help="Results per page.")]
 
 
-def _ask(op: str, args: dict[str, Any], on_direct: Callable[[], Any] | None = None) -> Any:
+def _ask(op: str, args: dict[str, Any], on_direct: Callable[[Store], Any] | None = None) -> Any:
     """Run `op` through the daemon or directly; a refusal (bad id, damaged token, invalid filter) is
     one error line either way (`ask` turns it into `fail`). The daemon is asked before anything else is
     loaded, so its answer takes a fraction of a second (`benchmarks/cli_search.py`)."""
@@ -81,6 +85,45 @@ def _ask(op: str, args: dict[str, Any], on_direct: Callable[[], Any] | None = No
 #: nothing worth saying.
 SLOW_SEARCH_S = 1.0
 DAEMON_HINT = "Searched without the daemon ({seconds:.1f} s); `cairn daemon start` makes it sub-second."
+
+
+#: The notice of a search answered without the daemon from keywords alone (`search_without_daemon`),
+#: when they were not decisive: matches by meaning could have changed the answer, so it says so, in
+#: the table and in `--json`'s notices, with how the next search gets them.
+KEYWORDS_ONLY = "keyword matches only: no daemon had the embedding model loaded; {next}"
+NEXT_STARTED = "it is starting, so the next search matches by meaning too"
+NEXT_START_IT = (
+    '`cairn daemon start` makes the next searches hybrid (search_without_daemon = "hybrid": each loads it)'
+)
+#: Said on stderr when a search started the daemon (`search_starts_daemon`).
+DAEMON_STARTED = (
+    "Started the cairn daemon in the background (the indexing model is offline: it spends nothing); "
+    "search_starts_daemon = false turns this off."
+)
+
+
+def starts_daemon(settings: Settings) -> bool:
+    """Whether a search that found no daemon starts one: when `search_starts_daemon` allows it, a person
+    runs it (stderr is a terminal: a script's searches leave no process behind them) and the daemon
+    would spend nothing — the offline indexing model. With any other model it would index what the
+    hooks queued, at a cost, which only the user or the capture hook decides."""
+    from cairn.agent.model_names import OFFLINE, default_model
+
+    if not settings.search_starts_daemon or not _at_terminal():
+        return False
+    return (settings.model or default_model()).strip() == OFFLINE
+
+
+def _start_daemon(settings: Settings) -> bool:
+    """Start the daemon detached (`cairn.daemon.hook.start_in_background`); True when it was asked to
+    start here, False when one was already alive or starting."""
+    from cairn.daemon.hook import daemon_alive, start_in_background
+
+    home = str(settings.home)
+    if daemon_alive(home):
+        return False
+    start_in_background(home, source="cairn-search")
+    return True
 
 
 def _at_terminal() -> bool:
@@ -356,9 +399,11 @@ def search(
     With --page-token the query and filters come from the token, so QUERY can be left out.
 
     The daemon answers when it runs (`cairn daemon start`): it keeps the index and the embedding model
-    loaded, so a search takes a fraction of a second. Without it the search loads them itself, which
-    takes seconds, and says so in one line on stderr when you are at a terminal. It does not start the
-    daemon for you: the daemon also indexes what the hooks queue, with your indexing model.
+    loaded, so a search takes a fraction of a second and matches words and meaning. Without it the
+    search answers at once by keywords, saying so unless they were decisive (search_without_daemon =
+    "hybrid" loads the model instead, which takes seconds); run at a terminal with the offline indexing
+    model, it also starts the daemon in the background, since that spends nothing
+    (search_starts_daemon = false: never).
     """
     from cairn.store.vocab import INTENTS
     from cairn.transcripts.origin import ORIGINS
@@ -388,14 +433,30 @@ def search(
     if not as_json and (empty := empty_date_range(since, until)):
         console.print(plain_text(f"No matches: {empty}."))
         return
-    direct: list[bool] = []
-    page = _ask("search", args, on_direct=lambda: direct.append(True))
+    direct: list[Settings] = []
+    deferred: list[str] = []
+
+    def keywords_first(store: Store) -> None:
+        """Without the daemon, search by keywords unless told to load the vectors (`--mode semantic`,
+        `search_without_daemon = "hybrid"`): Chroma and the embedding model take seconds to load."""
+        direct.append(store.settings)
+        if mode is not SearchMode.semantic and store.settings.search_without_daemon == "keywords":
+            next_step = NEXT_STARTED if starts_daemon(store.settings) else NEXT_START_IT
+            store.vectors_deferred = KEYWORDS_ONLY.format(next=next_step)
+            deferred.append(store.vectors_deferred)
+
+    page = _ask("search", args, on_direct=keywords_first)
+    if deferred and not page.get("results") and page.get("vectors_unavailable") == deferred[0]:
+        # Words found nothing, and meaning may: "no matches" is worth the seconds the model takes.
+        page = _ask("search", args, on_direct=lambda store: direct.append(store.settings))
     if as_json:
         print_json(page)
     else:
         render_search(page, query)
     if direct:
         _hint_daemon()
+        if starts_daemon(direct[0]) and _start_daemon(direct[0]):
+            err.print(Text(DAEMON_STARTED, style="dim"), soft_wrap=True)
 
 
 def _excerpt(text: str, terms: list[str], width: int = 400) -> str:

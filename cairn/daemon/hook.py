@@ -130,9 +130,15 @@ def spawn_daemon(home: str, *, source: str = "cairn-hook") -> None:
     Only for an existing store (a hook never creates one), and from `home` as working directory so a
     `cairn` directory in the user's project cannot shadow the package `-m cairn` loads.
     """
-    if os.environ.get("CAIRN_HOOK_NO_SPAWN") == "1" or daemon_alive(home):
+    if os.environ.get("CAIRN_HOOK_NO_SPAWN") == "1":
         return
-    if not os.path.isfile(os.path.join(home, "cairn.db")):
+    start_in_background(home, source=source)
+
+
+def start_in_background(home: str, *, source: str) -> None:
+    """Start `cairn daemon start` detached, unless a daemon is alive, another process is starting one,
+    or there is no store yet; a failure to start is one line in the hook log under `source`."""
+    if daemon_alive(home) or not os.path.isfile(os.path.join(home, "cairn.db")):
         return
     import subprocess
 

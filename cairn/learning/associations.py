@@ -30,20 +30,16 @@ from typing import Literal
 
 import aiosqlite
 
+from cairn.dates import iso_utc
 from cairn.files.paths import ProjectPath, resolve_in_project
 from cairn.files.policy import not_a_project, redacted_dir
 from cairn.files.requests import request_files
+from cairn.learning.boost import query_key
 from cairn.store.json_columns import json_strings
-from cairn.store.store import iso_utc
 from cairn.transcripts.redact import redact
 
 AssociationSource = Literal["learned", "agent"]
 AssociationOutcome = Literal["created", "merged", "rejected"]
-
-
-def query_key(query: str) -> str:
-    """What makes two queries the same association: case and runs of whitespace do not count."""
-    return " ".join(query.lower().split())
 
 
 async def record_association(

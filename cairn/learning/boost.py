@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING, Any
 
 from cairn.config import Settings
 from cairn.dates import parse_stored
-from cairn.learning.associations import query_key
 from cairn.store.db import Database
 from cairn.store.usage import record_use
 
@@ -52,6 +51,13 @@ log = logging.getLogger(__name__)
 #: (a handful of phrasings per file); more only costs time.
 ASSOCIATION_CANDIDATES = 20
 VECTOR_KIND = "associations"
+
+
+def query_key(query: str) -> str:
+    """What makes two queries the same association: case and runs of whitespace do not count. Defined
+    here, beside the look-up that uses it on every search, so a search does not load the module that
+    records associations (`cairn.learning.associations`: file policy, redaction)."""
+    return " ".join(query.lower().split())
 
 
 @dataclass(frozen=True)

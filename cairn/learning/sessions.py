@@ -21,9 +21,9 @@ from datetime import datetime
 
 import aiosqlite
 
+from cairn.dates import iso_utc
 from cairn.learning.learner import SearchSession, SessionKey
 from cairn.store.json_columns import json_strings
-from cairn.store.store import iso_utc
 from cairn.transcripts.redact import redact
 
 _COLUMNS = (

@@ -18,11 +18,10 @@ import re
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
-from cairn.dates import parse_stored
+from cairn.dates import iso_utc, parse_stored
 from cairn.search.filters import TABLES, Filters
 from cairn.search.models import Kind
 from cairn.store.db import Database
-from cairn.store.store import iso_utc
 
 MONTHS = {
     name: number

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from cairn.config import Settings
+from cairn.dates import iso_utc
 from cairn.learning.boost import AssociationBoost, associations_for, boosted_ideas
 from cairn.learning.boost import reinforce as reinforce_associations
 from cairn.search.dates import QueryDates, dates_in, in_window
@@ -64,7 +65,6 @@ from cairn.search.ranking import Scale, Signals, relevance, score
 from cairn.search.rereads import fold_rereads, shown
 from cairn.search.semantic import PASSAGES, VectorMatch, cosines_of, vector_matches
 from cairn.store.db import Database
-from cairn.store.store import iso_utc
 from cairn.store.usage import record_use
 
 if TYPE_CHECKING:
@@ -89,11 +89,14 @@ async def search(
     *,
     record_usage: bool = True,
     evidence: bool = True,
+    without_vectors: str | None = None,
 ) -> SearchPage:
     """One page of results for `request` (or for the search its `continuation` token continues).
 
     `evidence=False` searches ideas without their messages (`with_evidence`): half the work of a
-    kind=ideas query, for recall, which must answer within its hook's deadline."""
+    kind=ideas query, for recall, which must answer within its hook's deadline. `without_vectors`
+    says why `vectors` is None, in the notice of a search whose keyword matches were not decisive
+    (with decisive ones the answer is the one vectors would have given)."""
     started = time.perf_counter()
     base, snapshot, seen = _resume(request, settings.home)
     notices: list[str] = []
@@ -107,10 +110,6 @@ async def search(
 
     use_vectors = base.mode != "keyword"
     unavailable: str | None = None  # why vectors took no part though the mode asked for them
-    if use_vectors and vectors is None:
-        use_vectors = False
-        unavailable = "semantic search is not available here; keyword matches only"
-        notices.append(unavailable)
     embedding = _start_embedding(vectors, base.query) if use_vectors else None
     # The vector queries do not depend on the keyword matches: they run alongside them, and their
     # answer is dropped unused when the keyword matches turn out decisive.
@@ -118,7 +117,7 @@ async def search(
     use_keywords = base.mode != "semantic"
 
     signals: dict[tuple[Kind, int], Signals] = {}
-    if use_keywords or not use_vectors:
+    if use_keywords or not use_vectors or vectors is None:
         try:
             await _add_keyword_signals(db, kinds, query, filters, settings, signals)
         except BaseException:
@@ -132,6 +131,10 @@ async def search(
     if use_vectors and base.mode == "hybrid" and _decisive(signals, settings):
         use_vectors, vector_skipped = False, True
         notices.append("keyword matches were decisive; vector search skipped")
+    if use_vectors and vectors is None:
+        use_vectors = False
+        unavailable = without_vectors or "semantic search is not available here; keyword matches only"
+        notices.append(unavailable)
     if not use_vectors:
         for task in (nearest, embedding):
             if task is not None:

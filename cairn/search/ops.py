@@ -165,6 +165,7 @@ async def search(store: Store, *, record_usage: bool = True, **fields: Any) -> A
         store.settings,
         request,
         record_usage=_flag("record_usage", record_usage) and store.read_only is None,
+        without_vectors=store.vectors_deferred,
     )
     why: str | None = None
     if store.writer is not None and request.mode != "keyword":

@@ -26,14 +26,14 @@ import asyncio
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from cairn.config import Settings
 from cairn.search.filters import TABLES, Filters
 from cairn.search.models import Kind
 from cairn.search.vector_facts import passage_facts, row_facts
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from cairn.store.db import Database
     from cairn.store.vectors import VectorHit, VectorIndex
 
@@ -69,6 +69,8 @@ def cosines(query: list[float], stored: dict[str, list[float]]) -> dict[str, flo
     did not return are scored the same way as those it did."""
     if not stored:
         return {}
+    import numpy as np
+
     ids = list(stored)
     return cosines_of(query, ids, np.asarray([stored[i] for i in ids], dtype=np.float64))
 
@@ -77,6 +79,8 @@ def cosines_of(query: list[float], ids: list[str], matrix: np.ndarray) -> dict[s
     """`cosines` of the vectors in the rows of `matrix`, by the id of each row."""
     if not ids:
         return {}
+    import numpy as np  # at first use: a search without vectors (`cairn search`, no daemon) needs none
+
     q = np.asarray(query, dtype=np.float64)
     norms = np.linalg.norm(matrix, axis=1) * np.linalg.norm(q)
     norms[norms == 0] = 1.0

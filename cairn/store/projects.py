@@ -27,12 +27,20 @@ import aiosqlite
 
 from cairn.store.identity import FoundBy, Identity, claude_dir_name, git_identity, layout_identity
 from cairn.transcripts.discover import is_subagent_file
-from cairn.transcripts.redact import redact
 
 _REPOSITORY_LIKE = """
     (p.found_by IN ('git', 'layout')
      OR EXISTS (SELECT 1 FROM sessions AS s WHERE s.project_id = p.id AND coalesce(s.git_branch, '') != ''))
 """
+
+
+def redact(text: str) -> str:
+    """`cairn.transcripts.redact.redact`, imported at its first use: opening the database imports this
+    module (a migration regroups projects), and a search that names no project must not load the
+    redaction patterns."""
+    from cairn.transcripts.redact import redact as redact_text
+
+    return redact_text(text)
 
 
 async def identify(conn: aiosqlite.Connection, cwd: str) -> Identity:

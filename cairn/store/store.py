@@ -21,7 +21,6 @@ import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -30,6 +29,7 @@ import aiosqlite
 from pydantic import BaseModel, Field
 
 from cairn.config import Settings
+from cairn.dates import iso_utc as iso_utc
 from cairn.store import outbox
 from cairn.store.db import Database, DatabaseError
 from cairn.store.failures import StoreReadOnlyError, disk_full, unsafe_home, unwritable_reason
@@ -38,14 +38,14 @@ from cairn.store.injections import stats as recall_stats
 from cairn.store.lock import StoreLock, StoreLockedError
 from cairn.store.projects import project_for_claude_dir, project_for_cwd
 from cairn.store.vector_worker import MEMORY_VECTOR_KINDS, VectorWorker, WorkerProgress
-from cairn.transcripts import passages as passage_split
 from cairn.transcripts.discover import is_subagent_file, session_id_for
-from cairn.transcripts.normalise import ToolCall
 
 if TYPE_CHECKING:
     from cairn.store.cpus import EmbeddingMode
     from cairn.store.vectors import VectorIndex
     from cairn.transcripts import Message
+    from cairn.transcripts import passages as passage_split
+    from cairn.transcripts.normalise import ToolCall
     from cairn.transcripts.reader import ReadResult
 
 _NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
@@ -117,13 +117,6 @@ class StoreStats(BaseModel):
     )
 
 
-def iso_utc(value: datetime) -> str:
-    """The store's time format: UTC, milliseconds, `Z` — the same text SQLite's defaults write."""
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
 def message_hash(role: str, kind: str, text: str) -> str:
     """Identity of a message's content, part of its unique key `(file, line, content_hash)`.
 
@@ -156,6 +149,10 @@ class Store:
         self._closed = False
         #: Who holds the store while this one reads it (`open(busy_ok=True)`): a backfill, say.
         self.writer: str | None = None
+        #: Why searches of this store leave the vector index unloaded though it could be loaded, if
+        #: they do: a search without the daemon answers from keywords rather than wait seconds for
+        #: Chroma and the embedding model (`cairn search`, `cairn.cli.search`).
+        self.vectors_deferred: str | None = None
         #: The worker embedding the outbox in the background (`vectors_alongside`), if one runs.
         self._vector_worker: VectorWorker | None = None
 
@@ -263,8 +260,9 @@ class Store:
 
     @property
     def vectors_or_none(self) -> VectorIndex | None:
-        """`vectors` for searches, which match keywords only without it: None on a read-only store."""
-        return None if self.read_only is not None else self.vectors
+        """`vectors` for searches, which match keywords only without it: None on a read-only store, and
+        on one whose searches defer it (`vectors_deferred`)."""
+        return None if self.read_only is not None or self.vectors_deferred is not None else self.vectors
 
     async def close(self) -> None:
         if self._closed:
@@ -310,6 +308,8 @@ class Store:
             """,
             (_file_key(path), *wanted),
         )
+        from cairn.transcripts.normalise import ToolCall
+
         return [ToolCall.model_validate_json(row["call"]) for row in rows]
 
     async def ingest(
@@ -579,6 +579,8 @@ class Store:
             if not rows:
                 return added
             after = rows[-1]["id"]
+            from cairn.transcripts import passages as passage_split
+
             cut = [
                 (row["id"], passage)
                 for row in rows
@@ -684,6 +686,8 @@ def _group_sessions(messages: Sequence[Message], file_session: str | None) -> di
 
 def _passages(messages: Sequence[Message], settings: Settings) -> dict[int, list[passage_split.Passage]]:
     """The passages of each message (by position) that is long enough to have any."""
+    from cairn.transcripts import passages as passage_split
+
     cut: dict[int, list[passage_split.Passage]] = {}
     for index, message in enumerate(messages):
         if message.is_noise or message.kind not in PASSAGE_KINDS:

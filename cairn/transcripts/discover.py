@@ -19,8 +19,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cairn.transcripts.entries import KNOWN_ENTRY_TYPES
-
 _SNIFF_BYTES = 64 * 1024
 _SNIFF_LINES = 5
 
@@ -57,6 +55,10 @@ def not_a_transcript(path: Path) -> str | None:
         os.close(fd)
     if not head.strip():
         return None
+    # Imported here: the entry models take a while to build, and `is_subagent_file` (opening the
+    # store) needs none of them.
+    from cairn.transcripts.entries import KNOWN_ENTRY_TYPES
+
     lines = head.split(b"\n")
     if len(lines) == 1 and len(head) == _SNIFF_BYTES:
         # One line longer than the sniff window: judge it by the type tag Claude Code writes in it.

@@ -1,5 +1,6 @@
 """`cairn search` through a real daemon process: the same answer as without one, and fast because the
-client path imports nothing of the store (the figures: `benchmarks/cli_search.py`).
+client path imports nothing of the store (the figures: `benchmarks/cli_search.py`); and the daemon a
+search without one starts when that spends nothing (the offline model), and only then.
 
 A search counts its results as used, which ranks them a little higher next time, so the direct and the
 daemon's answers are compared on two copies of one store, each asked the same searches in the same order.
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from cairn.cli import search as cli_search
+from cairn.daemon.hook import STARTING_MARKER
 from tests.daemon.helpers import Daemons, alive, cairn, pidfile_pid, wait_for
 
 SEARCHES = [
@@ -53,7 +55,9 @@ def test_search_through_the_daemon_equals_the_direct_answer(
 ) -> None:
     monkeypatch.setattr(cli_search, "SLOW_SEARCH_S", 0.0)  # any direct search would print the hint
     monkeypatch.setattr(cli_search, "_at_terminal", lambda: True)  # ...to a person at a terminal
-    direct = [cairn(*args, "--json", env={"CAIRN_HOME": str(homes)}) for args in SEARCHES]
+    # The direct search that loads the model, as the daemon has it (`search_without_daemon`).
+    alone_env = {"CAIRN_HOME": str(homes), "CAIRN_SEARCH_WITHOUT_DAEMON": "hybrid"}
+    direct = [cairn(*args, "--json", env=alone_env) for args in SEARCHES]
     daemons.start()
     # The daemon holds the store's lock: these can only have been answered over its socket.
     through_daemon = [cairn(*args, "--json") for args in SEARCHES]
@@ -110,3 +114,65 @@ def test_requests_keep_the_daemon_from_idling_out(
         time.sleep(0.2)
     assert alive(pid) and pidfile_pid(Path(os.environ["CAIRN_HOME"])) == pid
     wait_for(lambda: not alive(pid), 60, "the daemon to idle out once nobody asks")
+
+
+def _started_daemon(home: Path, daemons: Daemons) -> int:
+    """The daemon a search started, once it listens (its pidfile names it) and its starter is gone;
+    remembered for the fixture's clean-up."""
+    wait_for(lambda: pidfile_pid(home) is not None, 120, "the daemon the search started to write its pidfile")
+    pid = pidfile_pid(home)
+    assert pid is not None
+    daemons.pids.append(pid)
+    wait_for(lambda: not (home / STARTING_MARKER).exists(), 120, "the starter to finish")
+    return pid
+
+
+def test_a_search_starts_the_daemon_when_the_model_is_offline(
+    homes: Path, daemons: Daemons, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = Path(os.environ["CAIRN_HOME"])
+    monkeypatch.setenv("CAIRN_SEARCH_STARTS_DAEMON", "true")
+    monkeypatch.setattr(cli_search, "_at_terminal", lambda: True)  # a person's search
+    first = cairn("search", "database is locked", "--json")
+    assert first.returncode == 0, first.stderr
+    page = json.loads(first.stdout)
+    assert page["results"] and cli_search.NEXT_STARTED in page["vectors_unavailable"]
+    assert cli_search.DAEMON_STARTED in first.stderr
+    pid = _started_daemon(home, daemons)
+    assert alive(pid)
+    second = cairn("search", "database is locked", "--json")
+    assert second.returncode == 0, second.stderr
+    served = json.loads(second.stdout)
+    assert served["results"] and served["vectors_unavailable"] is None, "the daemon searched meaning too"
+    assert "daemon" not in second.stderr and pidfile_pid(home) == pid, "asked, not started again"
+
+
+@pytest.mark.parametrize(
+    ("settings", "at_terminal"),
+    [
+        ({"CAIRN_MODEL": "anthropic:claude-haiku-4-5"}, True),
+        ({"CAIRN_MODEL": "claude-code"}, True),
+        ({"CAIRN_SEARCH_STARTS_DAEMON": "false"}, True),
+        ({}, False),
+    ],
+    ids=["paid-model", "claude-code", "turned-off", "a-script"],
+)
+def test_no_daemon_is_started_when_it_would_spend_or_is_turned_off(
+    homes: Path,
+    daemons: Daemons,
+    monkeypatch: pytest.MonkeyPatch,
+    settings: dict[str, str],
+    at_terminal: bool,
+) -> None:
+    """The start is launched before the command exits (its marker is made then): none made, none runs."""
+    home = Path(os.environ["CAIRN_HOME"])
+    monkeypatch.setenv("CAIRN_SEARCH_STARTS_DAEMON", "true")
+    monkeypatch.setattr(cli_search, "_at_terminal", lambda: at_terminal)
+    for name, value in settings.items():
+        monkeypatch.setenv(name, value)
+    proc = cairn("search", "database is locked", "--json")
+    assert proc.returncode == 0, proc.stderr
+    page = json.loads(proc.stdout)
+    assert page["results"] and cli_search.NEXT_START_IT in page["vectors_unavailable"]
+    assert cli_search.DAEMON_STARTED not in proc.stderr
+    assert not (home / STARTING_MARKER).exists() and pidfile_pid(home) is None
