@@ -122,6 +122,12 @@ def test_any_value_is_spliced_in_exactly_and_undone_exactly(
     assert spliced.startswith(text[: text.index('"hooks"')]) and spliced.endswith(
         text[text.index('"z"') - 1 :]
     )
-    if isinstance(old, dict) and isinstance(new, dict) and list(new)[: len(old)] == list(old):
-        # Members only added to an object: taking them out again gives back the very text.
+    if (
+        isinstance(old, dict)
+        and isinstance(new, dict)
+        and list(new)[: len(old)] == list(old)
+        and all(new[key] == value for key, value in old.items())
+    ):
+        # Members only added to an object: taking them out again gives back the very text. (A member
+        # whose value changed is written back in cairn's own encoding: `"\u00fc"` may return as `"ü"`.)
         assert set_member(spliced, "hooks", old) == text
