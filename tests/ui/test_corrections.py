@@ -291,12 +291,12 @@ def test_wrong_forgets_it_after_the_undo_window_and_records_its_place(
 
 def body_text(page: Any) -> str:
     """The page's text, or "" while it is being replaced (a reload in between is no failure)."""
-    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
     try:
         return str(page.find_element(By.TAG_NAME, "body").text)
-    except StaleElementReferenceException:
+    except (StaleElementReferenceException, NoSuchElementException):  # the next page has no body yet
         return ""
 
 
