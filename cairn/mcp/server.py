@@ -218,6 +218,9 @@ class _Server(MCPServer):
     client was given, and that schema says `additionalProperties: false` so a client can know it.
     """
 
+    #: Each tool's argument names, read from the schemas at the first call (`_accepted`).
+    _accepted_by_tool: dict[str, list[str]] | None = None
+
     async def list_tools(self) -> list[Tool]:
         return [
             tool.model_copy(update={"input_schema": {**tool.input_schema, "additionalProperties": False}})
@@ -237,11 +240,16 @@ class _Server(MCPServer):
 
     async def _accepted(self, name: str) -> list[str] | None:
         """The argument names tool `name` declares, in their order; None for a tool it does not have
-        (the SDK answers that one)."""
-        for tool in await super().list_tools():
-            if tool.name == name:
-                return list(tool.input_schema.get("properties") or {})
-        return None
+        (the SDK answers that one). Read from the tools' schemas once: they are all registered before
+        the server answers its first call."""
+        accepted = self._accepted_by_tool
+        if accepted is None:
+            accepted = {
+                tool.name: list(tool.input_schema.get("properties") or {})
+                for tool in await super().list_tools()
+            }
+            self._accepted_by_tool = accepted
+        return accepted.get(name)
 
 
 def build_server(backend: Backend, *, learner_stats: bool | None = None) -> MCPServer:
