@@ -1,5 +1,5 @@
 """`python -m cairn` runs the command line."""
 
-from cairn.cli import app
+from cairn.cli import main
 
-app()
+main()

@@ -48,3 +48,11 @@ class DaemonAddress:
     @property
     def socket_path(self) -> Path:
         return self.home / SOCKET_NAME
+
+    def config_changed_since_start(self) -> bool:
+        """Whether `config.toml` changed after the daemon started (wrote its pidfile): the daemon answers
+        with the settings it read then, so a value broken since would go unsaid. Two `stat`s."""
+        try:
+            return (self.home / "config.toml").stat().st_mtime >= self.pid_path.stat().st_mtime
+        except OSError:
+            return False

@@ -24,8 +24,18 @@ from cairn.cli import search as cli_search
 from tests.test_cli import cairn
 
 #: What a search without the daemon must not import on the keyword path: Chroma, the embedding model's
-#: runtime and tokenizer, numpy, the vector index — the seconds of a cold start.
-HEAVY_MODULES = ("chromadb", "onnxruntime", "tokenizers", "numpy", "cairn.store.vectors", "pydantic_ai")
+#: runtime and tokenizer, numpy, the vector index — the seconds of a cold start — nor the modules of
+#: other ops (forget, import, recall: a tenth of a second of imports).
+HEAVY_MODULES = (
+    "chromadb",
+    "onnxruntime",
+    "tokenizers",
+    "numpy",
+    "cairn.store.vectors",
+    "pydantic_ai",
+    "cairn.lifecycle.ops",
+    "cairn.recall.ops",
+)
 
 #: `cairn search --json` as the console script runs it, listing on stderr, as it exits, every module
 #: it imported.

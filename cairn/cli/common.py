@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from cairn.config import Settings
-    from cairn.home import DaemonAddress
     from cairn.store.cpus import EmbeddingMode
     from cairn.store.lock import StoreLockedError
     from cairn.store.store import Store
@@ -503,25 +502,18 @@ def ask(
     `on_direct` is called then, with the store the op is about to run on (a command that says how it
     would have been faster, or that searches it without loading its vectors).
     """
+    from cairn.cli import early_search
     from cairn.daemon.client import NoDaemon, ask_daemon
     from cairn.home import DaemonAddress
 
     address = DaemonAddress.here()
-    if _config_changed_since(address):
+    if address.config_changed_since_start():
         load_settings()  # a config.toml broken since the daemon read it: the line and exit 2, as without it
     with _daemon_failures(), contextlib.suppress(NoDaemon):
+        if (sent := early_search.take(op, args)) is not None:
+            return sent.answer()
         return ask_daemon(address, op, args)
     return run_async(request(load_settings(), op, args, on_direct=on_direct))
-
-
-def _config_changed_since(address: DaemonAddress) -> bool:
-    """Whether `config.toml` changed after the daemon started (its pidfile was written): the daemon
-    answers with the settings it read then, so a value broken since would go unsaid. Two `stat`s; the
-    settings are loaded here only then."""
-    try:
-        return (address.home / "config.toml").stat().st_mtime >= address.pid_path.stat().st_mtime
-    except OSError:
-        return False
 
 
 @contextlib.contextmanager

@@ -31,6 +31,7 @@ from cairn.cli.common import (
     fail,
     print_json,
 )
+from cairn.cli.early_search import search_args
 from cairn.cli.safe import plain_text, terminal_data, visible
 from cairn.dates import shown_date
 from cairn.search.labels import kind_label
@@ -414,22 +415,21 @@ def search(
     origins = [o.strip() for value in origin or () for o in value.split(",") if o.strip()]
     if unknown := sorted(set(origins) - set(ORIGINS)):
         raise fail(f"unknown --from {', '.join(unknown)}; choose from {', '.join(ORIGINS)}", 2)
-    args: dict[str, Any] = {
-        "query": query,
-        "mode": mode.value,
-        "kind": kind.value,
-        "project": project,
-        "session": session,
-        "intents": list(intent or ()),
-        "origins": origins,
-        "since": parse_when(since, "--since"),
-        "until": parse_when(until, "--until"),
-        "include_superseded": include_superseded,
-        "min_score": min_score,
-        "limit": limit,
-        "continuation": page_token,
-        "record_usage": True,
-    }
+    args = search_args(
+        query,
+        mode=mode.value,
+        kind=kind.value,
+        project=project,
+        session=session,
+        intents=intent,
+        origins=origins,
+        since=parse_when(since, "--since"),
+        until=parse_when(until, "--until"),
+        include_superseded=include_superseded,
+        min_score=min_score,
+        limit=limit,
+        continuation=page_token,
+    )
     if not as_json and (empty := empty_date_range(since, until)):
         console.print(plain_text(f"No matches: {empty}."))
         return

@@ -122,25 +122,66 @@ def ask_daemon(
 ) -> Any:
     """`daemon_request` for an op that sends no progress, with a blocking socket: no event loop, so
     no asyncio to import. Raises as `daemon_request` does; `timeout` bounds each wait on the socket."""
+    return send_request(settings, op, args, timeout=timeout).answer()
+
+
+def send_request(
+    settings: Settings | DaemonAddress,
+    op: str,
+    args: dict[str, Any] | None = None,
+    *,
+    timeout: float | None = DEFAULT_TIMEOUT,
+) -> PendingAnswer:
+    """Send one request over a blocking socket and return at once: the daemon works on it while this
+    process does something else, and `PendingAnswer.answer` reads what it said. Raises `NoDaemon` as
+    `daemon_request` does."""
     info = _running(settings)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    with sock:
-        sock.settimeout(timeout)
-        try:
-            sock.connect(str(settings.socket_path))
-        except OSError as exc:
-            raise _not_accepting(info.pid, exc) from exc
-        try:
-            sock.sendall(_request(op, args))
-            with sock.makefile("rb") as replies:
-                line = replies.readline(MAX_RESPONSE_BYTES)
-                while _progress(line) is not None:
+    sock.settimeout(timeout)
+    try:
+        sock.connect(str(settings.socket_path))
+    except OSError as exc:
+        sock.close()
+        raise _not_accepting(info.pid, exc) from exc
+    pending = PendingAnswer(sock, op, info.pid, timeout)
+    try:
+        sock.sendall(_request(op, args))
+    except (TimeoutError, ConnectionError) as exc:
+        pending.failure = exc
+    return pending
+
+
+class PendingAnswer:
+    """A request sent to the daemon (`send_request`) whose answer has not been read yet."""
+
+    def __init__(self, sock: socket.socket, op: str, pid: int, timeout: float | None) -> None:
+        self._sock = sock
+        self._op = op
+        self._pid = pid
+        self._timeout = timeout
+        #: Why sending failed, raised by `answer` as its reading would have.
+        self.failure: Exception | None = None
+
+    def answer(self) -> Any:
+        """The daemon's result (after any progress lines); raises as `daemon_request` does. Closes the
+        connection: an answer is read once."""
+        with self._sock:
+            try:
+                if self.failure is not None:
+                    raise self.failure
+                with self._sock.makefile("rb") as replies:
                     line = replies.readline(MAX_RESPONSE_BYTES)
-        except TimeoutError as exc:
-            raise _late(info.pid, op, timeout) from exc
-        except (ConnectionError, ValueError) as exc:
-            raise _lost(info.pid, exc) from exc
-    return _result(op, line)
+                    while _progress(line) is not None:
+                        line = replies.readline(MAX_RESPONSE_BYTES)
+            except TimeoutError as exc:
+                raise _late(self._pid, self._op, self._timeout) from exc
+            except (ConnectionError, ValueError) as exc:
+                raise _lost(self._pid, exc) from exc
+        return _result(self._op, line)
+
+    def close(self) -> None:
+        """Hang up without reading the answer (it is not wanted after all)."""
+        self._sock.close()
 
 
 def _running(settings: Settings | DaemonAddress) -> PidInfo:

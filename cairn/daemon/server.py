@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import inspect
 import json
 import logging
@@ -41,13 +42,6 @@ from pathlib import Path
 from typing import Any
 
 from cairn.config import Settings
-from cairn.lifecycle import ops as lifecycle_ops
-from cairn.lifecycle.correct import correct_op
-from cairn.lifecycle.supersede import supersede_op
-from cairn.recall import ops as recall_ops
-from cairn.search import browse as browse_ops
-from cairn.search import graph as graph_ops
-from cairn.search import ops as search_ops
 from cairn.store.store import Store
 
 log = logging.getLogger("cairn.daemon.server")
@@ -177,12 +171,11 @@ async def _enqueue(store: Store, *, paths: list[str], event: str = "sync") -> An
 
 Op = Callable[..., Awaitable[Any]]
 
-# `questions` and `todos` are `ideas` with fixed intents: the CLI sends them as `ideas`. The search
-# ops (`cairn.search.ops`) and `recall` (`cairn.recall.ops`) load the search machinery at their first
-# call, so listing them here is cheap. `learn_associations`/`learn_forget` and `files` (also in
-# `cairn.search.ops`) are plain SQL over the learning and file-index tables (`cairn.learning.listing`,
-# `cairn.files.listing`).
-OPS: dict[str, Op] = {
+# `questions` and `todos` are `ideas` with fixed intents: the CLI sends them as `ideas`. An op that
+# lives in another module is named by its import path and imported at its first call (`op_function`):
+# a search run without the daemon must not import forget, import and recall, a tenth of a second of
+# its time (`benchmarks/cli_search.py`).
+OPS: dict[str, Op | str] = {
     "stats": _stats,
     "overview": _overview,
     "ideas": _ideas,
@@ -191,24 +184,24 @@ OPS: dict[str, Op] = {
     "topics": _topics,
     "entities": _entities,
     "enqueue": _enqueue,
-    "search": search_ops.search,
-    "search_content": search_ops.search_content,
-    "show": search_ops.show,
-    "timeline": search_ops.timeline,
-    "open_questions": search_ops.open_questions,
-    "learner_stats": search_ops.learner_stats,
-    "learn_associations": search_ops.learn_associations,
-    "learn_forget": search_ops.learn_forget,
-    "forget": lifecycle_ops.forget_op,
-    "import": lifecycle_ops.import_op,
-    "files": search_ops.files,
-    "recall": recall_ops.recall_op,
-    "feed": browse_ops.feed,
-    "project_timeline": browse_ops.project_timeline,
-    "source_context": browse_ops.source_context,
-    "neighbourhood": graph_ops.neighbourhood,
-    "supersede": supersede_op,
-    "correct": correct_op,
+    "search": "cairn.search.ops:search",
+    "search_content": "cairn.search.ops:search_content",
+    "show": "cairn.search.ops:show",
+    "timeline": "cairn.search.ops:timeline",
+    "open_questions": "cairn.search.ops:open_questions",
+    "learner_stats": "cairn.search.ops:learner_stats",
+    "learn_associations": "cairn.search.ops:learn_associations",
+    "learn_forget": "cairn.search.ops:learn_forget",
+    "forget": "cairn.lifecycle.ops:forget_op",
+    "import": "cairn.lifecycle.ops:import_op",
+    "files": "cairn.search.ops:files",
+    "recall": "cairn.recall.ops:recall_op",
+    "feed": "cairn.search.browse:feed",
+    "project_timeline": "cairn.search.browse:project_timeline",
+    "source_context": "cairn.search.browse:source_context",
+    "neighbourhood": "cairn.search.graph:neighbourhood",
+    "supersede": "cairn.lifecycle.supersede:supersede_op",
+    "correct": "cairn.lifecycle.correct:correct_op",
 }
 
 #: The ops above that write. The others also answer, by keyword, from a store another process is
@@ -241,12 +234,22 @@ def to_json(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-async def run_op(store: Store, op: str, args: dict[str, Any] | None = None) -> Any:
-    """Run one operation on `store` and return its JSON-able result (the same in and out of the daemon)."""
+def op_function(op: str) -> Op:
+    """The function that answers `op`, imported now if it is named by its path; an unknown op is a
+    refusal that lists the ops there are."""
     fn = OPS.get(op)
     if fn is None:
         offered = ", ".join(sorted([*OPS, *LONG_OPS]))
         raise UnknownOpError(f"unknown op {op!r}; the daemon offers {offered}")
+    if isinstance(fn, str):
+        module, name = fn.split(":")
+        fn = OPS[op] = getattr(importlib.import_module(module), name)
+    return fn
+
+
+async def run_op(store: Store, op: str, args: dict[str, Any] | None = None) -> Any:
+    """Run one operation on `store` and return its JSON-able result (the same in and out of the daemon)."""
+    fn = op_function(op)
     args = args or {}
     try:
         inspect.signature(fn).bind(store, **args)

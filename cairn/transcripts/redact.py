@@ -598,30 +598,36 @@ def _cli_command(
     )
 
 
-_GLUED_P = _cli_command(glued="-p")  # mysql -pSECRET (`-p SECRET` prompts and names a database)
-_COMMANDS: dict[str, _Command] = {
-    "sshpass": _cli_command(spaced="-p", glued="-p"),
-    "login": _cli_command(spaced="-p|--password", glued="-p", login=True),
-    "redis-cli": _cli_command(spaced="-a|--pass"),
-    "mongo": _cli_command(spaced="-p|--password"),
-    "ldap": _cli_command(spaced="-w"),
-    "sqlcmd": _cli_command(spaced="-P"),
-    "curl": _cli_command(spaced="-u|--user|-U|--proxy-user", glued="-u|-U", split=":"),
-    "smbclient": _cli_command(spaced="-U|--user", glued="-U", split="%"),
-}
+@functools.cache
+def _commands() -> dict[str, _Command]:
+    """The password flags of each command, by the name `_command` files it under. Compiled at the first
+    text with a flag in it: their patterns take a twentieth of a second to compile, which a process
+    that redacts no command line (a search showing transcript paths) should not pay at import."""
+    return {
+        "mysql": _cli_command(glued="-p"),  # mysql -pSECRET (`-p SECRET` prompts and names a database)
+        "sshpass": _cli_command(spaced="-p", glued="-p"),
+        "login": _cli_command(spaced="-p|--password", glued="-p", login=True),
+        "redis-cli": _cli_command(spaced="-a|--pass"),
+        "mongo": _cli_command(spaced="-p|--password"),
+        "ldap": _cli_command(spaced="-w"),
+        "sqlcmd": _cli_command(spaced="-P"),
+        "curl": _cli_command(spaced="-u|--user|-U|--proxy-user", glued="-u|-U", split=":"),
+        "smbclient": _cli_command(spaced="-U|--user", glued="-U", split="%"),
+    }
 
 
 def _command(name: str) -> _Command | None:
     name = name.lower()
+    commands = _commands()
     if name.startswith(("mysql", "mariadb", "7z")):
-        return _GLUED_P
+        return commands["mysql"]
     if name in ("docker", "podman", "helm"):
-        return _COMMANDS["login"]
+        return commands["login"]
     if name.startswith("mongo"):
-        return _COMMANDS["mongo"]
+        return commands["mongo"]
     if name.startswith("ldap"):
-        return _COMMANDS["ldap"]
-    return _COMMANDS.get(name)
+        return commands["ldap"]
+    return commands.get(name)
 
 
 def _cli_secret(value: str, split: str | None) -> str | None:
@@ -639,6 +645,7 @@ def _cli_secret(value: str, split: str | None) -> str | None:
     return f"{quote}{kept}[REDACTED:password]{quote}"
 
 
+@functools.cache
 def _first_flags() -> tuple[tuple[str, re.Pattern[str], _Command], ...]:
     """For each command name, its command followed by the first of its password flags in its shell
     command (after a `login` word in a command that needs one), and the command's flags."""
@@ -653,16 +660,13 @@ def _first_flags() -> tuple[tuple[str, re.Pattern[str], _Command], ...]:
     return tuple(patterns)
 
 
-_CLI_FIRST_FLAG = _first_flags()
-
-
 @dataclass(frozen=True, slots=True)
 class _CommandLineRule:
     """Password flags of known commands, within the shell command each belongs to; see the docstring.
 
     A flag belongs to the last command named between the start of its shell command (a line start,
     `;`, `|`, `&`) and the flag, at most `_CLI_LOOKBACK` characters back. The rule reads forward from
-    each command to its flags (`_CLI_FIRST_FLAG`, then `_Command.next_flag`), so that which command a
+    each command to its flags (`_first_flags`, then `_Command.next_flag`), so that which command a
     flag belongs to is settled by `re` alone: when each flag that looked like a password flag was taken
     back to its command, a text of nothing but such flags cost up to 90 times what text of its size
     costs (`" -p" * 16000`), and still 8 to 17 times once each stretch was read once, when the command
@@ -683,7 +687,7 @@ class _CommandLineRule:
         start = max(0, flag.start() - _CLI_LOOKBACK)
         firsts: dict[int, re.Match[str] | None] = {}  # each command's first flag, by `id`
         found: list[tuple[int, int, int, str]] = []
-        for name, first_flag, command in _CLI_FIRST_FLAG:
+        for name, first_flag, command in _first_flags():
             if text.find(name, start) < 0 or (command.login and text.find("login", start) < 0):
                 continue
             if (key := id(command)) not in firsts:

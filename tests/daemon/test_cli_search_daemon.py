@@ -18,10 +18,13 @@ import time
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from cairn.cli import app, early_search
 from cairn.cli import search as cli_search
 from cairn.daemon.hook import STARTING_MARKER
 from tests.daemon.helpers import Daemons, alive, cairn, pidfile_pid, wait_for
+from tests.test_cli import cairn as run_cairn
 
 SEARCHES = [
     ["search", "database is locked"],
@@ -176,3 +179,48 @@ def test_no_daemon_is_started_when_it_would_spend_or_is_turned_off(
     assert page["results"] and cli_search.NEXT_START_IT in page["vectors_unavailable"]
     assert cli_search.DAEMON_STARTED not in proc.stderr
     assert not (home / STARTING_MARKER).exists() and pidfile_pid(home) is None
+
+
+def test_a_plain_search_is_sent_before_the_command_line_loads(
+    homes: Path, daemons: Daemons, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`cairn search WORDS` sends its search as the process starts (`cairn.cli.early_search`) and the
+    command takes that answer when it asks the very same: one search, its results counted once."""
+    daemons.start()
+    query = "database is locked"
+    early_search.start(["search", "--json", query])
+    sent = early_search.take("search", early_search.search_args(query))
+    assert sent is not None, "the plain form is sent early while a daemon listens"
+    assert sent.answer()["results"]
+    assert early_search.take("search", early_search.search_args(query)) is None, "taken once"
+    early_search.start(["search", query])
+    assert early_search.take("search", early_search.search_args(query, limit=5)) is None, "not what was sent"
+    for not_plain in (["search", query, "--limit", "5"], ["search", "-x"], ["show", "#1"], ["search"]):
+        early_search.start(not_plain)
+        assert early_search.take("search", early_search.search_args(query)) is None, not_plain
+
+    # A user's process: the early answer is the one shown, and the search ran once (its results'
+    # usage counts rose by one each, not two).
+    first = json.loads(cairn("search", query, "--json").stdout)["results"][0]["id"]
+    usage = json.loads(cairn("show", first, "--json").stdout)["usage_count"]
+    shown = json.loads(run_cairn("search", query, "--json", real_process=True).stdout)["results"]
+    assert first in [result["id"] for result in shown]
+    assert json.loads(cairn("show", first, "--json").stdout)["usage_count"] == usage + 1
+
+
+def test_the_plain_search_sent_early_is_the_one_the_command_sends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The early request is built by the command's own `search_args`; were a default to change in one
+    place only, the early answer would never be taken (and each plain search would run twice)."""
+    asked: list[tuple[str, dict[str, object]]] = []
+
+    def ask(op: str, args: dict[str, object], **_: object) -> dict[str, object]:
+        asked.append((op, args))
+        return {"results": [], "total": 0, "notices": []} if op == "search" else {"messages": 1}
+
+    monkeypatch.setattr(cli_search, "ask", ask)
+    for argv in (["search", "hook latency"], ["search", "--json", "hook latency"]):
+        asked.clear()
+        assert early_search.plain_query(argv) == "hook latency"
+        result = CliRunner().invoke(app, argv)
+        assert result.exit_code == 0, result.output
+        assert asked[0] == ("search", early_search.search_args("hook latency"))

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import Any
 
 import pytest
 
-from cairn.daemon.server import OPS, BadArgumentsError, run_op
+from cairn.daemon.server import OPS, BadArgumentsError, UnknownOpError, op_function, run_op
 from cairn.search.errors import BadContinuationError, ItemNotFoundError, SearchError
 from cairn.search.models import BadItemIdError
 from cairn.store.store import Store
@@ -38,6 +39,16 @@ async def _usage(store: Store, idea: int) -> int:
 
 def test_every_search_op_is_registered() -> None:
     assert set(SEARCH_OPS) <= set(OPS)
+
+
+def test_every_op_named_by_its_path_imports() -> None:
+    """Ops in other modules are imported at their first call: a misspelt path would fail only then."""
+    for op in OPS:
+        fn = op_function(op)
+        assert inspect.iscoroutinefunction(fn), op
+        assert op_function(op) is fn  # resolved once
+    with pytest.raises(UnknownOpError, match="unknown op 'nope'"):
+        op_function("nope")
 
 
 async def test_search_returns_a_json_page_and_records_usage_only_when_asked(

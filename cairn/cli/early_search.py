@@ -1,0 +1,104 @@
+"""`cairn search WORDS` sent to the running daemon before the command line has loaded.
+
+Through the daemon, a search's time is the command line loading (typer and rich: most of `cairn
+--version`, the floor in `benchmarks/cli_search.py`) followed by the daemon's search (a tenth of a
+second). Neither needs the other: `start`, called by the `cairn` entry point before it imports the
+command line, sends the search when the command is the plain form `cairn search WORDS [--json]` and
+a daemon listens; the daemon searches while this process loads typer and parses the same command,
+and the command's own request then takes that answer (`take`) instead of asking again.
+
+The early request is built by `search_args`, the function the command builds its own with, and is
+taken only when the two are equal, so the answer is the one the command would have got. Anything
+else — options, a `config.toml` changed since the daemon started (the command reports it), no
+daemon — sends nothing early and the command runs as it always does. This module imports nothing
+beyond the daemon's address and its socket client: it runs before everything else.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cairn.daemon.client import PendingAnswer
+
+#: The search sent by `start`: its op, its arguments, and the answer still to be read.
+_sent: tuple[str, dict[str, Any], PendingAnswer] | None = None
+
+
+def search_args(
+    query: str,
+    *,
+    mode: str = "hybrid",
+    kind: str = "all",
+    project: str | None = None,
+    session: str | None = None,
+    intents: list[str] | None = None,
+    origins: list[str] | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    include_superseded: bool = False,
+    min_score: float | None = None,
+    limit: int = 10,
+    continuation: str | None = None,
+) -> dict[str, Any]:
+    """The `search` op's arguments for `cairn search`; the defaults are the command's own. A search
+    from the command line counts its results as used (`record_usage`)."""
+    return {
+        "query": query,
+        "mode": mode,
+        "kind": kind,
+        "project": project,
+        "session": session,
+        "intents": list(intents or ()),
+        "origins": list(origins or ()),
+        "since": since,
+        "until": until,
+        "include_superseded": include_superseded,
+        "min_score": min_score,
+        "limit": limit,
+        "continuation": continuation,
+        "record_usage": True,
+    }
+
+
+def plain_query(argv: list[str]) -> str | None:
+    """The query of `cairn search QUERY` with no option but `--json` (in any place), else None."""
+    if not argv or argv[0] != "search":
+        return None
+    words = [word for word in argv[1:] if word != "--json"]
+    if len(words) != 1 or words[0].startswith("-") or not words[0].strip():
+        return None
+    return words[0]
+
+
+def start(argv: list[str]) -> None:
+    """Send the search `argv` (the command line's words after `cairn`) asks for, when it is the plain
+    form and a daemon listens that read the current `config.toml`; otherwise do nothing."""
+    global _sent
+    query = plain_query(argv)
+    if query is None:
+        return
+    from cairn.daemon.client import NoDaemon, send_request
+    from cairn.home import DaemonAddress
+
+    address = DaemonAddress.here()
+    if address.config_changed_since_start():
+        return
+    args = search_args(query)
+    try:
+        _sent = ("search", args, send_request(address, "search", args))
+    except NoDaemon:
+        return
+
+
+def take(op: str, args: dict[str, Any] | None) -> PendingAnswer | None:
+    """The early request's answer-to-be if it was exactly `op` with `args`, else None (an early request
+    that differs is hung up on). Taken once."""
+    global _sent
+    sent, _sent = _sent, None
+    if sent is None:
+        return None
+    if (sent[0], sent[1]) != (op, args):
+        sent[2].close()
+        return None
+    return sent[2]
