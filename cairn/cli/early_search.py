@@ -87,13 +87,16 @@ def start(argv: list[str]) -> None:
     args = search_args(query)
     try:
         _sent = ("search", args, send_request(address, "search", args))
-    except NoDaemon:
+    except (NoDaemon, OSError, ValueError):
+        # Only a head start: whatever keeps it from being sent (no daemon, an unreadable pidfile, a
+        # socket that fails) the command meets again on its own path, which says so properly.
         return
 
 
 def take(op: str, args: dict[str, Any] | None) -> PendingAnswer | None:
-    """The early request's answer-to-be if it was exactly `op` with `args`, else None (an early request
-    that differs is hung up on). Taken once."""
+    """The early request's answer-to-be if it was exactly `op` with `args`, else None. Taken once. An
+    early request that differs is hung up on; the daemon has searched by then and counted its results
+    as used, which only a command that changes its own plain request before asking could cause."""
     global _sent
     sent, _sent = _sent, None
     if sent is None:
