@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +36,56 @@ REAL_TRANSCRIPTS = REPO_ROOT / "tests" / "fixtures" / "transcripts"
 DEMO = REPO_ROOT / "cairn" / "demo" / "demo-session.jsonl"
 #: The three claude-code-viewer sessions (one Next.js app), in the order `cairn index` is given them.
 VIEWER_SESSIONS = sorted(REAL_TRANSCRIPTS.glob("claude-code-viewer/*.jsonl"))
+
+
+#: Directories whose every test starts real cairn processes, and fixtures that start them (marked
+#: `process` here; other modules and tests that do say so with their own marks).
+_PROCESS_DIRS = (Path(__file__).parent / "daemon",)
+_PROCESS_FIXTURES = frozenset({"daemons"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark what the quick loop leaves out: tests under `_PROCESS_DIRS` or using a `_PROCESS_FIXTURES`
+    fixture as `process`, and every test that uses the viewer's `browser` fixture as `browser`."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        path = Path(str(item.path))
+        if fixtures & _PROCESS_FIXTURES or any(path.is_relative_to(d) for d in _PROCESS_DIRS):
+            item.add_marker(pytest.mark.process)
+        if "browser" in fixtures:
+            item.add_marker(pytest.mark.browser)
+
+
+def _starts_cairn(argv: object) -> bool:
+    """Whether a command line runs cairn: `python -m cairn`, a program named `cairn…` (the console script,
+    a hook launcher), or `python -c` with a script that imports it."""
+    words = [str(argv)] if isinstance(argv, str | bytes | os.PathLike) else [str(w) for w in argv]
+    if not words:
+        return False
+    if Path(words[0]).name.startswith("cairn"):
+        return True
+    if not Path(words[0]).name.startswith("python") and words[0] != sys.executable:
+        return False
+    for flag, value in itertools.pairwise(words):
+        if (flag == "-m" and value.split(".")[0] == "cairn") or (flag == "-c" and "cairn" in value):
+            return True
+    return False
+
+
+@pytest.fixture(autouse=True)
+def _cairn_processes_are_marked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test that starts a cairn process without the `process` mark fails saying so: the quick loop
+    (`-m "not process …"`) must not start processes, and the mark must not go stale."""
+    if request.node.get_closest_marker("process") is not None:
+        return
+    start = subprocess.Popen.__init__
+
+    def refusing(self: subprocess.Popen[Any], args: Any, *rest: Any, **options: Any) -> None:
+        if _starts_cairn(args):
+            pytest.fail(f"{request.node.nodeid} starts a cairn process ({args!r}): mark it `process`")
+        start(self, args, *rest, **options)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refusing)
 
 
 def real_transcripts() -> list[Path]:

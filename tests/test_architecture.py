@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import grimp
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # The most circles one failure lists: the first ones say what to break.
@@ -29,6 +30,7 @@ def _this_tree() -> dict[str, str]:
     return env
 
 
+@pytest.mark.process
 def test_the_import_contracts_hold() -> None:
     lint = Path(sys.executable).with_name("lint-imports")
     assert lint.exists(), f"{lint} is missing: install the dev extras (`pip install -e '.[dev]'`)"

@@ -65,6 +65,7 @@ def idea_keys(home: Path, projects: Path) -> list[tuple[object, ...]]:
     return sorted((str(Path(str(p)).relative_to(projects.resolve())), *rest) for p, *rest in found)
 
 
+@pytest.mark.slow
 def test_dry_run_spends_nothing_then_backfill_indexes_oldest_first_once(cairn_home: Path) -> None:
     projects = Path(os.environ["CAIRN_CLAUDE_PROJECTS_DIR"])
     root = lay_out(projects)
@@ -193,6 +194,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[object, ..
     return keys
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL], ids=["sigint", "sigkill"])
 def test_interrupted_backfill_resumes_without_duplicates(
     cairn_home: Path, reference: list[tuple[object, ...]], signum: signal.Signals

@@ -23,6 +23,8 @@ from tests import hostile_disks
 from tests.conftest import REAL_TRANSCRIPTS
 from tests.hostile_disks import run_cairn
 
+pytestmark = pytest.mark.process
+
 # Holds the store lock as a backfill does, writes one message a little later, and waits to be killed.
 _OWNER = textwrap.dedent(
     """

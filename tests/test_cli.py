@@ -66,6 +66,7 @@ def test_inspect_every_shared_fixture(cairn_home: Path, path: Path) -> None:
     assert total["tool_calls_by_name"] == tool_use_counts(path)
 
 
+@pytest.mark.slow
 def test_sync_shared_fixtures_is_idempotent_and_counts_match(cairn_home: Path) -> None:
     # Every fixture captured and embedded: minutes on two busy cores (it timed out at 240 s under load).
     first = cairn_json("sync", str(REAL_TRANSCRIPTS), timeout=900)
@@ -141,6 +142,7 @@ def test_half_written_line_is_left_then_picked_up(cairn_home: Path, tmp_path: Pa
     assert cairn_json("stats")["messages"] == before + second["messages_added"]
 
 
+@pytest.mark.process
 def test_doctor_reports_every_component_ok_offline(cairn_home: Path, tmp_path: Path, demo_home: Path) -> None:
     user = {"HOME": str(tmp_path / "user-home")}  # `cairn install` edits ~/.claude: never the real one
     shutil.copytree(demo_home, cairn_home, symlinks=True)  # what `cairn sync --demo` makes
@@ -167,6 +169,7 @@ def test_doctor_reports_every_component_ok_offline(cairn_home: Path, tmp_path: P
     assert model["detail"].startswith("offline")
 
 
+@pytest.mark.process
 def test_doctor_on_a_new_home_creates_no_vector_store(cairn_home: Path) -> None:
     """A check reports what is there: doctor before the first sync leaves no Chroma files behind."""
     report = json.loads(cairn("doctor", "--json", check=False).stdout)  # not installed yet: exit 1
@@ -175,6 +178,7 @@ def test_doctor_on_a_new_home_creates_no_vector_store(cairn_home: Path) -> None:
     assert not (cairn_home / "chroma").exists()
 
 
+@pytest.mark.process
 def test_doctor_fails_with_a_fix_when_the_key_is_missing(
     cairn_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -209,6 +213,7 @@ def test_reindex_vectors_moves_a_damaged_chroma_aside_and_rebuilds(cairn_home: P
     assert cairn_json("stats")["vectors"] == before
 
 
+@pytest.mark.process
 def test_a_second_process_gets_a_clear_error(cairn_home: Path, demo_home: Path) -> None:
     shutil.copytree(demo_home, cairn_home, symlinks=True)  # what `cairn sync --demo` makes
     holder = subprocess.Popen(
@@ -268,6 +273,7 @@ def test_sync_with_an_unreachable_chroma_server_is_one_line_and_keeps_what_it_ca
     assert stats["messages"] > 0, "SQLite, the truth, kept the capture"
 
 
+@pytest.mark.process
 def test_search_with_an_unreachable_chroma_server_answers_from_keywords_in_one_line(cairn_home: Path) -> None:
     # `cairn search` with a dead chroma_url printed a traceback (four chained
     # exceptions, through a logged warning) before falling back to keyword matches.
@@ -324,6 +330,7 @@ def test_inspect_missing_path_is_a_clear_error(cairn_home: Path) -> None:
     assert proc.returncode == 1 and "no such file" in proc.stderr
 
 
+@pytest.mark.process
 def test_doctor_says_what_to_do_without_git(cairn_home: Path, tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"  # a PATH with python but no git
     bin_dir.mkdir()

@@ -76,6 +76,7 @@ def asked(fake: FakeAnthropic) -> Counter[tuple[str, int, str]]:
     return ideas
 
 
+@pytest.mark.process
 def test_backfill_over_real_transcripts_stores_what_claude_code_answered(
     fake: FakeAnthropic, tmp_path: Path
 ) -> None:

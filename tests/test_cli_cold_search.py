@@ -23,6 +23,8 @@ import pytest
 from cairn.cli import search as cli_search
 from tests.test_cli import cairn
 
+pytestmark = pytest.mark.process
+
 #: What a search without the daemon must not import on the keyword path: Chroma, the embedding model's
 #: runtime and tokenizer, numpy, the vector index — the seconds of a cold start — nor the modules of
 #: other ops (forget, import, recall: a tenth of a second of imports).

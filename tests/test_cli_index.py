@@ -8,6 +8,8 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from cairn.agent.schema import Idea, IndexResult, Relation
 from cairn.prompts import load_prompt
 from tests.agent.fake_anthropic import FakeAnthropic
@@ -60,6 +62,7 @@ def _rows(home: Path, sql: str) -> list[tuple[object, ...]]:
         return list(conn.execute(sql))
 
 
+@pytest.mark.process
 def test_claude_through_a_fake_anthropic_server(cairn_home: Path, tmp_path: Path) -> None:
     demo = tmp_path / "0b7c5e2a-3d41-4c8e-9f6a-cafe00000001.jsonl"
     shutil.copy(DEMO, demo)

@@ -328,6 +328,7 @@ def test_forget_deletes_and_queues_the_vector_deletion(cairn_home: Path) -> None
 # through the daemon
 
 
+@pytest.mark.process
 def test_the_commands_answer_the_same_through_the_daemon(
     cairn_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -301,6 +301,7 @@ def test_an_empty_open_listing_says_what_became_of_the_rest(env: dict[str, str])
         assert "stored yet" not in said and len(stored) > 0
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("args", [("ideas",), ("projects",), ("files",), ("config",)], ids=" ".join)
 def test_on_a_real_terminal(env: dict[str, str], args: tuple[str, ...], width: int) -> None:

@@ -25,6 +25,8 @@ from tests import inprocess
 from tests.conftest import REPO_ROOT
 from tests.progress_helpers import banner_env, lay_out_small, run_on_a_terminal, strip_escapes
 
+pytestmark = pytest.mark.process
+
 WIDTH = 80
 START = REPO_ROOT / "scripts" / "start"
 #: A page token or any other run of 60+ word characters with no space: nothing a person reads.

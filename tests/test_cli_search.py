@@ -277,6 +277,7 @@ def test_projects_lists_what_project_filters_accept() -> None:
     assert {r["session"]["project_name"] for r in by_path["results"]} == {"acme-api"}
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("down", ["damaged local store", "unreachable server"])
 def test_search_without_vectors_answers_by_keyword_in_one_note_and_counts_what_it_returns(
     down: str, demo_home: Path, tmp_path: Path

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from chromadb.api.types import Documents, EmbeddingFunction
 
 from cairn.cli import search as cli_search
@@ -16,6 +17,7 @@ from tests.search.test_snippets import found, synced
 from tests.test_cli import cairn
 
 
+@pytest.mark.process
 async def test_search_labels_each_result_by_its_kind_and_shows_plain_text(
     cairn_home: Path, tmp_path: Path, embedding_function: EmbeddingFunction[Documents]
 ) -> None:

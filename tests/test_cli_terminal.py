@@ -28,6 +28,8 @@ from rich.text import Text
 from cairn.cli.safe import SafeConsole, terminal_data, visible
 from tests.test_cli import cairn_json
 
+pytestmark = pytest.mark.process
+
 CAIRN = Path(sys.executable).with_name("cairn")
 CLEAR = "\x1b[2J"
 TITLE = "\x1b]0;pwned title\x07"

@@ -29,6 +29,7 @@ def _write_config(home: Path, text: str) -> Path:
     return path
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "command",
     [("stats", "--json"), ("search", "sqlite"), ("doctor",), ("config",), ("daemon", "start"), ("mcp",)],
@@ -45,6 +46,7 @@ def test_a_malformed_config_file_is_one_line_with_file_line_and_column(
     assert proc.stdout == "" or command == ("config",)
 
 
+@pytest.mark.process
 def test_the_daemon_the_hook_starts_logs_a_config_error(cairn_home: Path) -> None:
     _write_config(cairn_home, BROKEN_TOML)
     proc = cairn("daemon", "start", check=False, timeout=120)

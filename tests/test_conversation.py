@@ -15,6 +15,8 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
+
 from cairn.agent.batches import plan_batches
 from cairn.agent.executor import apply
 from cairn.agent.models import resolve_model
@@ -167,6 +169,7 @@ def reminder_blocks(path: Path) -> int:
     return found
 
 
+@pytest.mark.slow
 async def test_backfill_of_the_shared_transcripts_keeps_harness_text_out_of_ideas(
     store: Store, settings: Settings, tmp_path: Path
 ) -> None:

@@ -30,6 +30,8 @@ from tests.conftest import DEMO, REAL_TRANSCRIPTS
 from tests.hostile_disks import run_cairn
 from tests.test_reindex import indexed
 
+pytestmark = pytest.mark.process
+
 
 def cli(home: Path, *args: str) -> Any:
     proc = run_cairn(home, *args, "--json")

@@ -209,6 +209,7 @@ def test_the_indexing_prompt_names_a_transcript_redacted() -> None:
     assert batch.updates[0].file_path == path, "the batch itself keeps the path its cursors are found by"
 
 
+@pytest.mark.process
 async def test_the_raw_cwd_still_finds_its_project(synced: dict[str, Path], settings: Settings) -> None:
     """A hook and `--project` give the directory as it is on disk; the store holds it redacted."""
     secret = synced["secret"]
@@ -309,6 +310,7 @@ async def _old_store(
     return path
 
 
+@pytest.mark.process
 async def test_rescan_redacts_the_paths_an_older_cairn_stored(
     store: Store, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -368,6 +370,7 @@ async def test_rescan_redacts_the_paths_an_older_cairn_stored(
     assert again.finished and sum(c.changed for c in again.tables.values()) == 0
 
 
+@pytest.mark.process
 async def test_cairn_redact_rescan_fixes_the_paths_on_the_command_line(
     store: Store, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

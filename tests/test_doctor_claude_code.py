@@ -33,6 +33,7 @@ def doctor(**env: str) -> tuple[int, dict[str, dict[str, Any]]]:
     return proc.returncode, {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
 
 
+@pytest.mark.process
 def test_a_logged_out_claude_code_says_indexing_pauses_and_how_to_log_in() -> None:
     code, checks = doctor(CAIRN_MODEL="claude-code")
     model, cc = checks["model"], checks["claude-code"]
@@ -46,6 +47,7 @@ def test_a_logged_out_claude_code_says_indexing_pauses_and_how_to_log_in() -> No
     assert "claude auth login" in cc["fix"]
 
 
+@pytest.mark.process
 def test_an_api_key_in_the_environment_is_a_login_billed_to_that_key() -> None:
     _code, checks = doctor(CAIRN_MODEL="claude-code:claude-sonnet-4-5", ANTHROPIC_API_KEY="fake")
     cc = checks["claude-code"]
@@ -56,6 +58,7 @@ def test_an_api_key_in_the_environment_is_a_login_billed_to_that_key() -> None:
     assert checks["model"]["detail"].startswith("claude-code:claude-sonnet-4-5: claude-sonnet-4-5 through")
 
 
+@pytest.mark.process
 def test_a_configured_cli_that_is_not_there_is_named_with_the_fix() -> None:
     code, checks = doctor(CAIRN_MODEL="claude-code", CAIRN_CLAUDE_CODE_CLI="/nonexistent")
     cc = checks["claude-code"]
@@ -67,6 +70,7 @@ def test_a_configured_cli_that_is_not_there_is_named_with_the_fix() -> None:
     assert "CAIRN_CLAUDE_CODE_CLI" in cc["fix"] and "unset it" in cc["fix"]
 
 
+@pytest.mark.process
 def test_without_the_sdk_doctor_gives_the_one_line_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
     """The command runs in this process, which sees no SDK (`hide_sdk`)."""
     hide_sdk(monkeypatch)
@@ -97,6 +101,7 @@ def _recording_cli(tmp_path: Path) -> tuple[Path, Path]:
     return cli, runs
 
 
+@pytest.mark.process
 def test_doctor_starts_the_cli_only_when_claude_code_indexes(tmp_path: Path) -> None:
     cli, runs = _recording_cli(tmp_path)
     _code, checks = doctor(CAIRN_MODEL="offline", CAIRN_CLAUDE_CODE_CLI=str(cli))
@@ -113,6 +118,7 @@ def test_doctor_starts_the_cli_only_when_claude_code_indexes(tmp_path: Path) -> 
     assert runs.read_text().splitlines() == ["--version", "auth status --json"]
 
 
+@pytest.mark.process
 def test_the_model_source_and_the_daily_budget_in_words(cairn_home: Path) -> None:
     _code, checks = doctor()
     assert checks["model"]["detail"] == "offline (the default without ANTHROPIC_API_KEY; no API key needed)"

@@ -19,6 +19,8 @@ from tests import hostile_disks
 from tests.hostile_disks import error_lines, run_cairn, run_on_full_disk
 from tests.store.ingesting import LARGE, MEDIUM, ingest
 
+pytestmark = pytest.mark.process
+
 
 async def test_a_full_database_rolls_back_and_the_next_run_stores_everything_once(settings: Settings) -> None:
     store = await Store.open(settings)

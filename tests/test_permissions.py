@@ -14,6 +14,8 @@ import pytest
 
 from tests.hostile_disks import CAIRN, cairn_env, run_cairn
 
+pytestmark = pytest.mark.process
+
 
 def _open_to_others(home: Path) -> list[str]:
     """Every path under `home` (itself included) with a group or other permission bit."""

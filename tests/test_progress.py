@@ -44,6 +44,8 @@ from tests.progress_helpers import (
     summary_elapsed,
 )
 
+pytestmark = pytest.mark.process
+
 REPR_MARKS = ("[{", "SessionResult(", "{'session'")
 
 

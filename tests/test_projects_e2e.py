@@ -30,6 +30,8 @@ from tests.conftest import REAL_TRANSCRIPTS, REPO_ROOT
 from tests.repos import Worktrees, make_worktrees
 from tests.test_cli import cairn, cairn_json
 
+pytestmark = pytest.mark.process
+
 DEMO = REPO_ROOT / "cairn" / "demo" / "demo-session.jsonl"
 DEMO_SESSION = "0b7c5e2a-3d41-4c8e-9f6a-cafe00000001"
 VIEWER = REAL_TRANSCRIPTS / "claude-code-viewer" / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"

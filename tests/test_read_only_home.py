@@ -17,6 +17,8 @@ import pytest
 from tests import hostile_disks
 from tests.hostile_disks import error_lines, namespace_prefix, run_read_only
 
+pytestmark = pytest.mark.process
+
 
 @pytest.fixture
 def home(demo_home: Path, tmp_path: Path) -> Path:

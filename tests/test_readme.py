@@ -31,6 +31,8 @@ import typer
 from cairn.cli import app
 from tests.conftest import REPO_ROOT
 
+pytestmark = pytest.mark.process
+
 README = REPO_ROOT / "README.md"
 MAX_LINES = 300
 SHELL_LANGUAGES = {"bash", "sh", "shell", "console"}

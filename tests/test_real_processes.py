@@ -23,6 +23,8 @@ from tests import inprocess
 from tests.conftest import DEMO, REAL_TRANSCRIPTS
 from tests.hostile_disks import CAIRN, cairn_env
 
+pytestmark = pytest.mark.process
+
 #: Per family, a command that reads the indexed demo home; `--json` ones are compared as data.
 READING = {
     "help": ["--help"],

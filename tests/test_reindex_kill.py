@@ -34,6 +34,8 @@ from tests.builders import Transcript
 from tests.test_backfill import DEMO_PROJECT, rows
 from tests.test_cli import cairn_json
 
+pytestmark = pytest.mark.process
+
 MARK = "[v2] "
 KILL_AFTER = 3  # sessions swapped before the kill
 

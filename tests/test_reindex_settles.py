@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from chromadb.api.types import Documents, EmbeddingFunction
 
 from cairn.agent.indexer import index_pending
@@ -26,6 +27,8 @@ from cairn.ingest import sync_file
 from cairn.store.store import Store
 from cairn.store.vectors import VectorIndex
 from tests.conftest import REAL_TRANSCRIPTS
+
+pytestmark = pytest.mark.slow
 
 # Three sessions of one project, which share its vocabulary: each can repeat, answer or replace another's.
 SESSIONS = [

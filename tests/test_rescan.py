@@ -293,6 +293,7 @@ def _cairn(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[
     )
 
 
+@pytest.mark.process
 async def test_cairn_redact_rescan_on_the_command_line(
     store: Store, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -152,6 +152,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.process
 async def test_a_crash_between_commit_and_vector_sync_is_completed_by_the_next_sync(
     settings: Settings, tmp_path: Path
 ) -> None:

@@ -182,6 +182,7 @@ async def test_demo_session_keeps_the_refuted_guess_superseded_by_the_real_cause
         }
 
 
+@pytest.mark.slow
 async def test_every_shared_transcript_indexes_cleanly_within_budget(settings: Settings) -> None:
     async with await Store.open(settings) as store:
         done = await _index_all(store, settings, [*real_transcripts(), DEMO])
@@ -200,6 +201,7 @@ async def test_every_shared_transcript_indexes_cleanly_within_budget(settings: S
         assert pending == []
 
 
+@pytest.mark.slow
 async def test_two_runs_over_the_same_state_are_equal(settings: Settings) -> None:
     async with await Store.open(settings) as store:
         await sync_paths(store, [*real_transcripts(), DEMO], settings, vectors=False)

@@ -8,8 +8,12 @@ import contextlib
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import VIEWER_SESSIONS, IndexedViewer
 from tests.hostile_disks import run_cairn
+
+pytestmark = pytest.mark.process
 
 
 def _index(home: Path, seed: str) -> Path:

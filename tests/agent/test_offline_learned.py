@@ -69,6 +69,7 @@ def test_another_weights_file_is_used_when_named(tmp_path: Path, monkeypatch: py
     assert learned_candidates(view) == []
 
 
+@pytest.mark.process
 @pytest.mark.skipif(not (SHARED / "corpus").is_dir(), reason="needs ../shared/corpus (labelled transcripts)")
 def test_the_training_script_rebuilds_the_shipped_weights_byte_for_byte() -> None:
     done = subprocess.run(

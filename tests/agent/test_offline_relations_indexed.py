@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelResponse, ToolCallPart
 
@@ -26,6 +27,8 @@ from cairn.ingest import sync_paths
 from cairn.store.store import Store
 from cairn.tools import ToolDeps, indexing_toolset
 from tests.conftest import REAL_TRANSCRIPTS
+
+pytestmark = pytest.mark.slow
 
 VIEWER = sorted((REAL_TRANSCRIPTS / "claude-code-viewer").glob("*.jsonl"))
 

@@ -22,6 +22,8 @@ from cairn.evals.truth import DEFAULT_TRUTH, SECTIONS
 from tests.conftest import REAL_TRANSCRIPTS
 from tests.test_cli import cairn, cairn_json
 
+pytestmark = pytest.mark.slow
+
 KEY = "entireio-cli/5dd7775c-3161-4ad5-bf25-eb59a6ffa8e6.jsonl"
 #: What the prompts of this session should recall, with the lines that answer each (read off the file).
 QUESTIONS = [

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from cairn.config import Settings
 from cairn.files.index import DrainReport, drain_requests
 from cairn.files.requests import FileReason, request_files
@@ -113,6 +115,7 @@ async def test_drain_respects_its_limit_oldest_first(
     assert statuses == {"first": "indexed", "second": "indexed", "third": "pending"}
 
 
+@pytest.mark.process
 async def test_gitignored_files_are_skipped_in_a_drain(
     store: Store, settings: Settings, project_id: int, project_dir: Path
 ) -> None:

@@ -19,6 +19,8 @@ from tests.lifecycle.conftest import ACME_PHRASES, DEMO_PATH, found_in_files
 from tests.lifecycle.test_forget import DEMO_SESSION
 from tests.test_cli import cairn, cairn_json
 
+pytestmark = pytest.mark.process
+
 
 @pytest.fixture
 def daemons(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Daemons]:

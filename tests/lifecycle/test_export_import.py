@@ -87,6 +87,7 @@ def test_round_trip_into_a_fresh_home_gives_the_same_stats_and_search(home: Path
     assert comparable_stats(fresh) == expected_stats, "importing the same file twice changes nothing"
 
 
+@pytest.mark.process
 def test_export_piped_into_import_on_stdin(home: Path, tmp_path: Path) -> None:
     fresh = tmp_path / "piped-home"
     exported = subprocess.run(
@@ -265,6 +266,7 @@ def test_hostile_lines_are_skipped_and_counted_not_fatal(home: Path, tmp_path: P
     assert "nested too deep" in report["bad_examples"][0] and "longer than" in report["bad_examples"][2]
 
 
+@pytest.mark.process
 def test_a_fifo_is_refused_unread_by_the_command_and_the_daemon(home: Path, tmp_path: Path) -> None:
     """Issue 30: the daemon's `import` op opened a FIFO and blocked its event loop: every request hung."""
     fifo = tmp_path / "export.fifo"

@@ -35,6 +35,7 @@ def _refusal(proc: subprocess.CompletedProcess[str]) -> str:
     return line
 
 
+@pytest.mark.process
 def test_a_link_to_the_process_stdout_is_written_there_and_stays_a_link(
     cairn_home: Path, tmp_path: Path
 ) -> None:
@@ -68,6 +69,7 @@ def _reader(fifo: Path) -> Iterator[subprocess.Popen[bytes]]:
         reader.wait(timeout=60)
 
 
+@pytest.mark.process
 def test_a_fifo_is_streamed_to_its_reader(cairn_home: Path, tmp_path: Path) -> None:
     fifo = tmp_path / "export.fifo"
     os.mkfifo(fifo)

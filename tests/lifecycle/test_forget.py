@@ -16,6 +16,8 @@ from cairn.store.store import Store
 from tests import test_cli
 from tests.lifecycle.conftest import ACME_PHRASES, DEMO_PATH, found_in_files
 
+pytestmark = pytest.mark.process
+
 
 def cairn(*args: str, **options: Any) -> Any:
     """Real processes here: what a forget leaves on disk is what a process leaves when it exits (Chroma's

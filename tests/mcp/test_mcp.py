@@ -269,6 +269,7 @@ async def _search_and_show(server: StdioServerParameters, memory: Memory) -> Non
         assert again["results"]
 
 
+@pytest.mark.process
 async def test_a_stdio_subprocess_answers_from_the_store_directly(
     settings: Settings, memory: Memory, tmp_path: Path
 ) -> None:
@@ -276,6 +277,7 @@ async def test_a_stdio_subprocess_answers_from_the_store_directly(
     assert StoreLock(settings.lock_path).holder_pid() is None
 
 
+@pytest.mark.process
 async def test_a_stdio_server_reports_its_version_and_offers_learner_stats_only_when_set(
     settings: Settings, memory: Memory
 ) -> None:
@@ -300,6 +302,7 @@ def daemons(cairn_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Daemo
         yield started
 
 
+@pytest.mark.process
 async def test_a_stdio_subprocess_routes_through_a_running_daemon(
     daemons: Daemons, settings: Settings, memory: Memory
 ) -> None:
@@ -308,6 +311,7 @@ async def test_a_stdio_subprocess_routes_through_a_running_daemon(
     await _search_and_show(_server(settings.home), memory)
 
 
+@pytest.mark.process
 async def test_search_while_the_daemon_indexes_a_transcript(
     daemons: Daemons, settings: Settings, memory: Memory, tmp_path: Path
 ) -> None:
@@ -339,6 +343,7 @@ async def test_search_while_the_daemon_indexes_a_transcript(
     assert searches_while_busy >= 1
 
 
+@pytest.mark.process
 async def test_the_installed_entry_starts_a_working_server(
     settings: Settings, memory: Memory, tmp_path: Path
 ) -> None:
@@ -351,6 +356,7 @@ async def test_the_installed_entry_starts_a_working_server(
         assert item["superseded"] is True
 
 
+@pytest.mark.process
 def test_mcp_help_says_how_claude_code_uses_it() -> None:
     text = " ".join(cairn("mcp", "--help", timeout=60).stdout.split())
     assert "cairn install" in text and "~/.claude.json" in text and "stdout" in text

@@ -88,6 +88,7 @@ async def _reply(client: Client, tool: str, args: dict[str, Any]) -> tuple[str, 
     return text, json.loads(text)
 
 
+@pytest.mark.process
 async def test_search_at_its_largest_limit_fills_the_bound_and_its_cursor_loses_nothing(
     crowded: dict[str, Any], settings: Settings
 ) -> None:
@@ -116,6 +117,7 @@ async def test_search_at_its_largest_limit_fills_the_bound_and_its_cursor_loses_
         assert len(small["results"]) == 3 and "omitted" not in small and "left out" not in small["hint"]
 
 
+@pytest.mark.process
 async def test_every_other_tool_at_its_largest_arguments_stays_within_the_bound(
     crowded: dict[str, Any], settings: Settings
 ) -> None:
@@ -137,6 +139,7 @@ async def test_every_other_tool_at_its_largest_arguments_stays_within_the_bound(
         assert passages["results"] and passages["next_cursor"]
 
 
+@pytest.mark.process
 async def test_an_unknown_argument_is_refused_in_one_line_naming_it_and_the_accepted_ones(
     crowded: dict[str, Any], settings: Settings
 ) -> None:

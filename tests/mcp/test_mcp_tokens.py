@@ -16,6 +16,8 @@ from tests.mcp.test_mcp import _server, call, error
 from tests.search.token_attacks import QUERY, attacks
 from tests.tools.memory import seed_closed
 
+pytestmark = pytest.mark.process
+
 
 @pytest.fixture
 async def seeded(settings: Settings, embedding_function: EmbeddingFunction[Documents]) -> None:

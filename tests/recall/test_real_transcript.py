@@ -36,6 +36,8 @@ from tests.daemon.test_recall_hook import (
 )
 from tests.test_cli import cairn
 
+pytestmark = pytest.mark.slow
+
 TRANSCRIPT = REAL_TRANSCRIPTS / "entireio-cli" / "03a1382e-ecd5-42c4-b3d4-5c659e165904.jsonl"
 CWD = "/Users/alex/workspace/cli/.worktrees/1"
 GUESSES = ("EnableDotGitCommonDir", "migration is likely", "probably because the migration")
@@ -132,6 +134,7 @@ def test_the_fix_is_recalled_and_the_abandoned_guesses_are_not(home: Path) -> No
         assert not any(guess in said for guess in GUESSES)
 
 
+@pytest.mark.process
 def test_a_daemon_that_never_answers_counts_a_drop_that_status_reports(home: Path) -> None:
     # First the real daemon answers: the hand-off it injects is counted beside the drops.
     with serving(home):

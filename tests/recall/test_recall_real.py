@@ -36,6 +36,8 @@ from cairn.recall.ops import context_for
 from cairn.store.store import Store
 from tests.conftest import REAL_TRANSCRIPTS
 
+pytestmark = pytest.mark.slow
+
 GC = "entireio-cli/03a1382e-ecd5-42c4-b3d4-5c659e165904.jsonl"
 CHECKPOINT = "entireio-cli/cd46624d-fbea-4097-aaf8-2f63c3db0818.jsonl"
 DEMO = "fasthooks/sample_main_transcript.jsonl"

@@ -91,6 +91,7 @@ def test_a_key_file_that_cannot_be_trusted_is_replaced(tmp_path: Path) -> None:
     assert len(token_key(tmp_path)) == 32
 
 
+@pytest.mark.process
 def test_processes_racing_to_create_the_key_agree_on_one(tmp_path: Path) -> None:
     script = "import sys; from pathlib import Path; from cairn.search.paging import token_key; "
     script += "print(token_key(Path(sys.argv[1])).hex())"
@@ -139,6 +140,7 @@ def read_only_home(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["chattr", "-i", str(home)], check=True)
 
 
+@pytest.mark.process
 def test_a_read_only_home_signs_with_a_key_of_this_process(read_only_home: Path) -> None:
     token = encode_token("search", PAYLOAD, read_only_home)
     assert decode_token("search", token, read_only_home) == PAYLOAD

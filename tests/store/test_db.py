@@ -144,6 +144,7 @@ WRITER = """
 """
 
 
+@pytest.mark.process
 def test_two_processes_writing_never_hit_database_is_locked(tmp_path: Path) -> None:
     """Both open (and migrate) a fresh file at once, then interleave read-then-write transactions."""
     path = tmp_path / "cairn.db"

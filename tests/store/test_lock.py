@@ -20,6 +20,7 @@ HOLD_LOCK = """
 """
 
 
+@pytest.mark.process
 def test_lock_held_by_another_process_is_refused_and_freed_when_it_dies(tmp_path: Path) -> None:
     path = tmp_path / "store.lock"
     holder = spawn(HOLD_LOCK, str(path))

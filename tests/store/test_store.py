@@ -347,6 +347,7 @@ OPEN_STORE = """
 """
 
 
+@pytest.mark.process
 async def test_a_second_process_cannot_open_the_store(settings: Settings) -> None:
     store = await Store.open(settings)
     try:

@@ -27,6 +27,7 @@ async def store(settings: Settings) -> AsyncIterator[Store]:
     await opened.close()
 
 
+@pytest.mark.slow
 async def test_what_the_body_writes_is_embedded_once_by_the_end(store: Store) -> None:
     seen: list[tuple[int, int]] = []
 
@@ -50,6 +51,7 @@ async def test_what_the_body_writes_is_embedded_once_by_the_end(store: Store) ->
     assert await store.sync_vectors() == 0  # after the block, sync_vectors drains again (nothing left)
 
 
+@pytest.mark.slow
 async def test_a_failing_body_keeps_the_rest_queued_and_its_own_error(store: Store) -> None:
     with pytest.raises(ZeroDivisionError):
         async with store.vectors_alongside():
@@ -62,6 +64,7 @@ async def test_a_failing_body_keeps_the_rest_queued_and_its_own_error(store: Sto
     await assert_consistent(store)
 
 
+@pytest.mark.slow
 async def test_stopping_leaves_the_rest_for_the_next_run(store: Store) -> None:
     for path in (SMALL, MAIN, LARGE, MEDIUM, ENTIRE):
         await ingest(store, path)

@@ -413,6 +413,7 @@ def test_unreachable_server_is_a_clear_error(cairn_home: Path, minilm: MiniLMInt
         vectors.count("ideas")
 
 
+@pytest.mark.process
 def test_a_server_lost_mid_run_is_reported_as_unavailable(
     tmp_path: Path, cairn_home: Path, minilm: MiniLMInt8Embedding
 ) -> None:

@@ -184,6 +184,7 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, proc.returncode)
 """
 
 
+@pytest.mark.process
 def test_a_20_mb_line_is_captured_cut_within_600_mb(tmp_path: Path) -> None:
     projects = tmp_path / "projects"
     body = _words(20 * MB + 1024)

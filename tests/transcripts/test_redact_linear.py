@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 from cairn.transcripts import redact
 from cairn.transcripts.redact_linear import jwt_spans, url_credentials
 
+pytestmark = pytest.mark.slow
+
 OLD_URL_CREDENTIALS = re.compile(
     r"(://[^\s:/@'\"\[\]]*:)"
     r"(?:(?P<plain>[^\s/?'\"\[\]]+)(?=@)|(?=[^\s@]*@)(?P<slashed>[^\s?\"\[\]]+?)(?=@[A-Za-z0-9.\-]+(?:[:/?#\s'\"]|$)))"

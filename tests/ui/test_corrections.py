@@ -33,6 +33,8 @@ from tests.ui.helpers import (
     wait_for,
 )
 
+pytestmark = pytest.mark.process
+
 CWD = "/home/dev/acme-api"
 UNDO_SECONDS = "2"
 DAEMON_ENV = {"CAIRN_MODEL": "offline", "CAIRN_IDLE_EXIT_SECONDS": "3600"}

@@ -31,6 +31,8 @@ from tests.conftest import REAL_TRANSCRIPTS
 from tests.hostile_disks import CAIRN, cairn_env
 from tests.ui.helpers import Viewer, backfilled, require_chromium, running_viewer, signed_in
 
+pytestmark = pytest.mark.process
+
 PROJECTS = ("claude-code-viewer", "fasthooks")
 HERON = "/work/heron"
 #: The heron session's three days: weeks apart, so whatever the bucket size they fall in three bars.

@@ -15,6 +15,8 @@ import pytest
 from tests.daemon.helpers import Daemons, enqueue, offline_daemons
 from tests.ui.helpers import Viewer, chromium_driver, require_chromium, running_viewer, wait_for
 
+pytestmark = pytest.mark.process
+
 SESSION = "1ed5fee0-0000-4000-8000-000000000001"
 
 
