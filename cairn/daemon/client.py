@@ -143,32 +143,39 @@ def send_request(
     except OSError as exc:
         sock.close()
         raise _not_accepting(info.pid, exc) from exc
-    pending = PendingAnswer(sock, op, info.pid, timeout)
     try:
         sock.sendall(_request(op, args))
     except (TimeoutError, ConnectionError) as exc:
-        pending.failure = exc
-    return pending
+        return PendingAnswer(sock, op, info.pid, timeout, failure=exc)
+    return PendingAnswer(sock, op, info.pid, timeout)
 
 
 class PendingAnswer:
     """A request sent to the daemon (`send_request`) whose answer has not been read yet."""
 
-    def __init__(self, sock: socket.socket, op: str, pid: int, timeout: float | None) -> None:
+    def __init__(
+        self,
+        sock: socket.socket,
+        op: str,
+        pid: int,
+        timeout: float | None,
+        *,
+        failure: TimeoutError | ConnectionError | None = None,
+    ) -> None:
         self._sock = sock
         self._op = op
         self._pid = pid
         self._timeout = timeout
-        #: Why sending failed, raised by `answer` as its reading would have.
-        self.failure: Exception | None = None
+        #: Why sending failed, raised by `answer` as reading the answer would have.
+        self._failure = failure
 
     def answer(self) -> Any:
         """The daemon's result (after any progress lines); raises as `daemon_request` does. Closes the
         connection: an answer is read once."""
         with self._sock:
             try:
-                if self.failure is not None:
-                    raise self.failure
+                if self._failure is not None:
+                    raise self._failure
                 with self._sock.makefile("rb") as replies:
                     line = replies.readline(MAX_RESPONSE_BYTES)
                     while _progress(line) is not None:

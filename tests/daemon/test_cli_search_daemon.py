@@ -181,9 +181,7 @@ def test_no_daemon_is_started_when_it_would_spend_or_is_turned_off(
     assert not (home / STARTING_MARKER).exists() and pidfile_pid(home) is None
 
 
-def test_a_plain_search_is_sent_before_the_command_line_loads(
-    homes: Path, daemons: Daemons, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_plain_search_is_sent_before_the_command_line_loads(homes: Path, daemons: Daemons) -> None:
     """`cairn search WORDS` sends its search as the process starts (`cairn.cli.early_search`) and the
     command takes that answer when it asks the very same: one search, its results counted once."""
     daemons.start()
