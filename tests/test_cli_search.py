@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from cairn.cli import results as cli_results
 from cairn.cli import search as cli_search
 from tests import hostile_disks
 from tests.test_cli import cairn, cairn_json
@@ -199,7 +200,7 @@ def _render(renderable: Any) -> str:
 
 def test_highlights_become_bold_and_markup_and_stars_stay_literal() -> None:
     snippet = "use WAL not [bold]x[/bold] C:\\dir and a **stray** \x1b[2J end"
-    text = cli_search.highlighted(snippet, [[4, 7], [30, 33], [55, 58]])
+    text = cli_results.highlighted(snippet, [[4, 7], [30, 33], [55, 58]])
     assert text.plain == "use WAL not [bold]x[/bold] C:\\dir and a **stray** \u241b[2J end"
     bold = [text.plain[s.start : s.end] for s in text.spans if s.style == "bold"]
     assert bold == ["WAL", "dir", "end"]  # offsets hold where a control character was made visible
@@ -222,7 +223,7 @@ def test_superseded_results_point_at_their_successor() -> None:
             }
         ]
     }
-    out = _render(cli_search.search_table(page))
+    out = _render(cli_results.search_table(page))
     assert "use Postgres" in out and "→ #9" in out and "shop · Storage" in out
 
 

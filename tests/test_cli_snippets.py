@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from chromadb.api.types import Documents, EmbeddingFunction
 
-from cairn.cli import search as cli_search
+from cairn.cli import results as cli_results
 from cairn.config import Settings
 from cairn.store.store import Store
 from cairn.store.vectors import VectorIndex
@@ -44,6 +44,6 @@ async def test_search_labels_each_result_by_its_kind_and_shows_plain_text(
     assert "msg:" not in out.stdout and "**" not in out.stdout and "\\*" not in out.stdout
 
     # The matched words, and only they, are bold.
-    cells = cli_search.search_table(page).columns[-1].cells
+    cells = cli_results.search_table(page).columns[-1].cells
     bold = [cell.plain[s.start : s.end].lower() for cell in cells for s in cell.spans if s.style == "bold"]
     assert set(bold) == {"webpack", "tokenizer"} and len(bold) >= len(page["results"])

@@ -3,7 +3,7 @@
 The commands live in modules by purpose; `cairn.cli.commands` maps each command to its module, and
 the app imports a module only when one of its commands runs (or `cairn --help` lists them all).
 `app` is imported at first use, so the entry point (`main`) can send a plain search to the daemon
-before typer and rich load (`cairn.cli.early_search`).
+before typer and rich load, and print its answer without loading typer at all (`cairn.cli.early_search`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,12 @@ def main() -> None:
     """The `cairn` console script and `python -m cairn`."""
     from cairn.cli import early_search
 
-    early_search.start(sys.argv[1:])
+    try:
+        early_search.start(sys.argv[1:])
+        if early_search.print_answer():
+            return
+    except KeyboardInterrupt:  # while the daemon searched: no traceback for a change of mind
+        raise SystemExit(130) from None
     from cairn.cli.common import app
 
     app()

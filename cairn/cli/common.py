@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import json
 import os
 import re
-import sys
 import time
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import asdict
@@ -20,7 +18,9 @@ from rich.text import Text
 
 from cairn import __version__
 from cairn.cli.commands import LazyCommands
-from cairn.cli.safe import SafeConsole, plain_text
+from cairn.cli.consoles import console, err
+from cairn.cli.consoles import print_json as print_json  # re-exported: the commands import it with the app
+from cairn.cli.safe import plain_text
 from cairn.malloc import tune_malloc
 from cairn.quiet import quiet_third_party
 
@@ -182,13 +182,6 @@ app = _Cairn(
 )
 
 
-# Safe consoles: nothing a transcript says can reach the terminal as a control sequence (cli/safe.py).
-console = SafeConsole()
-
-
-err = SafeConsole(stderr=True)
-
-
 T = TypeVar("T")
 
 
@@ -239,10 +232,6 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
     import asyncio
 
     return asyncio.run(coro)
-
-
-def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:

@@ -10,19 +10,54 @@ and the command's own request then takes that answer (`take`) instead of asking 
 The early request is built by `search_args`, the function the command builds its own with, and is
 taken only when the two are equal, so the answer is the one the command would have got. Anything
 else — options, a `config.toml` changed since the daemon started (the command reports it), no
-daemon — sends nothing early and the command runs as it always does. This module imports nothing
-beyond the daemon's address and its socket client: it runs before everything else.
+daemon — sends nothing early and the command runs as it always does.
+
+When the answer is a page of results (or any page, with `--json`), `print_answer` prints it with
+the command's own renderer (`cairn.cli.results`) and typer never loads: through the daemon a search
+then costs Python, rich and the daemon's search, not the whole command line (`benchmarks/
+cli_search.py`). Anything else it was told — no match, whose advice asks the store more, a refusal,
+a lost daemon — it keeps for the command, which takes it and says so as it always does. This module
+imports nothing beyond the daemon's address and its socket client until then: it runs first.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from cairn.daemon.client import PendingAnswer
 
-#: The search sent by `start`: its op, its arguments, and the answer still to be read.
-_sent: tuple[str, dict[str, Any], PendingAnswer] | None = None
+
+@dataclass
+class _Sent:
+    """The search `start` sent: its op and arguments, whether `--json` was asked for, and its answer."""
+
+    op: str
+    args: dict[str, Any]
+    as_json: bool
+    answer: PendingAnswer | _Read
+
+
+@dataclass
+class _Read:
+    """An answer `print_answer` read and left for the command: returned, or raised, as the daemon's
+    answer would have been when read there."""
+
+    value: Any = None
+    error: Exception | None = None
+
+    def answer(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+    def close(self) -> None:
+        """Nothing to hang up: the connection was closed when the answer was read."""
+
+
+#: The search sent by `start`, until the command takes it or `print_answer` prints it.
+_sent: _Sent | None = None
 
 
 def search_args(
@@ -86,14 +121,43 @@ def start(argv: list[str]) -> None:
         return
     args = search_args(query)
     try:
-        _sent = ("search", args, send_request(address, "search", args))
+        _sent = _Sent("search", args, "--json" in argv, send_request(address, "search", args))
     except (NoDaemon, OSError, ValueError):
         # Only a head start: whatever keeps it from being sent (no daemon, an unreadable pidfile, a
         # socket that fails) the command meets again on its own path, which says so properly.
         return
 
 
-def take(op: str, args: dict[str, Any] | None) -> PendingAnswer | None:
+def print_answer() -> bool:
+    """Print the early search's answer as the command would, when it is a page with results (any page
+    with `--json`); True when printed, so the command need not run. Otherwise the answer, or the
+    failure met reading it, stays for the command to `take`."""
+    global _sent
+    sent = _sent
+    if sent is None or isinstance(sent.answer, _Read):
+        return False
+    try:
+        page = sent.answer.answer()
+    except Exception as exc:  # the command's `ask` says it in one line, as any daemon failure
+        sent.answer = _Read(error=exc)
+        return False
+    if not sent.as_json and not (isinstance(page, dict) and page.get("results")):
+        sent.answer = _Read(value=page)
+        return False
+    _sent = None
+    if sent.as_json:
+        from cairn.cli.consoles import print_json
+
+        print_json(page)
+    else:
+        from cairn.cli.results import render_found, render_notes
+
+        render_found(page)
+        render_notes(page)
+    return True
+
+
+def take(op: str, args: dict[str, Any] | None) -> PendingAnswer | _Read | None:
     """The early request's answer-to-be if it was exactly `op` with `args`, else None. Taken once. An
     early request that differs is hung up on; the daemon has searched by then and counted its results
     as used, which only a command that changes its own plain request before asking could cause."""
@@ -101,7 +165,7 @@ def take(op: str, args: dict[str, Any] | None) -> PendingAnswer | None:
     sent, _sent = _sent, None
     if sent is None:
         return None
-    if (sent[0], sent[1]) != (op, args):
-        sent[2].close()
+    if (sent.op, sent.args) != (op, args):
+        sent.answer.close()
         return None
-    return sent[2]
+    return sent.answer

@@ -206,6 +206,80 @@ def test_a_plain_search_is_sent_before_the_command_line_loads(homes: Path, daemo
     assert json.loads(cairn("show", first, "--json").stdout)["usage_count"] == usage + 1
 
 
+#: `cairn search ARGS` as the entry point runs it, listing on stderr, as it exits, every module it imported.
+MAIN_LISTING_MODULES = """
+import atexit, json, sys
+atexit.register(lambda: sys.stderr.write("MODULES " + json.dumps(sorted(sys.modules)) + "\\n"))
+sys.argv = ["cairn", "search", *json.loads(sys.argv[1])]
+from cairn.cli import main
+main()
+"""
+
+
+def _main_search(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    proc = subprocess.run(
+        [sys.executable, "-c", MAIN_LISTING_MODULES, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=120,
+    )
+    stderr, _, modules = proc.stderr.rpartition("MODULES ")
+    proc.stderr = stderr
+    return proc, set(json.loads(modules))
+
+
+def test_a_page_the_daemon_answered_is_printed_without_loading_the_command_line(
+    homes: Path, daemons: Daemons
+) -> None:
+    """A plain search's page of results is printed by `early_search.print_answer`, typer never loaded,
+    the same table and JSON the command prints; a page with nothing in it goes to the command, whose
+    advice asks the store more."""
+    daemons.start()
+    table, imported = _main_search("database is locked")
+    assert table.returncode == 0, table.stderr
+    assert "typer" not in imported and "cairn.cli.common" not in imported
+    assert re.search(r"\d+ of \d+ · hybrid", table.stdout) and "database" in table.stdout.lower()
+    assert table.stderr == ""
+
+    as_json, imported = _main_search("--json", "database is locked")
+    assert as_json.returncode == 0 and "typer" not in imported, as_json.stderr
+    page = json.loads(as_json.stdout)
+    assert page["results"] and page["mode"] == "hybrid"
+    # The command's own rendering (an option keeps it from the early path) ends the same way.
+    by_command = cairn("search", "database is locked", "--limit", "10")
+    assert by_command.returncode == 0, by_command.stderr
+    footers = [re.sub(r" · \d+ ms", "", p.stdout.splitlines()[-1]) for p in (table, by_command)]
+    assert footers[0] == footers[1], footers
+
+    nothing, imported = _main_search("zzqxv nowhere")
+    assert nothing.returncode == 0, nothing.stderr
+    assert "No matches for 'zzqxv nowhere'" in nothing.stdout and "typer" in imported
+    nothing_json, imported = _main_search("zzqxv nowhere", "--json")
+    assert json.loads(nothing_json.stdout)["results"] == [] and "typer" not in imported
+
+
+def test_an_early_answer_that_failed_is_said_by_the_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failure met reading the early answer is not printed early: the command takes it and says it in
+    one line, as it says any daemon failure."""
+    from cairn.daemon.client import DaemonRequestError
+
+    class Lost:
+        def answer(self) -> object:
+            raise DaemonRequestError("the cairn daemon (pid 1) closed the connection")
+
+        def close(self) -> None:
+            pass
+
+    args = early_search.search_args("hook latency")
+    monkeypatch.setattr(early_search, "_sent", early_search._Sent("search", args, False, Lost()))  # type: ignore[arg-type]
+    monkeypatch.setattr("cairn.home.DaemonAddress.config_changed_since_start", lambda self: False)
+    assert early_search.print_answer() is False
+    result = CliRunner().invoke(app, ["search", "hook latency"])
+    assert result.exit_code == 1
+    assert "error: the cairn daemon (pid 1) closed the connection" in result.output
+
+
 def test_the_plain_search_sent_early_is_the_one_the_command_sends(monkeypatch: pytest.MonkeyPatch) -> None:
     """The early request is built by the command's own `search_args`; were a default to change in one
     place only, the early answer would never be taken (and each plain search would run twice)."""
