@@ -8,7 +8,8 @@ is timed as a process, the way a shell runs it, ``RUNS`` times after a few warm-
 - ``cairn --version``: the floor — the interpreter, typer and cairn's entry point, nothing else;
 - ``search op, socket only``: the daemon's own share, one request over its socket from this process;
 - ``cairn search``, daemon running: the client path (`cairn.cli.early_search` sends the search as the
-  process starts, so the daemon answers while typer and rich load; no setting or store module is loaded);
+  process starts, so the daemon answers while rich loads, and prints the page without loading typer; no
+  setting or store module is loaded; a query with no match goes on to the command, as it always did);
 - ``cairn search``, no daemon: the cold path as shipped (``search_without_daemon = "keywords"``) —
   settings and SQLite only, no Chroma, no embedding model: keyword matches, which are the hybrid answer
   when they are decisive and say so in a notice when they are not; a query no keyword matches loads
