@@ -9,7 +9,7 @@ synthetic Claude Code sessions over it are generated: prompts, answers, ordinary
 Read, Edit, Glob, TodoWrite) and cairn searches — strong ones (best score 0.9, no session), weak ones
 followed by a Grep and a Read of the file that answers them (learned at the next prompt), weak ones
 with no read (timed out) and weak ones whose Read comes after the 60 s window. The transcripts use
-`tests/builders.py`, the builder the loop's tests use, so they have the shapes Claude Code writes.
+`tests/helpers/builders.py`, the builder the loop's tests use, so they have the shapes Claude Code writes.
 
 Both modes then read the same transcripts into a fresh store each, in one process with one embedding
 model, the way `cairn sync` does (`sync_paths`: capture, the file requests and the loop inside the
@@ -60,7 +60,7 @@ from cairn.transcripts.tool_events import tool_events
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))  # the transcript builder the loop's own tests use
-from tests.builders import Transcript  # noqa: E402
+from tests.helpers.builders import Transcript  # noqa: E402
 
 TARGET_RATIO = 1.10
 LEARNER_SECONDS = 0.5

@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,23 +19,16 @@ from cairn.config import Settings
 from cairn.store.embeddings import MiniLMInt8Embedding
 from cairn.store.store import Store
 from cairn.store.vectors import VectorIndex
-from tests import hostile_disks
-from tests.hostile_disks import run_cairn
+from tests.helpers import hostile_disks
+from tests.helpers.homes import IndexedViewer
+from tests.helpers.hostile_disks import run_cairn
+from tests.helpers.paths import DEMO, VIEWER_SESSIONS, real_transcripts
 
 # A terminal's size comes from the terminal, not from the test runner: pytest-xdist's workers export
 # COLUMNS=80, and a rich console created with COLUMNS set keeps that width for good, so the commands the
-# tests run in this process (tests/inprocess.py) would ignore the COLUMNS a test gives them.
+# tests run in this process (tests/helpers/inprocess.py) would ignore the COLUMNS a test gives them.
 for _variable in ("COLUMNS", "LINES"):
     os.environ.pop(_variable, None)
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-#: Real Claude Code transcripts written by other people (MIT; each folder has its NOTICE), kept in the
-#: repository so a fresh clone runs every test.
-REAL_TRANSCRIPTS = REPO_ROOT / "tests" / "fixtures" / "transcripts"
-DEMO = REPO_ROOT / "cairn" / "demo" / "demo-session.jsonl"
-#: The three claude-code-viewer sessions (one Next.js app), in the order `cairn index` is given them.
-VIEWER_SESSIONS = sorted(REAL_TRANSCRIPTS.glob("claude-code-viewer/*.jsonl"))
-
 
 #: Directories whose every test starts real cairn processes, and fixtures that start them (marked
 #: `process` here; other modules and tests that do say so with their own marks).
@@ -88,14 +80,6 @@ def _cairn_processes_are_marked(request: pytest.FixtureRequest, monkeypatch: pyt
     monkeypatch.setattr(subprocess.Popen, "__init__", refusing)
 
 
-def real_transcripts() -> list[Path]:
-    """Every real Claude Code JSONL file under tests/fixtures/transcripts."""
-    files = sorted(REAL_TRANSCRIPTS.rglob("*.jsonl"))
-    if not files:
-        pytest.fail(f"no real transcripts found under {REAL_TRANSCRIPTS}")
-    return files
-
-
 @pytest.fixture(autouse=True)
 def _no_model_requests() -> Iterator[None]:
     """No test may reach a real model API; tests of the HTTP path allow it locally, on 127.0.0.1."""
@@ -120,7 +104,7 @@ def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def indexed_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A home holding the demo session (project acme-api) and the two smaller viewer sessions (project
     Demo), indexed offline by a real `cairn index`, once per test run and shared: copy it before use."""
-    from tests.test_cli import cairn_json
+    from tests.helpers.cli import cairn_json
 
     root = tmp_path_factory.mktemp("indexed")
     with pytest.MonkeyPatch.context() as mp:  # the `cairn_home` fixture's isolation
@@ -131,14 +115,6 @@ def indexed_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
         report = cairn_json("index", str(DEMO), *map(str, VIEWER_SESSIONS[:2]), "--model", "offline")
         assert report["runs_failed"] == 0 and report["messages_added"] > 50
     return root / "home"
-
-
-@dataclass(frozen=True)
-class IndexedViewer:
-    """What `cairn index VIEWER_SESSIONS --model offline --json` made of a fresh home."""
-
-    home: Path  #: shared by every test that asks: copy it (shutil.copytree) before writing to it
-    report: dict[str, Any]  #: the command's JSON report
 
 
 @pytest.fixture(scope="session")

@@ -19,9 +19,9 @@ from cairn.backfill import Session, discover_sessions, parse_since, select_sessi
 from cairn.cli.progress import short_session
 from cairn.pricing import PRICES, Price, cost, price_for
 from cairn.store.identity import claude_dir_name
-from tests.conftest import REAL_TRANSCRIPTS
-from tests.repos import make_worktrees
-from tests.test_cli import cairn, cairn_json
+from tests.helpers.cli import cairn, cairn_json
+from tests.helpers.paths import REAL_TRANSCRIPTS
+from tests.helpers.repos import make_worktrees
 
 VIEWER = sorted((REAL_TRANSCRIPTS / "claude-code-viewer").glob("*.jsonl"))
 MAIN = REAL_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl"

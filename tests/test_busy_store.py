@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from tests import hostile_disks
-from tests.conftest import REAL_TRANSCRIPTS
-from tests.hostile_disks import run_cairn
+from tests.helpers import hostile_disks
+from tests.helpers.hostile_disks import run_cairn
+from tests.helpers.paths import REAL_TRANSCRIPTS
 
 pytestmark = pytest.mark.process
 

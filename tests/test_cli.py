@@ -3,45 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests import inprocess
-from tests.conftest import REAL_TRANSCRIPTS, real_transcripts
-
-
-def cairn(
-    *args: str,
-    check: bool = True,
-    timeout: float = 240,
-    env: dict[str, str] | None = None,
-    real_process: bool = False,
-) -> subprocess.CompletedProcess[str]:
-    """`cairn ARGS` in the test's environment (its CAIRN_HOME), never with a real key: in this process
-    (`tests.inprocess`), or as `python -m cairn` with `real_process` where the process itself is tested."""
-    env = {**{k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}, **(env or {})}
-    if real_process:
-        proc = subprocess.run(
-            [sys.executable, "-m", "cairn", *args], capture_output=True, text=True, env=env, timeout=timeout
-        )
-    else:
-        proc = inprocess.run(args, env, timeout=timeout)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"cairn {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return proc
-
-
-def cairn_json(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 240, real_process: bool = False
-) -> Any:
-    return json.loads(cairn(*args, "--json", env=env, timeout=timeout, real_process=real_process).stdout)
+from tests.helpers.cli import cairn, cairn_json
+from tests.helpers.paths import REAL_TRANSCRIPTS, real_transcripts
 
 
 def tool_use_counts(path: Path) -> dict[str, int]:

@@ -22,10 +22,10 @@ from cairn.agent.schema import extract_batch
 from cairn.evals.record import read_recording
 from tests.agent.claude_code_helpers import batch_prompt, idea_per_session, require_cli
 from tests.agent.fake_anthropic import FakeAnthropic
-from tests.conftest import REAL_TRANSCRIPTS
 from tests.evals import make_dataset
-from tests.hostile_disks import run_cairn
-from tests.test_cli import cairn_json
+from tests.helpers.cli import cairn_json
+from tests.helpers.hostile_disks import run_cairn
+from tests.helpers.paths import REAL_TRANSCRIPTS
 
 
 @pytest.fixture

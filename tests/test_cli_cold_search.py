@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from cairn.cli import search as cli_search
-from tests.test_cli import cairn
+from tests.helpers.cli import cairn
 
 pytestmark = pytest.mark.process
 

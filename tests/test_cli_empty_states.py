@@ -7,7 +7,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from tests.test_cli import cairn, cairn_json
+from tests.helpers.cli import cairn, cairn_json
 
 
 def settle_every_question(home: Path) -> dict[str, int]:

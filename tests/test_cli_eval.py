@@ -8,7 +8,7 @@ from pathlib import Path
 
 from cairn.prompts import load_prompt
 from tests.evals import DEMO_QUERIES, make_dataset
-from tests.test_cli import cairn, cairn_json
+from tests.helpers.cli import cairn, cairn_json
 
 
 def said(proc: subprocess.CompletedProcess[str]) -> str:

@@ -23,7 +23,7 @@ import pytest
 from cairn.cli import commands
 from cairn.cli import search as cli_search
 from cairn.cli.common import app
-from tests.test_cli import cairn
+from tests.helpers.cli import cairn
 
 
 @pytest.fixture

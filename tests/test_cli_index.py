@@ -13,8 +13,9 @@ import pytest
 from cairn.agent.schema import Idea, IndexResult, Relation
 from cairn.prompts import load_prompt
 from tests.agent.fake_anthropic import FakeAnthropic
-from tests.conftest import VIEWER_SESSIONS, IndexedViewer
-from tests.test_cli import cairn, cairn_json
+from tests.helpers.cli import cairn, cairn_json
+from tests.helpers.homes import IndexedViewer
+from tests.helpers.paths import VIEWER_SESSIONS
 
 VIEWER = [str(p) for p in VIEWER_SESSIONS]
 DEMO = Path(__file__).resolve().parents[1] / "cairn" / "demo" / "demo-session.jsonl"

@@ -20,7 +20,7 @@ import pytest
 from cairn.config import Settings
 from cairn.store.store import Store
 from tests.daemon.helpers import Daemons, query
-from tests.test_cli import cairn, cairn_json
+from tests.helpers.cli import cairn, cairn_json
 
 SHOP = "/srv/shop"
 BILLING = "/srv/billing"

@@ -26,8 +26,8 @@ import pytest
 
 from cairn.config import Settings
 from cairn.store.store import Store
-from tests import inprocess
-from tests.progress_helpers import run_on_a_terminal, strip_escapes
+from tests.helpers import inprocess
+from tests.helpers.progress import run_on_a_terminal, strip_escapes
 from tests.test_cli_learn import fill
 
 WIDTHS = (80, 120)

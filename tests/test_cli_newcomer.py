@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from tests import inprocess
-from tests.conftest import REPO_ROOT
-from tests.progress_helpers import banner_env, lay_out_small, run_on_a_terminal, strip_escapes
+from tests.helpers import inprocess
+from tests.helpers.paths import REPO_ROOT
+from tests.helpers.progress import banner_env, lay_out_small, run_on_a_terminal, strip_escapes
 
 pytestmark = pytest.mark.process
 

@@ -20,8 +20,8 @@ from rich.console import Console
 
 from cairn.cli import results as cli_results
 from cairn.cli import search as cli_search
-from tests import hostile_disks
-from tests.test_cli import cairn, cairn_json
+from tests.helpers import hostile_disks
+from tests.helpers.cli import cairn, cairn_json
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -13,8 +13,8 @@ from cairn.cli import results as cli_results
 from cairn.config import Settings
 from cairn.store.store import Store
 from cairn.store.vectors import VectorIndex
+from tests.helpers.cli import cairn
 from tests.search.test_snippets import found, synced
-from tests.test_cli import cairn
 
 
 @pytest.mark.process

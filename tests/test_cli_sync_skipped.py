@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REAL_TRANSCRIPTS
-from tests.test_cli import cairn
+from tests.helpers.cli import cairn
+from tests.helpers.paths import REAL_TRANSCRIPTS
 
 MAIN = REAL_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl"
 HOOK_LOG = REAL_TRANSCRIPTS / "fasthooks" / "sample_hook_logs.jsonl"

@@ -26,7 +26,7 @@ import pytest
 from rich.text import Text
 
 from cairn.cli.safe import SafeConsole, terminal_data, visible
-from tests.test_cli import cairn_json
+from tests.helpers.cli import cairn_json
 
 pytestmark = pytest.mark.process
 

@@ -16,7 +16,7 @@ import pytest
 from pydantic import ValidationError
 
 from cairn.config import Settings
-from tests.test_cli import cairn
+from tests.helpers.cli import cairn
 
 #: (config.toml line, the setting the error names, words of what to do)
 BAD = [

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli import cairn
+from tests.helpers.cli import cairn
 
 BROKEN_TOML = 'recall_enabled = false\nmodel = "offline\nsearch_min_score = 0.3\n'
 

@@ -28,8 +28,8 @@ from cairn.store.store import Store
 from cairn.transcripts.normalise import normalise
 from cairn.transcripts.reader import read_from
 from tests.agent.executor_helpers import run_record
-from tests.builders import Transcript
-from tests.conftest import REAL_TRANSCRIPTS
+from tests.helpers.builders import Transcript
+from tests.helpers.paths import REAL_TRANSCRIPTS
 
 MAIN = REAL_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl"
 MAIN_SESSION = "c45af7b1-cb7c-4e51-93db-8cbb250a877a"

@@ -26,8 +26,8 @@ from cairn.config import Settings
 from cairn.daemon.jobs import reindex_job
 from cairn.daemon.server import run_op
 from cairn.store.store import Store
-from tests.conftest import DEMO, REAL_TRANSCRIPTS
-from tests.hostile_disks import run_cairn
+from tests.helpers.hostile_disks import run_cairn
+from tests.helpers.paths import DEMO, REAL_TRANSCRIPTS
 from tests.test_reindex import indexed
 
 pytestmark = pytest.mark.process

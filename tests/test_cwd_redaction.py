@@ -33,8 +33,8 @@ from cairn.store.identity import claude_dir_name
 from cairn.store.store import Store
 from cairn.store.vectors import VECTOR_KINDS, collection_name
 from cairn.transcripts.redact import redact
-from tests.builders import Transcript
-from tests.test_cli import cairn, cairn_json
+from tests.helpers.builders import Transcript
+from tests.helpers.cli import cairn, cairn_json
 
 GITHUB = "ghp_" + "Qw3rTy9Uio" * 3 + "P4sD5f"
 ANTHROPIC = "sk-ant-api03-" + "Lm8Nb7Vc6X" * 4

@@ -17,7 +17,7 @@ import pytest
 
 from cairn.agent.claude_code_cli import INSTALL_HINT
 from tests.agent.claude_code_helpers import hide_sdk, temp_user_home
-from tests.test_cli import cairn
+from tests.helpers.cli import cairn
 
 
 @pytest.fixture(autouse=True)

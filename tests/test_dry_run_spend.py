@@ -17,8 +17,8 @@ import pytest
 from cairn.agent.claude_code_cli import INSTALL_HINT
 from cairn.pricing import cost
 from tests.agent.claude_code_helpers import hide_sdk
-from tests.conftest import VIEWER_SESSIONS
-from tests.test_cli import cairn
+from tests.helpers.cli import cairn
+from tests.helpers.paths import VIEWER_SESSIONS
 
 SESSION = str(VIEWER_SESSIONS[0])
 RUN_TOKEN_BUDGET = 60_000  # the setting's default

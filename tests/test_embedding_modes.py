@@ -18,8 +18,8 @@ from cairn.daemon.server import SocketServer
 from cairn.lifecycle.tables import FORMAT, FORMAT_VERSION
 from cairn.store import cpus
 from cairn.store.store import Store
-from tests import inprocess
-from tests.conftest import DEMO
+from tests.helpers import inprocess
+from tests.helpers.paths import DEMO
 
 
 class _Opened(Exception):

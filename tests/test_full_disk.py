@@ -15,8 +15,8 @@ import pytest
 from cairn.config import Settings
 from cairn.store.failures import describe_write_failure
 from cairn.store.store import Store
-from tests import hostile_disks
-from tests.hostile_disks import error_lines, run_cairn, run_on_full_disk
+from tests.helpers import hostile_disks
+from tests.helpers.hostile_disks import error_lines, run_cairn, run_on_full_disk
 from tests.store.ingesting import LARGE, MEDIUM, ingest
 
 pytestmark = pytest.mark.process

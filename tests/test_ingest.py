@@ -10,7 +10,7 @@ from pathlib import Path
 from cairn.config import Settings
 from cairn.ingest import sync_paths
 from cairn.store.store import Store
-from tests.conftest import REAL_TRANSCRIPTS
+from tests.helpers.paths import REAL_TRANSCRIPTS
 
 MAIN = REAL_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl"
 

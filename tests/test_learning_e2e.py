@@ -12,8 +12,8 @@ import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from tests.builders import Transcript
-from tests.test_cli import cairn, cairn_json
+from tests.helpers.builders import Transcript
+from tests.helpers.cli import cairn, cairn_json
 
 BUTTON = """\
 import { ReactNode } from "react";

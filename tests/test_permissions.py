@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hostile_disks import CAIRN, cairn_env, run_cairn
+from tests.helpers.hostile_disks import CAIRN, cairn_env, run_cairn
 
 pytestmark = pytest.mark.process
 

@@ -30,8 +30,8 @@ from cairn.progress import Phases
 from cairn.quiet import QUIET_ENV, quiet_third_party
 from cairn.store.store import Store
 from cairn.store.vectors import VectorIndex
-from tests.conftest import REAL_TRANSCRIPTS
-from tests.progress_helpers import (
+from tests.helpers.paths import REAL_TRANSCRIPTS
+from tests.helpers.progress import (
     ALONGSIDE_LINES,
     PHASE_LINES,
     assert_honest_elapsed,

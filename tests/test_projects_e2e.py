@@ -26,9 +26,9 @@ from cairn.recall.context import find_project, session_context
 from cairn.store.identity import claude_dir_name
 from cairn.store.store import Store
 from cairn.store.vectors import VectorIndex
-from tests.conftest import REAL_TRANSCRIPTS, REPO_ROOT
-from tests.repos import Worktrees, make_worktrees
-from tests.test_cli import cairn, cairn_json
+from tests.helpers.cli import cairn, cairn_json
+from tests.helpers.paths import REAL_TRANSCRIPTS, REPO_ROOT
+from tests.helpers.repos import Worktrees, make_worktrees
 
 pytestmark = pytest.mark.process
 

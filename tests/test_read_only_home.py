@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests import hostile_disks
-from tests.hostile_disks import error_lines, namespace_prefix, run_read_only
+from tests.helpers import hostile_disks
+from tests.helpers.hostile_disks import error_lines, namespace_prefix, run_read_only
 
 pytestmark = pytest.mark.process
 

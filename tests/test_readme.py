@@ -29,7 +29,7 @@ import pytest
 import typer
 
 from cairn.cli import app
-from tests.conftest import REPO_ROOT
+from tests.helpers.paths import REPO_ROOT
 
 pytestmark = pytest.mark.process
 

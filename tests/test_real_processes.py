@@ -1,7 +1,7 @@
 """One real `cairn` process per command family, answering as the same command run in the test process does.
 
-Most tests run commands in the test process (`tests/inprocess.py`). These check that nothing is lost by
-it: each family's command, started as a user starts it (the console script, a new interpreter, every
+Most tests run commands in the test process (`tests/helpers/inprocess.py`). These check that nothing is
+lost by it: each family's command, started as a user starts it (the console script, a new interpreter, every
 import made afresh), exits the same, prints the same and writes nothing to stderr — no traceback, no
 warning, no third-party banner at import. The real processes run side by side, so the module costs about
 one process's start-up per core.
@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from tests import inprocess
-from tests.conftest import DEMO, REAL_TRANSCRIPTS
-from tests.hostile_disks import CAIRN, cairn_env
+from tests.helpers import inprocess
+from tests.helpers.hostile_disks import CAIRN, cairn_env
+from tests.helpers.paths import DEMO, REAL_TRANSCRIPTS
 
 pytestmark = pytest.mark.process
 

@@ -21,7 +21,7 @@ from cairn.daemon.jobs import reindex_job
 from cairn.ingest import sync_file
 from cairn.reindex.run import Selection, select_sessions
 from cairn.store.store import Store
-from tests.conftest import REAL_TRANSCRIPTS
+from tests.helpers.paths import REAL_TRANSCRIPTS
 
 VIEWER = sorted((REAL_TRANSCRIPTS / "claude-code-viewer").glob("*.jsonl"))
 SMALL = [p for p in VIEWER if p.stat().st_size < 200_000][:2]

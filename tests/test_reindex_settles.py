@@ -26,7 +26,7 @@ from cairn.daemon.jobs import reindex_job
 from cairn.ingest import sync_file
 from cairn.store.store import Store
 from cairn.store.vectors import VectorIndex
-from tests.conftest import REAL_TRANSCRIPTS
+from tests.helpers.paths import REAL_TRANSCRIPTS
 
 pytestmark = pytest.mark.slow
 

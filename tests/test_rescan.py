@@ -23,7 +23,7 @@ from cairn.rescan import MARKER_NAME, TABLES, rescan, rules_fingerprint
 from cairn.store import outbox
 from cairn.store.store import Store, idea_hash
 from cairn.transcripts.redact import redact
-from tests.builders import Transcript
+from tests.helpers.builders import Transcript
 
 MYSQL = "mysql -u root -pMyS3cretPW shop"
 URL = "postgres://u:p@ssW0rdAt@host/db"

@@ -11,7 +11,7 @@ from cairn.config import Settings
 from cairn.ingest import sync_paths
 from cairn.store.store import Store
 from cairn.tokens import count_tokens
-from tests.conftest import REAL_TRANSCRIPTS
+from tests.helpers.paths import REAL_TRANSCRIPTS
 
 VIEWER = sorted((REAL_TRANSCRIPTS / "claude-code-viewer").glob("*.jsonl"))
 DEMO = Path(__file__).resolve().parents[2] / "cairn" / "demo" / "demo-session.jsonl"

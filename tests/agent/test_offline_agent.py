@@ -26,8 +26,8 @@ from cairn.config import Settings
 from cairn.ingest import sync_paths
 from cairn.store.store import Store
 from cairn.tools import ToolDeps, indexing_toolset
-from tests.builders import Transcript
-from tests.conftest import REPO_ROOT, real_transcripts
+from tests.helpers.builders import Transcript
+from tests.helpers.paths import REPO_ROOT, real_transcripts
 
 DEMO = REPO_ROOT / "cairn" / "demo" / "demo-session.jsonl"
 SESSION = "0b7c5e2a-3d41-4c8e-9f6a-cafe00000abc"

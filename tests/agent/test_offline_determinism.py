@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import VIEWER_SESSIONS, IndexedViewer
-from tests.hostile_disks import run_cairn
+from tests.helpers.homes import IndexedViewer
+from tests.helpers.hostile_disks import run_cairn
+from tests.helpers.paths import VIEWER_SESSIONS
 
 pytestmark = pytest.mark.process
 

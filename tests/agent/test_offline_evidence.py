@@ -16,8 +16,8 @@ from cairn.config import Settings
 from cairn.recall.ops import context_for
 from cairn.store.store import Store
 from tests.agent.test_offline_agent import _index_all
-from tests.builders import Transcript
-from tests.conftest import REAL_TRANSCRIPTS
+from tests.helpers.builders import Transcript
+from tests.helpers.paths import REAL_TRANSCRIPTS
 
 GC_SESSION = REAL_TRANSCRIPTS / "entireio-cli" / "03a1382e-ecd5-42c4-b3d4-5c659e165904.jsonl"
 

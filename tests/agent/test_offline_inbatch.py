@@ -24,7 +24,7 @@ from cairn.agent.schema import DEFAULT_IMPORTANCE, BatchMessage, IndexBatch, Ind
 from cairn.config import Settings
 from cairn.store.store import Store
 from tests.agent.test_offline_agent import _index_all
-from tests.conftest import REPO_ROOT
+from tests.helpers.paths import REPO_ROOT
 
 CASE = REPO_ROOT / "evals" / "datasets" / "core" / "sessions" / "02-ledger-postgres-migration.jsonl"
 SESSION = "s-1"

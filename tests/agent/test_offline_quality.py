@@ -26,7 +26,7 @@ from cairn.config import Settings
 from cairn.store.store import Store
 from tests.agent.conftest import Picks
 from tests.agent.test_offline_agent import _index_all
-from tests.conftest import REAL_TRANSCRIPTS, REPO_ROOT
+from tests.helpers.paths import REAL_TRANSCRIPTS, REPO_ROOT
 
 SESSIONS = REPO_ROOT / "evals" / "datasets" / "core" / "sessions"
 

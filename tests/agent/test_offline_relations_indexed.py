@@ -26,7 +26,7 @@ from cairn.config import Settings
 from cairn.ingest import sync_paths
 from cairn.store.store import Store
 from cairn.tools import ToolDeps, indexing_toolset
-from tests.conftest import REAL_TRANSCRIPTS
+from tests.helpers.paths import REAL_TRANSCRIPTS
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_cli import cairn as run_cairn
+from tests.helpers.cli import cairn as run_cairn
 
 DEFAULT_TIMEOUT = 20.0
 

@@ -14,9 +14,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import REAL_TRANSCRIPTS
 from tests.daemon.helpers import Daemons, cairn
-from tests.hostile_disks import CAIRN
+from tests.helpers.hostile_disks import CAIRN
+from tests.helpers.paths import REAL_TRANSCRIPTS
 
 
 def test_semantic_results_arrive_while_the_daemon_backfills(daemons: Daemons) -> None:

@@ -18,8 +18,8 @@ from cairn.daemon import loop, queue
 from cairn.daemon.loop import Daemon
 from cairn.ingest import FileSync
 from cairn.store.store import Store
-from tests.builders import prompts_after
 from tests.daemon.helpers import Daemons, alive, enqueue, query, wait_for
+from tests.helpers.builders import prompts_after
 
 DEEP = "[" * 2000 + "]" * 2000
 

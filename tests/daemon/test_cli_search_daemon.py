@@ -24,7 +24,7 @@ from cairn.cli import app, early_search
 from cairn.cli import search as cli_search
 from cairn.daemon.hook import STARTING_MARKER
 from tests.daemon.helpers import Daemons, alive, cairn, pidfile_pid, wait_for
-from tests.test_cli import cairn as run_cairn
+from tests.helpers.cli import cairn as run_cairn
 
 SEARCHES = [
     ["search", "database is locked"],

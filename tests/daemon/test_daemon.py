@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REAL_TRANSCRIPTS
 from tests.daemon.helpers import Daemons, alive, cairn, enqueue, kill_hard, pidfile_pid, query, wait_for
+from tests.helpers.paths import REAL_TRANSCRIPTS
 
 DEMO = Path(__file__).resolve().parents[2] / "cairn" / "demo" / "demo-session.jsonl"
 SIDECHAIN = REAL_TRANSCRIPTS / "fasthooks" / "sample_agent_sidechain.jsonl"

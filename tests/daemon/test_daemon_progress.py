@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.daemon.helpers import Daemons, cairn, query
-from tests.progress_helpers import assert_no_banner, banner_env, lay_out_small
+from tests.helpers.progress import assert_no_banner, banner_env, lay_out_small
 
 
 def test_index_through_the_daemon_streams_progress_and_logs_no_banner(

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from cairn.daemon.install import HOOK_EVENTS, is_cairn_command
-from tests.conftest import REAL_TRANSCRIPTS
 from tests.daemon.helpers import alive, cairn, kill_hard, pidfile_pid, query, wait_for
+from tests.helpers.paths import REAL_TRANSCRIPTS
 
 FASTHOOKS = REAL_TRANSCRIPTS / "fasthooks"
 HOOK_LOG = FASTHOOKS / "sample_hook_logs.jsonl"

@@ -22,7 +22,7 @@ import pytest
 from cairn.config import Settings
 from cairn.daemon.install import hook_command, usable_sqlite3, write_launchers
 from cairn.store.store import Store
-from tests.conftest import REAL_TRANSCRIPTS
+from tests.helpers.paths import REAL_TRANSCRIPTS
 
 FASTHOOKS = REAL_TRANSCRIPTS / "fasthooks"
 MAIN = FASTHOOKS / "sample_main_transcript.jsonl"

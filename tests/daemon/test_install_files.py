@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.daemon.helpers import Daemons
-from tests.test_cli import cairn
+from tests.helpers.cli import cairn
 
 CLAUDE_CHECKS = ("claude-hooks", "claude-mcp", "launcher")
 # As Claude Code's JSON.stringify writes them when not asked to indent: one line, no final newline.

@@ -22,7 +22,7 @@ import pytest
 from cairn.config import Settings
 from cairn.daemon import install as installer
 from tests.agent.claude_code_helpers import hide_sdk, temp_user_home
-from tests.test_cli import cairn
+from tests.helpers.cli import cairn
 
 QUESTION = (
     "Index with your Claude Code login? It uses your plan's tokens, at most 2,000,000 tokens per day "

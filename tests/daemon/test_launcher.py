@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from cairn.cli import app
 from cairn.store.lock import StoreLock
 from tests.daemon.helpers import Daemons
-from tests.test_cli import cairn
+from tests.helpers.cli import cairn
 
 VENV = Path(sys.executable).parent.parent
 

@@ -26,10 +26,10 @@ from cairn.config import Settings
 from cairn.daemon import install as installer
 from cairn.store.store import Store
 from tests.agent.claude_code_helpers import hide_sdk, require_cli
-from tests.conftest import DEMO, REAL_TRANSCRIPTS, REPO_ROOT
 from tests.daemon.helpers import Daemons, query, wait_for
 from tests.daemon.test_recall_hook import ON_TOPIC, injected, payload
-from tests.test_cli import cairn
+from tests.helpers.cli import cairn
+from tests.helpers.paths import DEMO, REAL_TRANSCRIPTS, REPO_ROOT
 
 PLUGIN = REPO_ROOT / "plugins" / "cairn"
 PLUGIN_ID = "cairn@cairn"

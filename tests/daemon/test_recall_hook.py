@@ -35,9 +35,9 @@ from cairn.config import Settings
 from cairn.daemon.client import NoDaemon, daemon_request
 from cairn.daemon.install import recall_command, write_launchers
 from cairn.tokens import count_tokens
-from tests.conftest import REAL_TRANSCRIPTS
 from tests.daemon.helpers import Daemons, alive, pidfile_pid, wait_for
-from tests.test_cli import cairn
+from tests.helpers.cli import cairn
+from tests.helpers.paths import REAL_TRANSCRIPTS
 
 DEMO = Path(__file__).resolve().parents[2] / "cairn" / "demo" / "demo-session.jsonl"
 OTHER = REAL_TRANSCRIPTS / "claude-code-viewer" / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"

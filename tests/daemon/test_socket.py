@@ -22,8 +22,9 @@ import pytest
 
 from cairn.config import Settings
 from cairn.daemon.client import DaemonRequestError, NoDaemon, daemon_request
-from tests.conftest import VIEWER_SESSIONS, IndexedViewer
 from tests.daemon.helpers import Daemons, alive, cairn, query, wait_for
+from tests.helpers.homes import IndexedViewer
+from tests.helpers.paths import VIEWER_SESSIONS
 
 READ_COMMANDS = [
     ["stats", "--json"],

@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import REAL_TRANSCRIPTS
 from tests.evals import DEMO
 from tests.evals.test_locomo import tiny_conversation
-from tests.test_cli import cairn, cairn_json
+from tests.helpers.cli import cairn, cairn_json
+from tests.helpers.paths import REAL_TRANSCRIPTS
 
 SESSION = "entireio-cli/5dd7775c-3161-4ad5-bf25-eb59a6ffa8e6.jsonl"
 GROUPS = {

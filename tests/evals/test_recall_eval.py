@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from cairn.evals.truth import DEFAULT_TRUTH, SECTIONS
-from tests.conftest import REAL_TRANSCRIPTS
-from tests.test_cli import cairn, cairn_json
+from tests.helpers.cli import cairn, cairn_json
+from tests.helpers.paths import REAL_TRANSCRIPTS
 
 pytestmark = pytest.mark.slow
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from cairn.evals.sessions import WEIGHTS_ENV, offline_weights
-from tests.conftest import REAL_TRANSCRIPTS
-from tests.test_cli import cairn, cairn_json
+from tests.helpers.cli import cairn, cairn_json
+from tests.helpers.paths import REAL_TRANSCRIPTS
 
 KEY = "fasthooks/sample_main_transcript.jsonl"
 TOLERANCE = 3

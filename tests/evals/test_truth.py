@@ -23,8 +23,8 @@ from cairn.evals.truth import (
     score_session,
     totals,
 )
-from tests.conftest import REAL_TRANSCRIPTS
 from tests.evals.conftest import write_json
+from tests.helpers.paths import REAL_TRANSCRIPTS
 
 # ---------------------------------------------------------------------------------------------------
 # Loading

@@ -14,7 +14,7 @@ from cairn.files.touches import touched_files
 from cairn.store.store import Store
 from cairn.transcripts import read_from
 from cairn.transcripts.tool_events import tool_events
-from tests.builders import Transcript
+from tests.helpers.builders import Transcript
 
 
 async def _request(store: Store, project_id: int, touches: list[tuple[str, FileReason]]) -> int:

@@ -17,7 +17,7 @@ from cairn.files.policy import Admitted, GitIgnore, Refusal, admit, is_secret, n
 from cairn.files.system import MountTable, parse_mountinfo, project_refusal, pseudo_filesystem, system_tree
 from cairn.ingest import sync_file
 from cairn.store.store import Store
-from tests.builders import Transcript
+from tests.helpers.builders import Transcript
 
 LIMIT = 10_000
 HAS_MOUNTINFO = Path("/proc/self/mountinfo").exists()

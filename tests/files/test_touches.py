@@ -8,7 +8,7 @@ from pathlib import Path
 from cairn.files.touches import Touch, touched_files
 from cairn.transcripts import read_from
 from cairn.transcripts.tool_events import ToolEvent, tool_events
-from tests.builders import Transcript
+from tests.helpers.builders import Transcript
 
 CWD = "/home/dev/project"
 

@@ -1,6 +1,6 @@
 """What the feedback-loop tests share: a real project on disk, transcripts of it, and the real capture path.
 
-Transcripts are built with `tests.builders.Transcript`, written as JSONL and read back through
+Transcripts are built with `tests.helpers.builders.Transcript`, written as JSONL and read back through
 `cairn.transcripts.read_from` + `tool_events` (for the pure learner) or captured with the real
 `cairn.ingest.sync_file` (for the loop), so the tests see exactly what the daemon would.
 """
@@ -18,7 +18,7 @@ from cairn.store.db import Database
 from cairn.store.store import Store
 from cairn.transcripts import read_from
 from cairn.transcripts.tool_events import ToolEvent, tool_events
-from tests.builders import Transcript
+from tests.helpers.builders import Transcript
 
 LOGIN_BUTTON = "src/features/auth/LoginButton.tsx"
 USERS_ROUTES = "src/api/routes/users.ts"

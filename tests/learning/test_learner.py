@@ -15,7 +15,7 @@ from cairn.learning.learner import (
     search_query,
 )
 from cairn.transcripts.tool_events import ToolUse, UserTurn
-from tests.builders import Transcript
+from tests.helpers.builders import Transcript
 from tests.learning.loop_helpers import LOGIN_BUTTON, events_of, login_button_scenario, run_learner
 
 PROJECT = Path("/work/acme-web")

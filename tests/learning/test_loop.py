@@ -20,7 +20,7 @@ from cairn.store.store import Store
 from cairn.store.vectors import VectorIndex
 from cairn.transcripts import read_from
 from cairn.transcripts.tool_events import tool_events
-from tests.builders import Transcript
+from tests.helpers.builders import Transcript
 from tests.learning.loop_helpers import (
     LOGIN_BUTTON,
     PROJECT_FILES,

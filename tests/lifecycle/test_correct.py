@@ -14,7 +14,7 @@ from cairn.recall.abandoned import abandoned
 from cairn.search.errors import SearchError
 from cairn.store.memory import list_ideas
 from cairn.store.store import Store, idea_hash
-from tests.test_cli import cairn, cairn_json
+from tests.helpers.cli import cairn, cairn_json
 from tests.tools.memory import add_idea
 
 SESSION = "s-correct"

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from tests.daemon.helpers import Daemons, alive, offline_daemons, wait_for
+from tests.helpers.cli import cairn, cairn_json
 from tests.lifecycle.conftest import ACME_PHRASES, DEMO_PATH, found_in_files
 from tests.lifecycle.test_forget import DEMO_SESSION
-from tests.test_cli import cairn, cairn_json
 
 pytestmark = pytest.mark.process
 

@@ -19,9 +19,9 @@ from cairn.lifecycle.importer import MAX_LINE_CHARS, ImportFormatError, open_exp
 from cairn.lifecycle.ops import import_op
 from cairn.lifecycle.tables import FORMAT_VERSION
 from cairn.store.store import Store
-from tests.builders import Transcript
+from tests.helpers.builders import Transcript
+from tests.helpers.cli import cairn, cairn_json
 from tests.lifecycle.conftest import found_in_files
-from tests.test_cli import cairn, cairn_json
 
 QUERIES = ("database is locked", "should we move orders to postgres", "Next.js version", "CLAUDE.md file")
 

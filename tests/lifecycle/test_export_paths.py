@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli import cairn
+from tests.helpers.cli import cairn
 
 HEADER = '{"format": "cairn-export"'
 

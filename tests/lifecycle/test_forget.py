@@ -13,7 +13,7 @@ from cairn.config import Settings
 from cairn.lifecycle import forget as forget_module
 from cairn.lifecycle.forget import Selection
 from cairn.store.store import Store
-from tests import test_cli
+from tests.helpers import cli
 from tests.lifecycle.conftest import ACME_PHRASES, DEMO_PATH, found_in_files
 
 pytestmark = pytest.mark.process
@@ -22,11 +22,11 @@ pytestmark = pytest.mark.process
 def cairn(*args: str, **options: Any) -> Any:
     """Real processes here: what a forget leaves on disk is what a process leaves when it exits (Chroma's
     native HNSW cache outlives a command run in this process, and persists on its own schedule)."""
-    return test_cli.cairn(*args, real_process=True, **options)
+    return cli.cairn(*args, real_process=True, **options)
 
 
 def cairn_json(*args: str, **options: Any) -> Any:
-    return test_cli.cairn_json(*args, real_process=True, **options)
+    return cli.cairn_json(*args, real_process=True, **options)
 
 
 DEMO_SESSION = "0b7c5e2a-3d41-4c8e-9f6a-cafe00000001"

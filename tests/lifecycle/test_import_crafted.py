@@ -15,8 +15,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from tests.builders import Transcript
-from tests.test_cli import cairn, cairn_json
+from tests.helpers.builders import Transcript
+from tests.helpers.cli import cairn, cairn_json
 
 HEADER = {"format": "cairn-export", "version": 3, "cairn": "0.0.0", "projects": None}
 

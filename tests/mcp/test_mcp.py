@@ -24,9 +24,9 @@ from cairn.mcp.server import build_server, content_page
 from cairn.store.lock import StoreLock
 from cairn.store.store import Store
 from cairn.store.vectors import VectorIndex
-from tests.conftest import REAL_TRANSCRIPTS, REPO_ROOT
 from tests.daemon.helpers import Daemons, enqueue, offline_daemons, query, wait_for
-from tests.test_cli import cairn
+from tests.helpers.cli import cairn
+from tests.helpers.paths import REAL_TRANSCRIPTS, REPO_ROOT
 from tests.test_cli_learn import EXPECTED_FIGURES, fill
 from tests.tools.memory import Memory, seed_closed
 

@@ -23,7 +23,6 @@ from pathlib import Path
 import pytest
 
 from cairn.config import Settings
-from tests.conftest import REAL_TRANSCRIPTS
 from tests.daemon.helpers import query
 from tests.daemon.test_recall_hook import (
     HANG_S,
@@ -34,7 +33,8 @@ from tests.daemon.test_recall_hook import (
     run_hook,
     serving,
 )
-from tests.test_cli import cairn
+from tests.helpers.cli import cairn
+from tests.helpers.paths import REAL_TRANSCRIPTS
 
 pytestmark = pytest.mark.slow
 

@@ -34,7 +34,7 @@ from cairn.evals.benchmark import backfill
 from cairn.evals.indexing import eval_settings
 from cairn.recall.ops import context_for
 from cairn.store.store import Store
-from tests.conftest import REAL_TRANSCRIPTS
+from tests.helpers.paths import REAL_TRANSCRIPTS
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,7 @@ from cairn.ingest import sync_paths
 from cairn.recall.specific import COMMON_SHARE, PRIOR, TermRarity, held_terms, prompt_terms, specificity
 from cairn.search.query import MIN_PREFIX
 from cairn.store.store import Store
-from tests.builders import Transcript
+from tests.helpers.builders import Transcript
 
 # ---------------------------------------------------------------------------------------------------
 # Which terms a text holds

@@ -12,7 +12,7 @@ from cairn.ingest import sync_file
 from cairn.search.hybrid import search
 from cairn.search.models import SearchPage, SearchRequest
 from cairn.store.store import Store
-from tests.builders import START, Transcript
+from tests.helpers.builders import START, Transcript
 
 
 async def ids_by_line(store: Store) -> dict[int, str]:

@@ -30,7 +30,7 @@ from cairn.store.vectors import VectorIndex
 from cairn.tools import get_open_questions, get_open_todos
 from cairn.tools.deps import ToolDeps
 from cairn.tools.results import IdeaList
-from tests import inprocess
+from tests.helpers import inprocess
 
 SESSION = "sess-open"
 # The person's prompts are at lines 1 and 20: 20 is the session's last.

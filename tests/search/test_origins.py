@@ -13,8 +13,8 @@ from cairn.ingest import sync_file
 from cairn.search.hybrid import search
 from cairn.search.models import SearchRequest
 from cairn.store.store import Store
-from tests.builders import Transcript
-from tests.test_cli import cairn
+from tests.helpers.builders import Transcript
+from tests.helpers.cli import cairn
 
 
 def failing_build(cwd: Path) -> Transcript:

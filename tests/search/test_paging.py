@@ -39,8 +39,8 @@ from cairn.search.paging import (
 )
 from cairn.store.store import Store
 from cairn.store.vectors import VectorIndex
+from tests.helpers.cli import cairn
 from tests.search.token_attacks import REFUSAL, attacks, b64, inflating
-from tests.test_cli import cairn
 from tests.tools.memory import Memory, seed_closed
 
 PAYLOAD: dict[str, Any] = {

@@ -13,7 +13,7 @@ from cairn.ingest import sync_file
 from cairn.search.hybrid import search
 from cairn.search.models import SearchPage, SearchRequest
 from cairn.store.store import Store
-from tests.builders import Transcript
+from tests.helpers.builders import Transcript
 
 TODOS = [
     {"id": "1", "content": "Move the tokenizer to tiktoken", "status": "in_progress"},

@@ -17,7 +17,7 @@ from cairn.ingest import sync_file
 from cairn.search.hybrid import search
 from cairn.search.models import SearchPage, SearchRequest, SearchResult
 from cairn.store.store import Store
-from tests.builders import Transcript
+from tests.helpers.builders import Transcript
 
 SHORT = (
     "After the busy_timeout fix, 20 runs in a row passed: the flaky orders test is stable now, and CI "

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from cairn.store.store import FileCursor, IngestStats, Store
 from cairn.transcripts import Message, ReadResult, normalise, read_from
-from tests.conftest import REAL_TRANSCRIPTS
+from tests.helpers.paths import REAL_TRANSCRIPTS
 
 VIEWER = REAL_TRANSCRIPTS / "claude-code-viewer"
 FASTHOOKS = REAL_TRANSCRIPTS / "fasthooks"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.builders import Transcript
+from tests.helpers.builders import Transcript
 
 #: Deep in the tool result's elided middle (line 100 of 150: clipping keeps ~30 lines and ~10).
 HIDDEN_FILE = "zanzibar_settings.toml"

@@ -14,7 +14,7 @@ from cairn.store.cpus import available_cpus, cgroup_cpu_quota, embedding_threads
 from cairn.store.embeddings import MiniLMInt8Embedding, make_embedding_function
 from cairn.store.store import Store
 from cairn.store.vectors import VectorIndex
-from tests import inprocess
+from tests.helpers import inprocess
 
 
 @pytest.mark.parametrize(("available", "bulk", "steady"), [(1, 1, 1), (2, 2, 1), (6, 6, 3), (16, 16, 4)])

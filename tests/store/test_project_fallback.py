@@ -13,7 +13,7 @@ from cairn.search.projects import resolve_projects
 from cairn.store.identity import claude_dir_name
 from cairn.store.memory import list_projects
 from cairn.store.store import Store
-from tests.conftest import REAL_TRANSCRIPTS
+from tests.helpers.paths import REAL_TRANSCRIPTS
 from tests.store.ingesting import ingest
 
 ALEX = "/Users/alex/workspace/cli"  # ran in its worktree `/Users/alex/workspace/cli/.worktrees/1`

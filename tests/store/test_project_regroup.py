@@ -10,7 +10,7 @@ import pytest
 
 from cairn.store.migrations import LATEST_VERSION, migrate
 from cairn.store.projects import regroup
-from tests.repos import make_worktrees
+from tests.helpers.repos import make_worktrees
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from cairn.store import outbox
 from cairn.store.store import Store
 from cairn.store.vector_worker import BULK_VECTOR_KINDS, MEMORY_VECTOR_KINDS
 from cairn.store.vectors import VECTOR_KINDS
-from tests.conftest import REAL_TRANSCRIPTS
+from tests.helpers.paths import REAL_TRANSCRIPTS
 from tests.store.ingesting import LARGE, MAIN, MEDIUM, SMALL, ingest
 from tests.store.test_outbox import add_memory, assert_consistent
 

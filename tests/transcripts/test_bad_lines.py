@@ -18,8 +18,8 @@ import pytest
 from cairn.transcripts import normalise, read_from
 from cairn.transcripts.discover import not_a_transcript
 from cairn.transcripts.reader import MAX_NESTING, MAX_TEXT_CHARS
-from tests.builders import Transcript, prompts_after
-from tests.test_cli import cairn, cairn_json
+from tests.helpers.builders import Transcript, prompts_after
+from tests.helpers.cli import cairn, cairn_json
 
 DEEP = "[" * 2000 + "]" * 2000
 

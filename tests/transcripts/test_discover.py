@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 from cairn.transcripts.discover import find_transcripts, is_transcript, session_id_for
-from tests.conftest import REAL_TRANSCRIPTS
+from tests.helpers.paths import REAL_TRANSCRIPTS
 
 
 def test_hook_logs_are_not_transcripts_and_real_sessions_are() -> None:

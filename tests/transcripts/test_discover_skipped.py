@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from cairn.transcripts.discover import not_a_transcript, scan_transcripts
-from tests.conftest import REAL_TRANSCRIPTS
+from tests.helpers.paths import REAL_TRANSCRIPTS
 
 MAIN = REAL_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl"
 HOOK_LOG = REAL_TRANSCRIPTS / "fasthooks" / "sample_hook_logs.jsonl"

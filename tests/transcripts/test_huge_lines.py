@@ -19,9 +19,9 @@ from cairn.transcripts import normalise, read_from, redact
 from cairn.transcripts import reader as reader_module
 from cairn.transcripts.entries import UserEntry, parse_entry
 from cairn.transcripts.reader import MAX_TEXT_CHARS, TEXT_TAIL_CHARS, cut_text
-from tests.builders import Transcript
-from tests.conftest import real_transcripts
-from tests.hostile_disks import CAIRN, cairn_env
+from tests.helpers.builders import Transcript
+from tests.helpers.hostile_disks import CAIRN, cairn_env
+from tests.helpers.paths import real_transcripts
 
 from .plain import plain_lines
 

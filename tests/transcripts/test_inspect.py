@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cairn.transcripts import InspectReport, TranscriptNotFound, inspect_files
-from tests.conftest import REAL_TRANSCRIPTS, real_transcripts
+from tests.helpers.paths import REAL_TRANSCRIPTS, real_transcripts
 
 from .plain import physical_lines, plain_lines, plain_tool_use_counts, plain_type_counts
 

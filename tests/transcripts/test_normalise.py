@@ -17,8 +17,8 @@ from cairn.transcripts import (
     normalise,
     read_from,
 )
-from tests.builders import Transcript
-from tests.conftest import REAL_TRANSCRIPTS
+from tests.helpers.builders import Transcript
+from tests.helpers.paths import REAL_TRANSCRIPTS
 
 from .redaction_corpus import ANTHROPIC_KEY, GITHUB_PAT_CLASSIC, OPENAI_LEGACY_KEY
 

@@ -11,7 +11,7 @@ import pytest
 
 from cairn.transcripts import ReadResult, TranscriptNotFound, UnknownEntry, UserEntry, iter_entries, read_from
 from cairn.transcripts.reader import MALFORMED_LINES_KEPT
-from tests.conftest import real_transcripts
+from tests.helpers.paths import real_transcripts
 
 from .plain import physical_lines, plain_lines
 

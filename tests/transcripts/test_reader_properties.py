@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from cairn.transcripts import ReadEntry, read_from
 from cairn.transcripts.reader import CHUNK_SIZE, SETTLE_SECONDS
-from tests.conftest import real_transcripts
+from tests.helpers.paths import real_transcripts
 
 _VALID = b'{"type": "user", "message": {"content": "hi"}}'
 _LINE_PIECES = st.one_of(

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.hostile_disks import CAIRN, cairn_env
+from tests.helpers.hostile_disks import CAIRN, cairn_env
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")

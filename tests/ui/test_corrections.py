@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import DEMO, REAL_TRANSCRIPTS
 from tests.daemon.helpers import Daemons
-from tests.hostile_disks import CAIRN, cairn_env
+from tests.helpers.hostile_disks import CAIRN, cairn_env
+from tests.helpers.paths import DEMO, REAL_TRANSCRIPTS
 from tests.ui.helpers import (
     Viewer,
     backfilled,

@@ -26,9 +26,9 @@ import pytest
 
 from cairn.daemon.recall_drops import count_drop
 from cairn.ui.units import compact, percent
-from tests.builders import Transcript
-from tests.conftest import REAL_TRANSCRIPTS
-from tests.hostile_disks import CAIRN, cairn_env
+from tests.helpers.builders import Transcript
+from tests.helpers.hostile_disks import CAIRN, cairn_env
+from tests.helpers.paths import REAL_TRANSCRIPTS
 from tests.ui.helpers import Viewer, backfilled, require_chromium, running_viewer, signed_in
 
 pytestmark = pytest.mark.process

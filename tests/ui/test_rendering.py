@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import REAL_TRANSCRIPTS
+from tests.helpers.paths import REAL_TRANSCRIPTS
 from tests.ui import heron
 from tests.ui.helpers import (
     Viewer,

@@ -16,7 +16,7 @@ import termios
 import time
 from pathlib import Path
 
-from tests.conftest import REAL_TRANSCRIPTS
+from tests.helpers.paths import REAL_TRANSCRIPTS
 
 # Two short real sessions (19 and 29 messages): every phase runs, in seconds, on a busy 2-core machine.
 SMALL = [
