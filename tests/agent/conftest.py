@@ -10,14 +10,13 @@ after that runs as in the indexer.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 import pytest
 
 from cairn.agent.offline import inbatch, learned
 from cairn.agent.offline.classifier import Scored, Weights
-
-Picks = Callable[..., None]
+from tests.agent.offline_helpers import Picks
 
 
 @pytest.fixture

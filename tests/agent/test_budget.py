@@ -29,7 +29,7 @@ from cairn.config import Settings
 from cairn.ingest import sync_paths
 from cairn.store.store import Store
 from tests.agent.fake_anthropic import idea_per_update
-from tests.agent.test_indexer import CONVERSATION, OTHER, SESSION, write_transcript
+from tests.helpers.indexer import CONVERSATION, OTHER, SESSION, write_transcript
 
 INPUT, OUTPUT = 900, 100
 PER_RUN = INPUT + OUTPUT

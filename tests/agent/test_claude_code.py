@@ -40,7 +40,7 @@ from tests.agent.claude_code_helpers import (
     require_cli,
 )
 from tests.agent.fake_anthropic import FakeAnthropic, Reply, message
-from tests.agent.test_indexer import (
+from tests.helpers.indexer import (
     SESSION,
     TOOLS,
     idea,

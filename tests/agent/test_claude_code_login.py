@@ -24,7 +24,7 @@ from cairn.config import Settings
 from cairn.store.store import Store
 from tests.agent.claude_code_helpers import descendants, point_cli_at, require_cli
 from tests.agent.fake_anthropic import FakeAnthropic
-from tests.agent.test_indexer import idea, only_batch, result, store
+from tests.helpers.indexer import idea, only_batch, result, store
 
 __all__ = ["store"]  # the indexer tests' store: one small transcript, captured, not indexed
 

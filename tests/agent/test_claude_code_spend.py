@@ -33,7 +33,7 @@ from cairn.config import Settings
 from cairn.store.store import Store
 from tests.agent.claude_code_helpers import cli_processes, descendants, point_cli_at, require_cli
 from tests.agent.fake_anthropic import FakeAnthropic, Reply, message, sse
-from tests.agent.test_indexer import only_batch, run_rows, store
+from tests.helpers.indexer import only_batch, run_rows, store
 
 __all__ = ["store"]  # the indexer tests' store: one small transcript, captured, not indexed
 

@@ -17,58 +17,20 @@ import pytest
 from pydantic_ai import Agent, ModelRetry, RunContext, capture_run_messages
 from pydantic_ai.messages import ModelResponse, ToolCallPart
 
-from cairn.agent import executor
-from cairn.agent.batches import PlannedBatch, plan_batches
-from cairn.agent.executor import ApplyStats, RunRecord
+from cairn.agent.batches import plan_batches
+from cairn.agent.executor import ApplyStats
 from cairn.agent.offline import LOOKUP_BUDGET, OFFLINE_MODEL_NAME, offline_model
 from cairn.agent.schema import IndexResult, render_batch_prompt
 from cairn.config import Settings
 from cairn.ingest import sync_paths
 from cairn.store.store import Store
 from cairn.tools import ToolDeps, indexing_toolset
+from tests.agent.offline_helpers import _agent, _apply, _index_all, _run
 from tests.helpers.builders import Transcript
 from tests.helpers.paths import REPO_ROOT, real_transcripts
 
 DEMO = REPO_ROOT / "cairn" / "demo" / "demo-session.jsonl"
 SESSION = "0b7c5e2a-3d41-4c8e-9f6a-cafe00000abc"
-
-
-def _agent() -> Agent[ToolDeps, IndexResult]:
-    return Agent(offline_model(), output_type=IndexResult, deps_type=ToolDeps, toolsets=[indexing_toolset()])
-
-
-async def _run(store: Store, planned: PlannedBatch, *, max_tool_calls: int = 15) -> tuple[IndexResult, int]:
-    """The agent's result for one batch, and how many function tools it called."""
-    deps = ToolDeps(db=store.db, vectors=None, max_tool_calls=max_tool_calls)
-    with capture_run_messages() as messages:
-        run = await _agent().run(render_batch_prompt(planned.batch), deps=deps)
-    calls = [
-        part
-        for message in messages
-        if isinstance(message, ModelResponse)
-        for part in message.parts
-        if isinstance(part, ToolCallPart) and part.tool_name != "final_result"
-    ]
-    assert run.usage.tool_calls == len(calls) == deps.tool_calls
-    return run.output, len(calls)
-
-
-async def _apply(store: Store, planned: PlannedBatch, result: IndexResult) -> ApplyStats:
-    return await executor.apply(
-        store.db, planned, result, RunRecord(OFFLINE_MODEL_NAME, "test", planned.batch.mode)
-    )
-
-
-async def _index_all(
-    store: Store, settings: Settings, paths: list[Path], mode: str = "backfill"
-) -> list[Any]:
-    """Capture `paths`, then index every pending batch; (batch, result, tool calls, stats) per batch."""
-    await sync_paths(store, paths, settings, vectors=False)
-    done = []
-    for planned in await plan_batches(store.db, mode=mode):  # type: ignore[arg-type]
-        result, calls = await _run(store, planned)
-        done.append((planned, result, calls, await _apply(store, planned, result)))
-    return done
 
 
 def _line(session: str, line: int, role: str, text: str) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 from cairn.config import Settings
 from cairn.recall.ops import context_for
 from cairn.store.store import Store
-from tests.agent.test_offline_agent import _index_all
+from tests.agent.offline_helpers import _index_all
 from tests.helpers.builders import Transcript
 from tests.helpers.paths import REAL_TRANSCRIPTS
 

@@ -8,33 +8,9 @@ from cairn.agent.offline.gazetteer import canonical, canonical_names, find_techn
 from cairn.agent.offline.lookups import KnownEntity, KnownIdea, KnownSpan, absorb, plan
 from cairn.agent.offline.text import segments, shorten, term_set
 from cairn.agent.offline.topics import name_from
-from cairn.agent.schema import BatchMessage, IndexBatch, IndexResult, SessionUpdate
+from cairn.agent.schema import IndexResult
 from cairn.tools.results import EntityInfo, EntityList, IdeaBrief, IdeaList, Notice, SpanInfo
-from tests.agent.conftest import Picks
-
-SESSION = "s-1"
-FILE = "/home/dev/.claude/projects/acme/s-1.jsonl"
-
-
-def batch(*messages: tuple[str, str], start: int = 1, session: str = SESSION) -> IndexBatch:
-    """A one-session batch of (role, content) messages at consecutive lines from `start`."""
-    return IndexBatch(
-        updates=[
-            SessionUpdate(
-                session=session,
-                file_path=FILE,
-                messages=[
-                    BatchMessage(line=start + i, role=role, content=text)
-                    for i, (role, text) in enumerate(messages)
-                ],
-            )
-        ]
-    )
-
-
-def fresh() -> Known:
-    """What the tools say about a session they have never seen: no span, nothing open, nothing stored."""
-    return Known(spans={SESSION: None}, open_questions={SESSION: []}, open_todos={SESSION: []})
+from tests.agent.offline_helpers import SESSION, Picks, batch, fresh
 
 
 def intents(result: IndexResult) -> list[tuple[int, str]]:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from cairn.agent.offline import build_result
-from tests.agent.conftest import Picks
-from tests.agent.test_offline_heuristics import batch, fresh
+from tests.agent.offline_helpers import Picks, batch, fresh
 
 
 def test_labels_after_a_lead_in_under_a_heading_and_in_prose_are_ideas(model_picks: Picks) -> None:

@@ -10,8 +10,7 @@ import pytest
 from cairn.agent.offline import build_result
 from cairn.agent.offline.tool_calls import ToolCall, tool_calls
 from cairn.agent.schema import IndexResult
-from tests.agent.conftest import Picks
-from tests.agent.test_offline_heuristics import batch, fresh
+from tests.agent.offline_helpers import _LINT_AGAIN, _LINT_TAKEN_UP, Picks, batch, fresh
 
 
 def _by_line(result: IndexResult) -> dict[int, list[tuple[str, str]]]:
@@ -246,17 +245,7 @@ def test_a_failure_that_passes_or_is_not_retried_is_a_step(after: list[tuple[str
     assert problem.content == "Bash call failed: Build error occurred [TypeError: generate is not a function]"
 
 
-_LINT = ("assistant", 'Running the linter.\n[tool_use Bash] command="mise run lint 2>&1" description="lint"')
-_LINT_FAILS = ("tool", "[tool_result Bash error] lint failed: hooks.go:42: noctx: exec.Command needs a ctx")
-_LINT_AGAIN = ("assistant", '[tool_use Bash] command="mise run lint 2>&1" description="lint again"')
 _EDIT = ("assistant", '[tool_use Edit] file_path="/repo/cmd/hooks.go" old_string="a" new_string="b"')
-# The lint run fails and the conversation takes the failure up: a problem of the batch.
-_LINT_TAKEN_UP = (
-    ("user", "make the linter happy"),
-    _LINT,
-    _LINT_FAILS,
-    ("assistant", "The lint error says exec.Command needs a context."),
-)
 
 
 def test_a_failure_a_change_made_pass_is_a_fix_cited_at_the_change(model_picks: Picks) -> None:

@@ -12,10 +12,8 @@ from __future__ import annotations
 from cairn.agent.offline import build_result
 from cairn.agent.offline.inbatch import answered, completed
 from cairn.agent.offline.tool_calls import answered_calls
-from tests.agent.conftest import Picks
-from tests.agent.test_offline_heuristics import batch, fresh
-from tests.agent.test_offline_inbatch import idea, view_of
-from tests.agent.test_offline_left_open import _LINT_AGAIN, _LINT_FAILS, _LINT_TAKEN_UP
+from tests.agent.inbatch_helpers import idea, view_of
+from tests.agent.offline_helpers import _LINT_AGAIN, _LINT_FAILS, _LINT_TAKEN_UP, Picks, batch, fresh
 
 # A person's request, and the work of its turn: a first proposal, the change, the report at the end.
 REQUEST = (

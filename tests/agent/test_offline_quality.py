@@ -24,8 +24,7 @@ import pytest
 from cairn.agent.offline.gazetteer import spellings
 from cairn.config import Settings
 from cairn.store.store import Store
-from tests.agent.conftest import Picks
-from tests.agent.test_offline_agent import _index_all
+from tests.agent.offline_helpers import Picks, _index_all
 from tests.helpers.paths import REAL_TRANSCRIPTS, REPO_ROOT
 
 SESSIONS = REPO_ROOT / "evals" / "datasets" / "core" / "sessions"

@@ -24,10 +24,10 @@ import pytest
 from cairn.agent.schema import BATCH_OPEN, CONTEXT_ROLE, extract_batch
 from cairn.daemon.pause import PAUSE_FILE
 from tests.agent.fake_anthropic import FakeAnthropic, Reply, idea_per_update
-from tests.agent.test_indexer import _entry
 from tests.daemon.helpers import Daemons, cairn, enqueue, query, status_json, wait_for
 from tests.daemon.test_daemon import DEMO
 from tests.helpers.cli import cairn as run_cairn
+from tests.helpers.indexer import _entry
 
 SESSION = "0b7c5e2a-3d41-4c8e-9f6a-cafe00000033"
 MAX_ATTEMPTS = 2

@@ -28,7 +28,7 @@ from cairn.daemon import loop, queue
 from cairn.daemon.loop import Daemon
 from cairn.daemon.pause import BUDGET, MODEL, read_pause
 from cairn.store.store import Store, iso_utc
-from tests.agent.test_indexer import CONVERSATION, SESSION, _entry, write_transcript
+from tests.helpers.indexer import CONVERSATION, SESSION, _entry, write_transcript
 
 LINE = "Claude Code is not logged in: run `claude` and log in"
 
