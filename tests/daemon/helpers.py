@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -15,6 +16,9 @@ from typing import Any
 
 import pytest
 
+from cairn.config import Settings
+from cairn.daemon.install import hook_command, usable_sqlite3, write_launchers
+from cairn.store.store import Store
 from tests.helpers.cli import cairn as run_cairn
 
 DEFAULT_TIMEOUT = 20.0
@@ -143,3 +147,36 @@ def offline_daemons(home: Path, monkeypatch: pytest.MonkeyPatch, **settings: str
         yield started
     finally:
         started.cleanup()
+
+
+def _own_processes(home: Path) -> list[int]:
+    """Pids of this user's processes started with this test's CAIRN_HOME (daemons and their starters)."""
+    marker = f"CAIRN_HOME={home}".encode()
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            if marker in (proc / "environ").read_bytes().split(b"\0"):
+                pids.append(int(proc.name))
+    return pids
+
+
+def _make_store(settings: Settings) -> None:
+    async def create() -> None:
+        store = await Store.open(settings)
+        await store.close()
+
+    asyncio.run(create())
+
+
+def _command(settings: Settings, kind: str) -> str:
+    if kind == "sh":
+        cli = usable_sqlite3()
+        if cli is None:
+            pytest.skip("no sqlite3 CLI (3.32+) on PATH")
+        targets = write_launchers(settings, sqlite3=cli)
+    else:
+        targets = write_launchers(settings, sqlite3="")
+    assert targets.kind == kind
+    return hook_command(settings)

@@ -18,9 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.daemon.helpers import Daemons, alive, cairn, enqueue, kill_hard, pidfile_pid, query, wait_for
-from tests.helpers.paths import REAL_TRANSCRIPTS
+from tests.helpers.paths import DEMO, REAL_TRANSCRIPTS
 
-DEMO = Path(__file__).resolve().parents[2] / "cairn" / "demo" / "demo-session.jsonl"
 SIDECHAIN = REAL_TRANSCRIPTS / "fasthooks" / "sample_agent_sidechain.jsonl"
 SESSION = "0b7c5e2a-3d41-4c8e-9f6a-cafe00000001"
 IDEAS = "SELECT source_line, intent, content FROM ideas"

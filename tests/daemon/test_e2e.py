@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from cairn.daemon.install import HOOK_EVENTS, is_cairn_command
-from tests.daemon.helpers import alive, cairn, kill_hard, pidfile_pid, query, wait_for
+from tests.daemon.helpers import _own_processes, alive, cairn, kill_hard, pidfile_pid, query, wait_for
 from tests.helpers.paths import REAL_TRANSCRIPTS
 
 FASTHOOKS = REAL_TRANSCRIPTS / "fasthooks"
@@ -30,19 +30,6 @@ HOOK_LOG = FASTHOOKS / "sample_hook_logs.jsonl"
 MAIN = FASTHOOKS / "sample_main_transcript.jsonl"
 SIDECHAIN = FASTHOOKS / "sample_agent_sidechain.jsonl"
 SIDECHAIN_AGENT = "af1ff21"  # the agent whose transcript the fixtures hold
-
-
-def _own_processes(home: Path) -> list[int]:
-    """Pids of this user's processes started with this test's CAIRN_HOME (daemons and their starters)."""
-    marker = f"CAIRN_HOME={home}".encode()
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        with contextlib.suppress(OSError):
-            if marker in (proc / "environ").read_bytes().split(b"\0"):
-                pids.append(int(proc.name))
-    return pids
 
 
 @pytest.fixture

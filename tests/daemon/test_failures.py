@@ -22,7 +22,7 @@ from cairn.agent.schema import BATCH_OPEN, extract_batch
 from cairn.daemon.loop import RETRY_BACKOFF_SECONDS
 from tests.agent.fake_anthropic import FakeAnthropic, Reply, idea_per_update
 from tests.daemon.helpers import Daemons, cairn, enqueue, query, status_json, wait_for
-from tests.daemon.test_daemon import DEMO
+from tests.helpers.paths import DEMO
 
 GOOD = "0b7c5e2a-3d41-4c8e-9f6a-cafe00000001"
 BAD = "0b7c5e2a-3d41-4c8e-9f6a-cafe00000002"

@@ -6,7 +6,6 @@ fallback without a sqlite3 CLI), through the exact command `cairn install` would
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import json
 import os
@@ -20,8 +19,7 @@ from typing import Any
 import pytest
 
 from cairn.config import Settings
-from cairn.daemon.install import hook_command, usable_sqlite3, write_launchers
-from cairn.store.store import Store
+from tests.daemon.helpers import _command, _make_store
 from tests.helpers.paths import REAL_TRANSCRIPTS
 
 FASTHOOKS = REAL_TRANSCRIPTS / "fasthooks"
@@ -34,30 +32,10 @@ EVENTS = ("UserPromptSubmit", "Stop", "SubagentStop", "PreCompact", "SessionEnd"
 pytestmark = pytest.mark.parametrize("kind", ["sh", "python"])
 
 
-def _make_store(settings: Settings) -> None:
-    async def create() -> None:
-        store = await Store.open(settings)
-        await store.close()
-
-    asyncio.run(create())
-
-
 @pytest.fixture
 def store(settings: Settings) -> Settings:
     _make_store(settings)
     return settings
-
-
-def _command(settings: Settings, kind: str) -> str:
-    if kind == "sh":
-        cli = usable_sqlite3()
-        if cli is None:
-            pytest.skip("no sqlite3 CLI (3.32+) on PATH")
-        targets = write_launchers(settings, sqlite3=cli)
-    else:
-        targets = write_launchers(settings, sqlite3="")
-    assert targets.kind == kind
-    return hook_command(settings)
 
 
 def run_hook(

@@ -21,9 +21,7 @@ from pathlib import Path
 import pytest
 
 from cairn.config import Settings
-from tests.daemon.helpers import alive, kill_hard
-from tests.daemon.test_e2e import _own_processes
-from tests.daemon.test_hook import _command, _make_store
+from tests.daemon.helpers import _command, _make_store, _own_processes, alive, kill_hard
 
 HOOKS = 40  # before the kill, and as many after it
 

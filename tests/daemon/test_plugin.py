@@ -27,9 +27,9 @@ from cairn.daemon import install as installer
 from cairn.store.store import Store
 from tests.agent.claude_code_helpers import hide_sdk, require_cli
 from tests.daemon.helpers import Daemons, query, wait_for
-from tests.daemon.test_recall_hook import ON_TOPIC, injected, payload
 from tests.helpers.cli import cairn
 from tests.helpers.paths import DEMO, REAL_TRANSCRIPTS, REPO_ROOT
+from tests.helpers.recall_hook import ON_TOPIC, injected, payload
 
 PLUGIN = REPO_ROOT / "plugins" / "cairn"
 PLUGIN_ID = "cairn@cairn"

@@ -16,7 +16,7 @@ from cairn.daemon import recall as recall_hook
 from cairn.daemon.install import recall_command, write_launchers
 from cairn.daemon.recall_drops import DROPS_FILE, count_drop, read_drops
 from tests.daemon.helpers import Daemons, pidfile_pid, wait_for
-from tests.daemon.test_recall_hook import HANG_S, fake_daemon, prompt, run_hook, session_start
+from tests.helpers.recall_hook import HANG_S, fake_daemon, prompt, run_hook, session_start
 
 
 def write_pidfile(home: Path, pid: int, started: float) -> None:

@@ -24,17 +24,9 @@ import pytest
 
 from cairn.config import Settings
 from tests.daemon.helpers import query
-from tests.daemon.test_recall_hook import (
-    HANG_S,
-    fake_daemon,
-    idea_ids,
-    injected,
-    new_session,
-    run_hook,
-    serving,
-)
 from tests.helpers.cli import cairn
 from tests.helpers.paths import REAL_TRANSCRIPTS
+from tests.helpers.recall_hook import HANG_S, fake_daemon, idea_ids, injected, new_session, run_hook, serving
 
 pytestmark = pytest.mark.slow
 
