@@ -19,6 +19,7 @@ from cairn.backfill import Session, discover_sessions, parse_since, select_sessi
 from cairn.cli.progress import short_session
 from cairn.pricing import PRICES, Price, cost, price_for
 from cairn.store.identity import claude_dir_name
+from tests.helpers.backfill import DEMO_PROJECT, rows
 from tests.helpers.cli import cairn, cairn_json
 from tests.helpers.paths import REAL_TRANSCRIPTS
 from tests.helpers.repos import make_worktrees
@@ -27,7 +28,6 @@ VIEWER = sorted((REAL_TRANSCRIPTS / "claude-code-viewer").glob("*.jsonl"))
 MAIN = REAL_TRANSCRIPTS / "fasthooks" / "sample_main_transcript.jsonl"
 SIDECHAIN = REAL_TRANSCRIPTS / "fasthooks" / "sample_agent_sidechain.jsonl"
 MAIN_SESSION = "c45af7b1-cb7c-4e51-93db-8cbb250a877a"
-DEMO_PROJECT = "-home-dev-demo"
 
 
 def lay_out(projects: Path, project: str = DEMO_PROJECT) -> Path:
@@ -48,11 +48,6 @@ def first_timestamp(path: Path) -> str:
         if isinstance(value.get("timestamp"), str):
             return value["timestamp"]
     raise AssertionError(f"no timestamp in {path}")
-
-
-def rows(home: Path, sql: str) -> list[tuple[object, ...]]:
-    with sqlite3.connect(home / "cairn.db") as conn:
-        return list(conn.execute(sql))
 
 
 def idea_keys(home: Path, projects: Path) -> list[tuple[object, ...]]:

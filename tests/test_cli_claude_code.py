@@ -20,7 +20,7 @@ from pydantic_ai.models import override_allow_model_requests
 from cairn.agent.claude_code_tools import TOOL_PREFIX
 from cairn.agent.schema import extract_batch
 from cairn.evals.record import read_recording
-from tests.agent.claude_code_helpers import batch_prompt, idea_per_session, require_cli
+from tests.agent.claude_code_helpers import batch_prompt, clis_of, idea_per_session, require_cli
 from tests.agent.fake_anthropic import FakeAnthropic
 from tests.evals import make_dataset
 from tests.helpers.cli import cairn_json
@@ -45,20 +45,6 @@ def cli_env(fake: FakeAnthropic, home: Path) -> dict[str, str]:
         "ANTHROPIC_API_KEY": "fake",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     }
-
-
-def clis_of(home: Path) -> list[int]:
-    """Processes anywhere whose environment has HOME=`home`: CLIs a run left behind."""
-    marker = f"HOME={home}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker in (entry / "environ").read_bytes().split(b"\0"):
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
 
 
 def asked(fake: FakeAnthropic) -> Counter[tuple[str, int, str]]:

@@ -27,8 +27,8 @@ import pytest
 from cairn.config import Settings
 from cairn.store.store import Store
 from tests.helpers import inprocess
+from tests.helpers.learn import fill
 from tests.helpers.progress import run_on_a_terminal, strip_escapes
-from tests.test_cli_learn import fill
 
 WIDTHS = (80, 120)
 #: The longest word every text column shows whole at 80 columns (the narrowest a text column with

@@ -14,7 +14,7 @@ from cairn.config import Settings
 from cairn.store.store import Store
 from cairn.store.vectors import VectorIndex
 from tests.helpers.cli import cairn
-from tests.search.test_snippets import found, synced
+from tests.helpers.snippets import found, synced
 
 
 @pytest.mark.process

@@ -28,7 +28,7 @@ from cairn.daemon.server import run_op
 from cairn.store.store import Store
 from tests.helpers.hostile_disks import run_cairn
 from tests.helpers.paths import DEMO, REAL_TRANSCRIPTS
-from tests.test_reindex import indexed
+from tests.helpers.reindex import indexed
 
 pytestmark = pytest.mark.process
 

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from cairn.agent.indexer import index_pending
 from cairn.agent.offline import model as offline_model
 from cairn.agent.schema import IndexResult
 from cairn.config import Settings
@@ -22,27 +21,11 @@ from cairn.ingest import sync_file
 from cairn.reindex.run import Selection, select_sessions
 from cairn.store.store import Store
 from tests.helpers.paths import REAL_TRANSCRIPTS
+from tests.helpers.reindex import indexed, rows
 
 VIEWER = sorted((REAL_TRANSCRIPTS / "claude-code-viewer").glob("*.jsonl"))
 SMALL = [p for p in VIEWER if p.stat().st_size < 200_000][:2]
 MARK = "[v2] "
-
-
-async def rows(store: Store, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    return [tuple(r) for r in await store.db.fetchall(sql, params)]
-
-
-async def indexed(store: Store, settings: Settings, paths: list[Path]) -> dict[str, list[int]]:
-    """Capture and index `paths` offline; each session's idea ids."""
-    for path in paths:
-        await sync_file(store, path, settings)
-    report = await index_pending(store, settings, model="offline")
-    assert report.ok and not report.failures
-    ideas: dict[str, list[int]] = {}
-    for session, idea_id in await rows(store, "SELECT session_id, id FROM ideas ORDER BY id"):
-        ideas.setdefault(session, []).append(idea_id)
-    assert len(ideas) == len(paths)
-    return ideas
 
 
 async def test_reindex_after_a_model_change_replaces_memory_and_never_touches_messages(

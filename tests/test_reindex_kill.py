@@ -30,9 +30,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.backfill import DEMO_PROJECT, rows
 from tests.helpers.builders import Transcript
 from tests.helpers.cli import cairn_json
-from tests.test_backfill import DEMO_PROJECT, rows
 
 pytestmark = pytest.mark.process
 

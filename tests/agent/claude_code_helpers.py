@@ -128,3 +128,17 @@ def temp_user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
     return home
+
+
+def clis_of(home: Path) -> list[int]:
+    """Processes anywhere whose environment has HOME=`home`: CLIs a run left behind."""
+    marker = f"HOME={home}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found

@@ -25,13 +25,12 @@ import pytest
 
 from cairn.agent.claude_code_tools import TOOL_PREFIX
 from cairn.daemon.pause import PAUSE_FILE
-from tests.agent.claude_code_helpers import cli_processes, point_cli_at, require_cli
+from tests.agent.claude_code_helpers import cli_processes, clis_of, point_cli_at, require_cli
 from tests.agent.fake_anthropic import Reply
 from tests.daemon.helpers import Daemons, cairn, enqueue, query, status_json, wait_for
 from tests.daemon.pause_helpers import HealingAnthropic
 from tests.helpers.indexer import _entry
 from tests.helpers.paths import DEMO
-from tests.test_cli_claude_code import clis_of
 
 SESSION = "0b7c5e2a-3d41-4c8e-9f6a-cafe00000133"
 MODEL = "claude-code:claude-haiku-4-5"

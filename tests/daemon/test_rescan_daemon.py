@@ -10,7 +10,7 @@ import pytest
 from cairn.config import Settings
 from cairn.store.store import Store
 from tests.daemon.helpers import Daemons, alive, cairn, query
-from tests.test_rescan import SECRETS, _leaky_store
+from tests.helpers.rescan import SECRETS, _leaky_store
 
 
 async def test_the_daemon_runs_the_rescan_for_the_command(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,9 +18,3 @@ def transcripts(tmp_path: Path) -> Path:
     (root / "proj" / "x.jsonl").write_text("\n".join([LINE] * 5) + "\n")
     (root / "proj" / "y.jsonl").write_text(LINE)  # one line, no newline at the end: still a line
     return root
-
-
-def write_json(path: Path, data: Any) -> Path:
-    """`data` written to `path` as JSON (a string as it is, for malformed files)."""
-    path.write_text(data if isinstance(data, str) else json.dumps(data))
-    return path

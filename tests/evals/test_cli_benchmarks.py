@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.evals import DEMO
-from tests.evals.test_locomo import tiny_conversation
+from tests.evals.helpers import tiny_conversation
 from tests.helpers.cli import cairn, cairn_json
 from tests.helpers.paths import REAL_TRANSCRIPTS
 

@@ -6,17 +6,14 @@ run are known before it starts; the offline indexer is then checked to beat a br
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic_ai.exceptions import ModelAPIError
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
+from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from cairn.agent.models import ModelChoice, request_settings
-from cairn.agent.schema import BATCH_OPEN, IndexResult, extract_batch
 from cairn.config import Settings
 from cairn.evals import indexing
 from cairn.evals.dataset import Dataset, EntityLabel, load_dataset
@@ -32,9 +29,8 @@ from cairn.evals.scoring import (
 )
 from cairn.evals.state import StoreState, score
 from cairn.prompts import load_prompt
-from tests.evals import DEMO_LABELS, DEMO_SECRET, make_dataset
-
-IdeaSpec = tuple[int, str, str]  # line, intent, content
+from tests.evals import DEMO_SECRET, make_dataset
+from tests.evals.helpers import GOLD_SPECS, _scripted, use_model
 
 
 @pytest.fixture
@@ -173,51 +169,6 @@ def test_misses_show_the_stored_ideas_near_each_missed_label(demo: Dataset) -> N
 
 
 # Whole runs on a store.
-
-
-def _scripted(specs: list[IdeaSpec]) -> Callable[[list[ModelMessage], AgentInfo], ModelResponse]:
-    """An indexer that stores exactly `specs` (those whose line is in the batch), and nothing else."""
-
-    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        prompt = next(
-            part.content
-            for message in messages
-            if isinstance(message, ModelRequest)
-            for part in message.parts
-            if isinstance(part, UserPromptPart)
-            and isinstance(part.content, str)
-            and BATCH_OPEN in part.content
-        )
-        ideas = []
-        for update in extract_batch(prompt).updates:
-            lines = {m.line for m in update.messages}
-            for line, intent, content in specs:
-                if line in lines:
-                    ideas.append(
-                        {
-                            "session": update.session,
-                            "source_file": update.file_path,
-                            "source_line": line,
-                            "content": content,
-                            "intent": intent,
-                        }
-                    )
-        result = IndexResult.model_validate({"ideas": ideas})
-        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, result.model_dump(mode="json"))])
-
-    return respond
-
-
-def use_model(monkeypatch: pytest.MonkeyPatch, name: str, model: FunctionModel) -> None:
-    """Make `run_indexing` resolve every model string to `model` (under `name`)."""
-
-    def resolve(settings: Settings, _override: str | None = None) -> ModelChoice:
-        return ModelChoice(name, model, request_settings(settings))
-
-    monkeypatch.setattr(indexing, "resolve_model", resolve)
-
-
-GOLD_SPECS: list[IdeaSpec] = [(i["line"], i["intent"], i["content"]) for i in DEMO_LABELS["ideas"]]
 
 
 async def test_an_indexer_storing_exactly_the_labels_scores_perfect_ideas(

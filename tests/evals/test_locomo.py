@@ -20,65 +20,7 @@ from cairn.evals.locomo import (
     turn_text,
 )
 from cairn.transcripts import NormaliseOptions, Normaliser, read_from
-
-
-def tiny_conversation() -> dict[str, Any]:
-    """Two speakers, three sessions listed out of order, a photo, and questions of every category."""
-    return {
-        "speaker_a": "Ada",
-        "speaker_b": "Bo",
-        "session_2_date_time": "9:05 am on 3 June, 2023",
-        "session_2": [
-            {"speaker": "Bo", "dia_id": "D2:1", "text": "I adopted a greyhound called Pixel."},
-            {"speaker": "Ada", "dia_id": "D2:2", "text": "Lovely! Mine still hates the vacuum."},
-        ],
-        "session_1_date_time": "1:56 pm on 8 May, 2023",
-        "session_1": [
-            {"speaker": "Ada", "dia_id": "D1:1", "text": "Hi Bo, I started pottery classes on Monday."},
-            {
-                "speaker": "Bo",
-                "dia_id": "D1:2",
-                "text": "Nice, look what I made last week.",
-                "img_url": ["https://example.invalid/bowl.jpg"],
-                "blip_caption": "a photo of a blue ceramic bowl on a table",
-            },
-            {"speaker": "Ada", "dia_id": "D1:3", "text": "That glaze is gorgeous."},
-        ],
-        "session_10_date_time": "12:09 am on 13 September, 2023",
-        "session_10": [{"speaker": "Bo", "dia_id": "D10:1", "text": "Pixel won a race today."}],
-        # A date without turns (LoCoMo has those): ignored.
-        "session_11_date_time": "1:00 pm on 14 September, 2023",
-        "events_session_1": {"Ada": ["starts pottery"]},
-        "qa": [
-            {
-                "question": "When did Ada start pottery?",
-                "answer": "May 2023",
-                "evidence": ["D1:1"],
-                "category": 2,
-            },
-            {"question": "What did Bo make?", "answer": "a bowl", "evidence": ["D1:2"], "category": 4},
-            {
-                "question": "What are Bo's dog's achievements?",
-                "answer": "a race",
-                "evidence": ["D2:1; D10:01"],
-                "category": 1,
-            },
-            {
-                "question": "Would Ada like ceramics?",
-                "answer": "yes",
-                "evidence": ["D1:3", "D9:9"],
-                "category": 3,
-            },
-            {
-                "question": "What did Ada adopt?",
-                "adversarial_answer": "a cat",
-                "evidence": ["D2:1"],
-                "category": 5,
-            },
-            {"question": "What is Bo's job?", "answer": "unknown", "evidence": [], "category": 4},
-            {"question": "Where is D7?", "answer": "?", "evidence": ["D7:1"], "category": 4},
-        ],
-    }
+from tests.evals.helpers import tiny_conversation
 
 
 def write(path: Path, data: Any) -> Path:

@@ -10,7 +10,7 @@ import pytest
 
 from cairn.evals.benchmark import BenchmarkError, Evidence
 from cairn.evals.qa import DEFAULT_QA, DEFAULT_QA_TRANSCRIPTS, load_qa, resolve_qa
-from tests.evals.conftest import write_json
+from tests.evals.helpers import write_json
 
 
 def item(**changes: Any) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from cairn.evals.indexing import IndexingRun, run_indexing
 from cairn.evals.record import RecordingError, ReplayMismatchError, read_recording
 from cairn.prompts import load_prompt
 from tests.evals import demo_labels, make_dataset
-from tests.evals.test_indexing import GOLD_SPECS, _scripted, use_model
+from tests.evals.helpers import GOLD_SPECS, _scripted, use_model
 
 PAID = "anthropic:claude-haiku-4-5"
 

@@ -10,7 +10,7 @@ import pytest
 
 from cairn.evals.questions import BenchmarkError
 from cairn.evals.splits import DEFAULT_SPLITS, SHARED_ENV, load_sessions, load_splits, select, shared_folder
-from tests.evals.conftest import write_json
+from tests.evals.helpers import write_json
 
 LABELS = {"cwd": "/proj", "decisions": [{"text": "d", "line": 2}]}
 

@@ -23,7 +23,7 @@ from cairn.evals.truth import (
     score_session,
     totals,
 )
-from tests.evals.conftest import write_json
+from tests.evals.helpers import write_json
 from tests.helpers.paths import REAL_TRANSCRIPTS
 
 # ---------------------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from cairn.search.hybrid import search
 from cairn.search.models import SearchPage, SearchRequest
 from cairn.store.db import Database
 from cairn.store.store import Store
-from tests.search.test_content_files import WEBAPP, Corpus, add_document, build_files
+from tests.helpers.content_files import WEBAPP, Corpus, add_document, build_files
 from tests.tools.memory import add_idea, insert
 
 NOW = datetime.now(UTC)

@@ -253,7 +253,7 @@ async def test_a_declined_item_is_not_open_for_the_indexer_nor_on_the_home_page(
     from cairn.tools import ToolDeps
     from cairn.tools.ideas import get_open_questions, get_open_todos
     from cairn.tools.results import IdeaList
-    from tests.tools.conftest import context
+    from tests.tools.memory import context
 
     ids = await _memory(store)
     ctx = context(ToolDeps(db=store.db, vectors=None))

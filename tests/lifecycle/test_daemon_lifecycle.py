@@ -16,8 +16,7 @@ import pytest
 
 from tests.daemon.helpers import Daemons, alive, offline_daemons, wait_for
 from tests.helpers.cli import cairn, cairn_json
-from tests.lifecycle.conftest import ACME_PHRASES, DEMO_PATH, found_in_files
-from tests.lifecycle.test_forget import DEMO_SESSION
+from tests.lifecycle.helpers import ACME_PHRASES, DEMO_PATH, DEMO_SESSION, found_in_files
 
 pytestmark = pytest.mark.process
 

@@ -21,7 +21,7 @@ from cairn.lifecycle.tables import FORMAT_VERSION
 from cairn.store.store import Store
 from tests.helpers.builders import Transcript
 from tests.helpers.cli import cairn, cairn_json
-from tests.lifecycle.conftest import found_in_files
+from tests.lifecycle.helpers import found_in_files
 
 QUERIES = ("database is locked", "should we move orders to postgres", "Next.js version", "CLAUDE.md file")
 

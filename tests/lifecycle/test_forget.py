@@ -14,7 +14,7 @@ from cairn.lifecycle import forget as forget_module
 from cairn.lifecycle.forget import Selection
 from cairn.store.store import Store
 from tests.helpers import cli
-from tests.lifecycle.conftest import ACME_PHRASES, DEMO_PATH, found_in_files
+from tests.lifecycle.helpers import ACME_PHRASES, DEMO_PATH, DEMO_SESSION, found_in_files
 
 pytestmark = pytest.mark.process
 
@@ -27,9 +27,6 @@ def cairn(*args: str, **options: Any) -> Any:
 
 def cairn_json(*args: str, **options: Any) -> Any:
     return cli.cairn_json(*args, real_process=True, **options)
-
-
-DEMO_SESSION = "0b7c5e2a-3d41-4c8e-9f6a-cafe00000001"
 
 
 def stats() -> dict[str, Any]:

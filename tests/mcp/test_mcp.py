@@ -6,7 +6,6 @@ import importlib.metadata
 import json
 import os
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,8 +25,9 @@ from cairn.store.store import Store
 from cairn.store.vectors import VectorIndex
 from tests.daemon.helpers import Daemons, enqueue, offline_daemons, query, wait_for
 from tests.helpers.cli import cairn
-from tests.helpers.paths import REAL_TRANSCRIPTS, REPO_ROOT
-from tests.test_cli_learn import EXPECTED_FIGURES, fill
+from tests.helpers.learn import EXPECTED_FIGURES, fill
+from tests.helpers.paths import REAL_TRANSCRIPTS
+from tests.mcp.helpers import _server, call, error
 from tests.tools.memory import Memory, seed_closed
 
 TOOLS = {"search", "search_content", "show", "timeline", "open_questions"}
@@ -46,20 +46,6 @@ def server(settings: Settings, embedding_function: EmbeddingFunction[Documents],
     """The server over the seeded store. Tests connect with `async with Client(server)` themselves:
     anyio's cancel scopes must be entered and left in one task, which an async fixture does not do."""
     return build_server(Backend(settings, embedding_function))
-
-
-async def call(client: Client, tool: str, args: dict[str, Any] | None = None) -> Any:
-    """A tool's JSON answer; fails the test on a tool error."""
-    result = await client.call_tool(tool, args or {})
-    assert not result.is_error, result.content
-    return json.loads(result.content[0].text)
-
-
-async def error(client: Client, tool: str, args: dict[str, Any]) -> str:
-    """A tool error's message; fails the test when the call succeeds."""
-    result = await client.call_tool(tool, args)
-    assert result.is_error, result.content
-    return result.content[0].text
 
 
 def _nulls(value: Any) -> bool:
@@ -246,15 +232,6 @@ async def test_a_busy_store_answers_by_keyword_and_no_lock_is_kept_between_calls
 
 
 # A real `cairn mcp` subprocess
-
-
-def _server(home: Path, **env: str) -> StdioServerParameters:
-    return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "cairn", "mcp"],
-        env={"CAIRN_HOME": str(home), "CAIRN_MODEL": "offline", **env},
-        cwd=str(REPO_ROOT),
-    )
 
 
 async def _search_and_show(server: StdioServerParameters, memory: Memory) -> None:

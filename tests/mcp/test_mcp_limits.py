@@ -15,7 +15,7 @@ from cairn.mcp.server import _bounded_search
 from cairn.mcp.sizing import REPLY_CHARS, size
 from cairn.store.store import Store, message_hash
 from cairn.store.vectors import VectorIndex
-from tests.mcp.test_mcp import _server, call, error
+from tests.mcp.helpers import _server, call, error
 from tests.tools.memory import add_idea, add_span, insert
 
 CROWD = "s-crowd"

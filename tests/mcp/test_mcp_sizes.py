@@ -18,7 +18,7 @@ from cairn.mcp.server import build_server
 from cairn.mcp.sizing import REPLY_CHARS, SHOW_TEXT_CHARS, fit, one_line
 from cairn.store.store import Store, message_hash
 from cairn.store.vectors import VectorIndex
-from tests.mcp.test_mcp import call, error
+from tests.mcp.helpers import call, error
 from tests.tools.memory import Memory, add_idea, insert, seed
 
 SESSION = "s-long"

@@ -10,7 +10,7 @@ from cairn.config import Settings
 from cairn.evals.shown import has_escape, has_raw_json
 from cairn.mcp.server import compact_page
 from cairn.store.store import Store
-from tests.search.test_snippets import found, synced
+from tests.helpers.snippets import found, synced
 
 
 async def test_compact_results_name_the_origin_and_call_and_preview_plain_text(

@@ -12,7 +12,7 @@ from mcp import Client
 
 from cairn.config import Settings
 from cairn.search.paging import DAMAGED
-from tests.mcp.test_mcp import _server, call, error
+from tests.mcp.helpers import _server, call, error
 from tests.search.token_attacks import QUERY, attacks
 from tests.tools.memory import seed_closed
 

@@ -8,7 +8,7 @@ from cairn.search.dates import dates_in
 from cairn.search.hybrid import search
 from cairn.search.models import SearchRequest
 from cairn.store.store import Store, message_hash
-from tests.search.test_hybrid import ids
+from tests.search.helpers import ids
 from tests.tools.memory import insert
 
 

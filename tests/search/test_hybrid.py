@@ -17,6 +17,7 @@ from cairn.search.hybrid import asks_question, search
 from cairn.search.keyword import keyword_hits
 from cairn.search.models import SearchPage, SearchRequest
 from cairn.store.store import Store, message_hash
+from tests.search.helpers import ids
 from tests.tools.memory import add_idea, add_span, insert
 
 NOW = datetime.now(UTC)
@@ -141,10 +142,6 @@ async def run(store: Store, query: str = "", **kwargs: Any) -> SearchPage:
     return await search(
         store.db, vectors, store.settings, SearchRequest(query=query, **kwargs), record_usage=record
     )
-
-
-def ids(page: SearchPage) -> list[str]:
-    return [r.id for r in page.results]
 
 
 async def test_phrase_ranks_above_near_above_scattered_terms(store: Store, world: World) -> None:

@@ -12,7 +12,7 @@ from cairn.daemon.server import OPS, BadArgumentsError, UnknownOpError, op_funct
 from cairn.search.errors import BadContinuationError, ItemNotFoundError, SearchError
 from cairn.search.models import BadItemIdError
 from cairn.store.store import Store
-from tests.test_cli_learn import EXPECTED_FIGURES, fill
+from tests.helpers.learn import EXPECTED_FIGURES, fill
 from tests.tools.memory import MAIN, Memory, seed
 
 SEARCH_OPS = (

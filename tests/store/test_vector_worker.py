@@ -15,7 +15,7 @@ from cairn.store.vector_worker import BULK_VECTOR_KINDS, MEMORY_VECTOR_KINDS
 from cairn.store.vectors import VECTOR_KINDS
 from tests.helpers.paths import REAL_TRANSCRIPTS
 from tests.store.ingesting import LARGE, MAIN, MEDIUM, SMALL, ingest
-from tests.store.test_outbox import add_memory, assert_consistent
+from tests.store.outbox_helpers import add_memory, assert_consistent
 
 ENTIRE = REAL_TRANSCRIPTS / "entireio-cli" / "0a76fbfe-d767-433e-b4b1-a39e044f21e8.jsonl"
 

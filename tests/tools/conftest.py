@@ -10,26 +10,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import pytest
 import pytest_asyncio
 from chromadb.api.types import Documents, EmbeddingFunction
 from pydantic_ai import RunContext
-from pydantic_ai.models.test import TestModel
-from pydantic_ai.usage import RunUsage
 
 from cairn.config import Settings
 from cairn.store.store import Store
 from cairn.store.vectors import VectorIndex
 from cairn.tools import ToolDeps
-from tests.tools.memory import Memory, seed
-
-
-@dataclass(frozen=True)
-class Seeded:
-    store: Store
-    memory: Memory
+from tests.tools.memory import Memory, Seeded, context, seed
 
 
 async def open_store(settings: Settings, embedding_function: EmbeddingFunction[Documents]) -> Store:
@@ -69,11 +60,6 @@ def memory(seeded: Seeded) -> Memory:
 def deps(seeded: Seeded) -> ToolDeps:
     """Fresh per test: `tool_calls` counts up."""
     return ToolDeps(db=seeded.store.db, vectors=seeded.store.vectors)
-
-
-def context(deps: ToolDeps) -> RunContext[ToolDeps]:
-    """What pydantic-ai hands a tool, for calling tools directly (agent runs are in test_agent.py)."""
-    return RunContext(deps=deps, model=TestModel(), usage=RunUsage())
 
 
 @pytest.fixture

@@ -8,10 +8,14 @@ from typing import Any
 
 import aiosqlite
 from chromadb.api.types import Documents, EmbeddingFunction
+from pydantic_ai import RunContext
+from pydantic_ai.models.test import TestModel
+from pydantic_ai.usage import RunUsage
 
 from cairn.config import Settings
 from cairn.store.store import Store, idea_hash, message_hash
 from cairn.store.vectors import VectorIndex
+from cairn.tools import ToolDeps
 
 MAIN = "s-main"
 OTHER = "s-other"
@@ -220,3 +224,14 @@ async def seed_closed(settings: Settings, embedding_function: EmbeddingFunction[
         return await seed(store)
     finally:
         await store.close()
+
+
+@dataclass(frozen=True)
+class Seeded:
+    store: Store
+    memory: Memory
+
+
+def context(deps: ToolDeps) -> RunContext[ToolDeps]:
+    """What pydantic-ai hands a tool, for calling tools directly (agent runs are in test_agent.py)."""
+    return RunContext(deps=deps, model=TestModel(), usage=RunUsage())

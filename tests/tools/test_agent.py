@@ -19,8 +19,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from cairn.agent.schema import IndexResult
 from cairn.tools import TOOLS, ToolDeps, indexing_toolset
 from cairn.tools.results import EntityList, IdeaList, IdeaRelations, Notice, SpanInfo
-from tests.tools.conftest import Seeded
-from tests.tools.memory import MAIN, Memory
+from tests.tools.memory import MAIN, Memory, Seeded
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -8,8 +8,7 @@ from pydantic_ai import RunContext
 from cairn.tools import ToolDeps
 from cairn.tools.entities import get_entity_ideas, search_entities
 from cairn.tools.results import EntityIdeas, EntityList, Notice
-from tests.tools.conftest import Seeded, context
-from tests.tools.memory import Memory
+from tests.tools.memory import Memory, Seeded, context
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -14,8 +14,7 @@ from cairn.tools.ideas import (
     search_ideas,
 )
 from cairn.tools.results import IdeaList, IdeaRelations, Notice
-from tests.tools.conftest import Seeded, context
-from tests.tools.memory import EMPTY, MAIN, OTHER, SAID_AT, Memory
+from tests.tools.memory import EMPTY, MAIN, OTHER, SAID_AT, Memory, Seeded, context
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

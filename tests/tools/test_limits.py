@@ -22,8 +22,7 @@ from cairn.tools.ideas import (
 )
 from cairn.tools.results import PREVIEW_CHARS, EntityIdeas, IdeaList, Notice, SpanList, TopicHierarchy
 from cairn.tools.topics import find_similar_topics, get_current_span, get_topic_hierarchy, list_session_spans
-from tests.tools.conftest import context
-from tests.tools.memory import MAIN, Memory, add_idea, add_span, seed
+from tests.tools.memory import MAIN, Memory, add_idea, add_span, context, seed
 
 Call = tuple[Callable[..., Awaitable[Any]], dict[str, Any]]
 

@@ -11,7 +11,7 @@ from cairn.config import Settings
 from cairn.store.store import Store
 from cairn.ui.viewer import _environment, marked
 from cairn.ui.views.search import KINDS, MODES, SCORE_PARTS
-from tests.search.test_snippets import found, synced
+from tests.helpers.snippets import found, synced
 
 FORM = {"q": "webpack tokenizer", "mode": "hybrid", "kind": "all", "project": "", "session": "",
         "intents": [], "since": "", "until": "", "superseded": False, "min_score": "", "limit": "20",
