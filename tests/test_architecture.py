@@ -6,10 +6,15 @@ circles between sibling modules or packages at any depth, the agent knowing noth
 every module in its layer. One circle those contracts cannot see — a package's `__init__` and a module
 inside it importing each other — is looked for here with grimp, the graph library import-linter runs on.
 TYPE_CHECKING imports count in both, as they do in the contracts.
+
+The tests keep a rule of their own: what they share lives in helper modules (`tests/helpers/`, or a
+subpackage's own, e.g. `tests/daemon/helpers.py`), never in a test module or a conftest, so no test
+module or conftest is imported by anything.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -53,3 +58,38 @@ def test_no_module_imports_itself_back() -> None:
                 circles.setdefault(frozenset(back), " -> ".join((module, *back)))
     shown = "\n".join(list(circles.values())[:SHOWN])
     assert not circles, f"{len(circles)} import circle(s) in cairn, e.g.:\n{shown}"
+
+
+def _imported_modules(tree: ast.Module, package: str) -> list[tuple[int, str]]:
+    """(line, dotted name) of every module an import names, relative ones resolved against `package`;
+    `from a import b` names both `a` and `a.b` (b may be a module)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            found.append((node.lineno, base))
+            found.extend((node.lineno, f"{base}.{alias.name}") for alias in node.names)
+    return found
+
+
+def _is_test_module_or_conftest(name: str) -> bool:
+    last = name.rsplit(".", 1)[-1]
+    return name.split(".")[0] == "tests" and (last.startswith("test_") or last == "conftest")
+
+
+def test_no_test_module_or_conftest_is_imported() -> None:
+    offences = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        package = ".".join(path.relative_to(ROOT).parent.parts)
+        for line, name in _imported_modules(ast.parse(path.read_text(), str(path)), package):
+            if _is_test_module_or_conftest(name):
+                offences.append(f"{path.relative_to(ROOT)}:{line}: imports {name}")
+    assert not offences, (
+        "shared test helpers belong in tests/helpers/ (or a subpackage's helper module), not in a test "
+        "module or a conftest:\n" + "\n".join(offences)
+    )
