@@ -12,4 +12,11 @@ imports a conftest. `tests/test_architecture.py` checks the rule on every run.
 - `builders`: Claude Code transcripts built line by line.
 - `repos`: a real git repository with two worktrees.
 - `progress`: a small real history, a terminal to run on and the progress output read back.
+- `homes`: what the suite's shared indexed homes hold (`IndexedViewer`).
+- `indexer`: a small transcript in a real store, for the indexing runner's tests and those built on them.
+- `recall_hook`: the recall hook as Claude Code runs it, its payloads and its injected context.
+- `snippets`: a coding session synced and searched, for the snippet tests of every face.
+- `content_files`: two projects with indexed files and a session about them.
+- `learn`: a store filled with what the learner counts, and the figures it must report.
+- `backfill`, `reindex`, `rescan`: what the tests of those commands share.
 """
