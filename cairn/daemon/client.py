@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from cairn.daemon.process import PidInfo, running_pid
+from cairn.errors import Failure, Refusal
 
 if TYPE_CHECKING:  # a client finds the daemon from `CAIRN_HOME` alone (`cairn.home`): no pydantic here
     from cairn.config import Settings
@@ -26,15 +27,15 @@ DEFAULT_TIMEOUT = 60.0
 MAX_RESPONSE_BYTES = 256 * 1024 * 1024
 
 
-class NoDaemon(Exception):
+class NoDaemon(Failure):
     """No daemon runs for this `CAIRN_HOME` (or it is not listening), so the caller works directly."""
 
 
-class DaemonRequestError(RuntimeError):
+class DaemonRequestError(Failure):
     """The daemon was reached but the request failed: it refused it, timed out or broke the protocol."""
 
 
-class DaemonRefusal(DaemonRequestError):
+class DaemonRefusal(DaemonRequestError, Refusal):
     """The daemon answered that the request itself is wrong (bad id, bad arguments); `reason` says why,
     worded as the same op run directly would word it."""
 

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from cairn.config import Settings
+from cairn.errors import Refusal
 from cairn.store.store import Store
 
 log = logging.getLogger("cairn.daemon.server")
@@ -51,11 +52,11 @@ MAX_REQUEST_BYTES = 1024 * 1024
 MAX_SOCKET_PATH_BYTES = 107
 
 
-class UnknownOpError(ValueError):
+class UnknownOpError(Refusal):
     """A request named an operation the daemon does not offer."""
 
 
-class BadArgumentsError(ValueError):
+class BadArgumentsError(Refusal):
     """A request's arguments do not fit its operation."""
 
 

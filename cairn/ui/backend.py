@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from mcp.server.mcpserver.exceptions import ToolError
 
 from cairn.config import Settings
+from cairn.errors import CairnError
 from cairn.mcp.backend import Backend
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ LINGER_SECONDS = 3.0
 WARM_OPS = frozenset({"search", "show", "source_context", "timeline"})
 
 
-class Refusal(Exception):
+class Refusal(CairnError):
     """An op the store refused or could not answer, with the one line that says why."""
 
 
