@@ -51,6 +51,16 @@ class DaemonRefusal(DaemonRequestError, Refusal):
         self.reason = reason
 
 
+class DaemonFailure(DaemonRequestError):
+    """The daemon took the request but could not answer it: its environment failed (a full disk, the
+    model's configuration) or the op hit a bug, whose trace the daemon logged; `reason` is the line
+    the same op run directly would print."""
+
+    def __init__(self, op: str, reason: str) -> None:
+        super().__init__(f"the cairn daemon could not answer {op!r}: {reason}")
+        self.reason = reason
+
+
 async def daemon_listening(settings: Settings | DaemonAddress) -> bool:
     """Whether something accepts connections on this home's daemon socket (it is connected to and
     left at once: no request is sent)."""
@@ -239,5 +249,9 @@ def _result(op: str, line: bytes) -> Any:
     if not isinstance(response, dict) or "ok" not in response:
         raise DaemonRequestError(f"the cairn daemon sent a malformed response to {op!r}")
     if not response["ok"]:
-        raise DaemonRefusal(op, str(response.get("error") or "no reason given"))
+        reason = str(response.get("error") or "no reason given")
+        # No `kind` is a refusal: a daemon that does not mark its failures means that by every "no".
+        if response.get("kind") == "failure":
+            raise DaemonFailure(op, reason)
+        raise DaemonRefusal(op, reason)
     return response.get("result")

@@ -49,6 +49,7 @@ class _LingeringBackend(Backend):
 
     async def _direct_call(self, op: str, args: dict[str, Any]) -> Any:
         from cairn.daemon.server import WRITING_OPS, run_op
+        from cairn.errors import Refusal as OpRefusal
 
         if op in WRITING_OPS or (self._warm is None and op not in WARM_OPS):
             async with self._direct:  # a write must not meet a warm store: close it first
@@ -59,7 +60,7 @@ class _LingeringBackend(Backend):
                 self._warm = await self._open()
             try:
                 return await run_op(self._warm, op, args)
-            except ValueError as exc:
+            except OpRefusal as exc:  # bad id, bad token: the page says why; anything else is a bug
                 raise ToolError(str(exc)) from exc
             except Exception as exc:
                 log.exception("%s failed", op)
