@@ -48,6 +48,7 @@ raise them; this is the map of where they live.
     │   ├── cairn.agent.offline.model.OfflineModelError
     │   ├── cairn.agent.offline.classifier.WeightsError
     │   ├── cairn.agent.executor.StaleBatchError
+    │   ├── cairn.agent.spend.SpendLimitReached (also pydantic-ai's UsageLimitExceeded)
     │   ├── cairn.agent.claude_code_login.LoginExpired
     │   ├── cairn.agent.claude_code_errors: ClaudeCodeError, ClaudeCodeNotLoggedIn, ClaudeCodeRateLimited,
     │   │   ClaudeCodeExited, ClaudeCodeMalformedReply, ClaudeCodeRejected, ClaudeCodeTooLong,
