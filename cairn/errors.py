@@ -10,8 +10,8 @@ went wrong, because each is answered differently:
   command that ran the op itself) and the user sees one "internal error" line naming that log.
 
 A `ValueError` is not a refusal: a face catches `Refusal`, so a `ValueError` some library (or cairn)
-raises by mistake is reported as the bug it is. `Refusal` still derives from `ValueError` and `Failure`
-from `RuntimeError`, so a library caller's `except ValueError` keeps meeting the refusals it met before.
+raises by mistake is reported as the bug it is. `Refusal` also derives from `ValueError` and `Failure`
+from `RuntimeError`, so a caller of the library that catches those builtins meets cairn's errors too.
 
 This module imports nothing of cairn: every layer raises these. The classes stay in the modules that
 raise them; this is the map of where they live.
