@@ -24,6 +24,7 @@ from pydantic_settings import (
 )
 
 from cairn import config_checks
+from cairn.errors import Refusal
 
 # Re-exported: the home is found without the settings (`cairn.home`), and imported from here as well.
 from cairn.home import DEFAULT_HOME as DEFAULT_HOME
@@ -48,7 +49,7 @@ OTHER_ENV_PREFIXES = ("CAIRN_TEST_",)
 _TOML_POSITION = re.compile(r"^(?P<what>.*?)\s*\(at line (?P<line>\d+), column (?P<col>\d+)\)\s*$")
 
 
-class ConfigError(ValueError):
+class ConfigError(Refusal):
     """`config.toml` cannot be read as TOML; the message is one line: file, line, column, what to do."""
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from datetime import UTC, date, datetime, timedelta
 
+from cairn.errors import Refusal
+
 #: The forms `parse_when` accepts, for error messages and help texts.
 ACCEPTED = "2025-01-31, 2025-01-31T14:00, today, yesterday, now, or an age such as 3d, 12h, 2w"
 
@@ -22,7 +24,7 @@ _UNITS = {
 }
 
 
-class DateError(ValueError):
+class DateError(Refusal):
     """A value that is none of the accepted forms; its message names what was given and what works."""
 
 

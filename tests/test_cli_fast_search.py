@@ -67,7 +67,7 @@ def test_a_refused_search_prints_its_error_and_no_hint(home: Path, monkeypatch: 
     monkeypatch.setattr(cli_search, "SLOW_SEARCH_S", 0.0)
     monkeypatch.setattr(cli_search, "_at_terminal", lambda: True)
     proc = cairn("search", "--page-token", "not-a-token", check=False)
-    assert proc.returncode == 1 and proc.stderr.startswith("error:")
+    assert proc.returncode == 2 and proc.stderr.startswith("error:")
     assert "daemon" not in proc.stderr
 
 

@@ -115,7 +115,7 @@ def test_show_a_message_and_unknown_ids() -> None:
 
     for bad in ("s999999", "nonsense"):
         proc = cairn("show", bad, check=False)
-        assert proc.returncode == 1
+        assert proc.returncode == 2
         assert "Traceback" not in proc.stderr and "error:" in proc.stderr
 
 

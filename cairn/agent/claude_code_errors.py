@@ -25,11 +25,12 @@ from pydantic_ai.exceptions import (
 )
 
 from cairn.agent.claude_code_cli import LOGIN_HINT
+from cairn.errors import Failure
 
 RETRY_LATER = "the batch stays and is indexed on a later run"
 
 
-class _ClaudeCodeFailure:
+class _ClaudeCodeFailure(Failure):
     """What every Claude Code failure carries besides pydantic-ai's fields: when to try again."""
 
     resume_at: datetime | None = None

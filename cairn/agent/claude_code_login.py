@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from cairn.config import Settings
+from cairn.errors import Failure
 
 CONFIG_DIR = "claude-code"
 ENV_LOGINS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
@@ -35,7 +36,7 @@ _KEYCHAIN_SERVICE = "Claude Code-credentials"
 _KEYCHAIN_TIMEOUT_SECONDS = 10.0
 
 
-class LoginExpired(Exception):
+class LoginExpired(Failure):
     """The user's Claude Code login has expired; their own Claude Code renews it when next opened."""
 
     def __init__(self, expired_at: datetime) -> None:

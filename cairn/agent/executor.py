@@ -61,6 +61,7 @@ from cairn.agent.entities import Embed, EntityResolver, semantic_matches
 from cairn.agent.links import Target
 from cairn.agent.schema import IndexResult, TopicChange
 from cairn.agent.validate import Checked, NewIdea, Rejected, Resolution, SpanRow, check, connection_fetch
+from cairn.errors import Failure
 from cairn.learning.associations import record_association
 from cairn.store.corrections import forgotten_at
 from cairn.store.db import Database
@@ -79,7 +80,7 @@ __all__ = [
 DEFAULT_SPAN_NAME = "Session start"
 
 
-class StaleBatchError(RuntimeError):
+class StaleBatchError(Failure):
     """A cursor of the batch has moved since it was planned: another run applied these messages."""
 
 

@@ -35,6 +35,7 @@ from tenacity import retry_if_exception_type, stop_after_attempt, wait_exponenti
 
 from cairn.agent.model_names import claude_code_target, default_model, unknown_model_message
 from cairn.config import Settings
+from cairn.errors import Failure
 
 OFFLINE = "offline"
 
@@ -53,7 +54,7 @@ RETRY_EXCEPTIONS: tuple[type[BaseException], ...] = (
 MAX_RETRY_WAIT_SECONDS = 60.0
 
 
-class ModelConfigError(RuntimeError):
+class ModelConfigError(Failure):
     """The configured model cannot be used as configured (missing key, missing server URL)."""
 
 

@@ -23,8 +23,10 @@ from dataclasses import dataclass
 from pydantic_ai import RunUsage
 from pydantic_ai.exceptions import UsageLimitExceeded
 
+from cairn.errors import Failure
 
-class SpendLimitReached(UsageLimitExceeded):
+
+class SpendLimitReached(Failure, UsageLimitExceeded):
     """A run was stopped by the model layer mid-run: it reached its token cap or its request cap."""
 
 

@@ -103,10 +103,9 @@ class _Cairn(typer.Typer):
                 _warn_after_success()
             raise
         except Exception as exc:
-            # Imported only now: a command that asks the daemon never loads the settings (`request`).
-            from cairn.config import ConfigError
+            from cairn.errors import Refusal
 
-            if isinstance(exc, ConfigError):  # a broken config.toml met outside `load_settings`
+            if isinstance(exc, Refusal):  # a broken config.toml met outside `load_settings`, a bad id
                 raise SystemExit(fail(str(exc), 2).exit_code) from None
             message = _one_line_failure(exc)
             if message is None:
@@ -115,8 +114,11 @@ class _Cairn(typer.Typer):
 
 
 def _one_line_failure(exc: BaseException) -> str | None:
-    """The line for a write failure (full, read-only) or an unusable store, else None (a bug: traceback)."""
+    """The line for a write failure (full, read-only), an unusable store or another `Failure` of the
+    environment, else None (a bug: traceback)."""
+    # Imported only now: a command that asks the daemon never loads the settings (`request`).
     from cairn.config import Settings
+    from cairn.errors import Failure
     from cairn.store.db import DatabaseError
     from cairn.store.failures import UnsafeHomeError, describe_write_failure
     from cairn.store.migrations import SchemaTooNewError
@@ -132,6 +134,8 @@ def _one_line_failure(exc: BaseException) -> str | None:
         message = _vector_failure(exc)
     if message is None and home is not None:
         message = _home_failure(exc, home)
+    if message is None and isinstance(exc, Failure):
+        message = str(exc)
     return message
 
 
@@ -507,15 +511,42 @@ def ask(
 
 @contextlib.contextmanager
 def _daemon_failures() -> Iterator[None]:
-    """A daemon's refusal or failure as the one line the direct path prints for it."""
-    from cairn.daemon.client import DaemonRefusal, DaemonRequestError
+    """A daemon's refusal or failure as the one line, and the exit status, the direct path gives it."""
+    from cairn.daemon.client import DaemonFailure, DaemonRefusal, DaemonRequestError
 
     try:
         yield
     except DaemonRefusal as exc:
+        raise fail(exc.reason, 2) from exc
+    except DaemonFailure as exc:
         raise fail(exc.reason) from exc
     except DaemonRequestError as exc:
         raise fail(str(exc)) from exc
+
+
+@contextlib.contextmanager
+def _op_errors(settings: Settings, op: str) -> Iterator[None]:
+    """An op run here answers as the daemon would (`cairn.errors`): a refusal is its line and exit 2;
+    a failure of the environment is left to `_Cairn`, which says it in one line; anything else is a bug,
+    whose trace goes to `cli.log` and whose line says so, exit 1."""
+    from cairn.errors import Failure, Refusal, internal_error_line
+
+    try:
+        yield
+    except Refusal as exc:
+        raise fail(str(exc), 2) from exc
+    except (typer.Exit, typer.Abort):
+        raise
+    except Exception as exc:
+        if isinstance(exc, Failure) or _one_line_failure(exc) is not None:
+            raise
+        from cairn.cli.internal import log_internal_error
+
+        try:
+            path = log_internal_error(settings.logs_dir, op, exc)
+        except OSError:
+            raise exc from None  # no log to point at: the trace itself, as any other bug
+        raise fail(internal_error_line(op, exc, path)) from exc
 
 
 async def request(
@@ -553,11 +584,10 @@ async def request(
             settings, op, args, wait=wait, on_direct=on_direct, embedding_mode=embedding_mode
         )
     try:
-        if on_direct is not None:
-            on_direct(store)
-        return await run_op(store, op, args)
-    except ValueError as exc:  # a refusal (bad id, damaged token, invalid argument): the daemon's answer too
-        raise fail(str(exc)) from exc
+        with _op_errors(settings, op):
+            if on_direct is not None:
+                on_direct(store)
+            return await run_op(store, op, args)
     finally:
         await store.close()
 
@@ -580,13 +610,15 @@ async def long_request(
     """
     from cairn.agent.models import ModelConfigError
     from cairn.daemon import jobs
-    from cairn.daemon.client import DaemonRequestError, NoDaemon, daemon_request
+    from cairn.daemon.client import DaemonRefusal, DaemonRequestError, NoDaemon, daemon_request
     from cairn.daemon.server import to_json
 
     try:
         return await daemon_request(settings, op, args, timeout=None, on_progress=on_progress)
     except NoDaemon:
         pass
+    except DaemonRefusal as exc:
+        raise fail(str(exc), 2) from exc
     except DaemonRequestError as exc:
         raise fail(str(exc)) from exc
     fn = {
@@ -601,11 +633,14 @@ async def long_request(
             settings, op, args, on_progress, should_stop=should_stop, on_direct=on_direct
         )
     try:
-        if on_direct is not None:
-            on_direct()
-        return to_json(
-            await fn(store, settings, **args, emit=on_progress, should_stop=should_stop or (lambda: False))
-        )
+        with _op_errors(settings, op):
+            if on_direct is not None:
+                on_direct()
+            return to_json(
+                await fn(
+                    store, settings, **args, emit=on_progress, should_stop=should_stop or (lambda: False)
+                )
+            )
     except ModelConfigError as exc:
         raise fail(str(exc)) from exc
     finally:

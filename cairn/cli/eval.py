@@ -118,7 +118,7 @@ def _index(
     """Run the indexing eval, turning every expected failure into a one-line error."""
     from cairn.agent.models import ModelConfigError
     from cairn.cli.common import run_async
-    from cairn.evals.indexing import run_indexing
+    from cairn.evals.indexing import IndexingStoppedError, run_indexing
     from cairn.evals.record import RecordingError, ReplayMismatchError
     from cairn.pricing import load_prices
     from cairn.prompts import PromptNotFoundError
@@ -140,7 +140,14 @@ def _index(
                     progress=_progress_callback(progress),
                 )
             )
-    except (ModelConfigError, PromptNotFoundError, ReplayMismatchError, RecordingError, ValueError) as exc:
+    except (
+        ModelConfigError,
+        IndexingStoppedError,
+        PromptNotFoundError,
+        ReplayMismatchError,
+        RecordingError,
+        ValueError,
+    ) as exc:
         raise fail(str(exc)) from exc
 
 

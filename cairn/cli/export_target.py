@@ -33,13 +33,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from cairn.errors import CairnError
+
 __all__ = ["ExportTarget", "ExportTargetError", "export_target", "stdout_target"]
 
 #: The errors that mean the disk under the export has no room (blocks, inodes or the quota).
 _FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
-class ExportTargetError(Exception):
+class ExportTargetError(CairnError):
     """PATH cannot take the export; the message is one line saying why and what to do. `code` is the
     exit status: 2 for a path refused before anything was written, 1 for a write that failed."""
 

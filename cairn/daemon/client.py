@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from cairn.daemon.process import PidInfo, running_pid
+from cairn.errors import Failure, Refusal
 
 if TYPE_CHECKING:  # a client finds the daemon from `CAIRN_HOME` alone (`cairn.home`): no pydantic here
     from cairn.config import Settings
@@ -26,15 +27,15 @@ DEFAULT_TIMEOUT = 60.0
 MAX_RESPONSE_BYTES = 256 * 1024 * 1024
 
 
-class NoDaemon(Exception):
+class NoDaemon(Failure):
     """No daemon runs for this `CAIRN_HOME` (or it is not listening), so the caller works directly."""
 
 
-class DaemonRequestError(RuntimeError):
+class DaemonRequestError(Failure):
     """The daemon was reached but the request failed: it refused it, timed out or broke the protocol."""
 
 
-class DaemonRefusal(DaemonRequestError):
+class DaemonRefusal(DaemonRequestError, Refusal):
     """The daemon answered that the request itself is wrong (bad id, bad arguments); `reason` says why,
     worded as the same op run directly would word it."""
 
@@ -47,6 +48,16 @@ class DaemonRefusal(DaemonRequestError):
                 "command or Claude Code hook starts the new one"
             )
         super().__init__(f"the cairn daemon refused {op!r}: {reason}")
+        self.reason = reason
+
+
+class DaemonFailure(DaemonRequestError):
+    """The daemon took the request but could not answer it: its environment failed (a full disk, the
+    model's configuration) or the op hit a bug, whose trace the daemon logged; `reason` is the line
+    the same op run directly would print."""
+
+    def __init__(self, op: str, reason: str) -> None:
+        super().__init__(f"the cairn daemon could not answer {op!r}: {reason}")
         self.reason = reason
 
 
@@ -238,5 +249,9 @@ def _result(op: str, line: bytes) -> Any:
     if not isinstance(response, dict) or "ok" not in response:
         raise DaemonRequestError(f"the cairn daemon sent a malformed response to {op!r}")
     if not response["ok"]:
-        raise DaemonRefusal(op, str(response.get("error") or "no reason given"))
+        reason = str(response.get("error") or "no reason given")
+        # No `kind` is a refusal: a daemon that does not mark its failures means that by every "no".
+        if response.get("kind") == "failure":
+            raise DaemonFailure(op, reason)
+        raise DaemonRefusal(op, reason)
     return response.get("result")

@@ -48,6 +48,7 @@ from typing import Any, Literal
 from cairn.config import DEFAULT_HOME, Settings
 from cairn.daemon import jsonedit, launcher
 from cairn.daemon.launcher import HookKind
+from cairn.errors import Failure, Refusal
 
 HOOK_EVENTS = ("UserPromptSubmit", "Stop", "SubagentStop", "PreCompact", "SessionEnd")
 # These events take a matcher (compaction trigger, end reason, session source); "" matches every one.
@@ -79,7 +80,7 @@ CREATED_SUFFIX = ".cairn-created"
 Undo = Literal["restored", "deleted", "edited"]
 
 
-class SettingsFileError(RuntimeError):
+class SettingsFileError(Failure):
     """The settings file exists but is not a JSON object cairn can safely edit."""
 
 
@@ -617,7 +618,7 @@ def uninstall_mcp(config_path: Path) -> McpReport:
     return McpReport(str(path), "removed" if undo else "unchanged", backup=backup, undo=undo)
 
 
-class PurgeRefused(RuntimeError):
+class PurgeRefused(Refusal):
     """`CAIRN_HOME` cannot be deleted safely right now; the message says why and what to do."""
 
 

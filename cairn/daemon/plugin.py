@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Literal
 
 from cairn.daemon import launcher
+from cairn.errors import Failure
 
 PLUGIN_NAME = "cairn"
 MARKETPLACE_NAME = "cairn"
@@ -40,7 +41,7 @@ PLUGIN_DIR = Path("plugins") / PLUGIN_NAME
 CLI_TIMEOUT_S = 120.0
 
 
-class PluginError(RuntimeError):
+class PluginError(Failure):
     """The `claude` CLI refused or failed a plugin command; the message says which and why."""
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cairn.daemon.logs import log_path
+from cairn.errors import Failure
 
 if TYPE_CHECKING:  # finding the daemon (`running_pid`) needs no setting but the home (`cairn.home`)
     from cairn.config import Settings
@@ -37,7 +38,7 @@ STOP_TIMEOUT = 30.0
 _POLL = 0.05
 
 
-class DaemonError(RuntimeError):
+class DaemonError(Failure):
     """Starting or stopping the daemon did not work; the message says why and what to do."""
 
 

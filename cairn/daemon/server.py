@@ -5,7 +5,12 @@ CLI does not open the store itself: it sends one request over `$CAIRN_HOME/cairn
 answer. The protocol is newline-delimited JSON, one request per line and one response per request:
 
     → {"op": "ideas", "args": {"limit": 5}}
-    ← {"ok": true, "result": [...]}        or        ← {"ok": false, "error": "..."}
+    ← {"ok": true, "result": [...]}        or        ← {"ok": false, "error": "...", "kind": "refusal"}
+
+An error is one line. `kind` says whose it is (`cairn.errors`): "refusal" for a request that cannot be
+done (bad id, bad arguments), "failure" for one the daemon could not answer (a full disk, the model's
+configuration, or a bug, whose trace goes to the daemon's log and whose line says so). A response
+without `kind` is a refusal, so a client reads any daemon's answer the way it always could.
 
 Why a Unix socket with mode 0600 and no TCP port: the store holds everything the user's sessions
 said; only the user's own processes may ask it anything. Requests run as tasks in the daemon's event
@@ -42,6 +47,8 @@ from pathlib import Path
 from typing import Any
 
 from cairn.config import Settings
+from cairn.daemon.logs import log_path
+from cairn.errors import Failure, Refusal, internal_error_line
 from cairn.store.store import Store
 
 log = logging.getLogger("cairn.daemon.server")
@@ -51,11 +58,11 @@ MAX_REQUEST_BYTES = 1024 * 1024
 MAX_SOCKET_PATH_BYTES = 107
 
 
-class UnknownOpError(ValueError):
+class UnknownOpError(Refusal):
     """A request named an operation the daemon does not offer."""
 
 
-class BadArgumentsError(ValueError):
+class BadArgumentsError(Refusal):
     """A request's arguments do not fit its operation."""
 
 
@@ -262,12 +269,12 @@ def _parse(line: bytes) -> tuple[str, dict[str, Any]]:
     try:
         request = json.loads(line)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"bad request: not JSON ({exc})") from exc
+        raise Refusal(f"bad request: not JSON ({exc})") from exc
     if not isinstance(request, dict) or not isinstance(request.get("op"), str):
-        raise ValueError('bad request: expected {"op": "...", "args": {...}}')
+        raise Refusal('bad request: expected {"op": "...", "args": {...}}')
     args = request.get("args") or {}
     if not isinstance(args, dict):
-        raise ValueError("bad request: args must be an object")
+        raise Refusal("bad request: args must be an object")
     return request["op"], args
 
 
@@ -356,9 +363,9 @@ class SocketServer:
     async def _respond(
         self, line: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> dict[str, Any]:
-        from cairn.agent.models import ModelConfigError
         from cairn.store.failures import describe_write_failure
 
+        op = "request"
         try:
             op, args = _parse(line)
             if op in LONG_OPS:
@@ -368,14 +375,21 @@ class SocketServer:
                 with self._bulk():
                     return {"ok": True, "result": await run_op(self.store, op, args)}
             return {"ok": True, "result": await run_op(self.store, op, args)}
-        except (ValueError, ModelConfigError) as exc:
-            return {"ok": False, "error": str(exc)}
+        except Refusal as exc:
+            return {"ok": False, "error": str(exc), "kind": "refusal"}
         except Exception as exc:
             if (full := describe_write_failure(exc, self.settings.home)) is not None:
                 log.warning("request failed: %s", full)  # a full disk is the user's to fix, not a bug
-                return {"ok": False, "error": full}
-            log.exception("request failed")
-            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+                return {"ok": False, "error": full, "kind": "failure"}
+            if isinstance(exc, Failure):  # the model's configuration, a store it cannot use: said, not a bug
+                log.warning("%s failed: %s", op, exc)
+                return {"ok": False, "error": str(exc), "kind": "failure"}
+            log.exception("%s failed", op)
+            return {
+                "ok": False,
+                "error": internal_error_line(op, exc, log_path(self.settings)),
+                "kind": "failure",
+            }
 
     async def _run_long(
         self, op: str, args: dict[str, Any], reader: asyncio.StreamReader, writer: asyncio.StreamWriter

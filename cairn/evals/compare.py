@@ -17,6 +17,8 @@ from typing import Any
 
 from rich.table import Table
 
+from cairn.errors import Failure
+
 EXTRACTION_METRICS = ("f1", "precision", "recall")
 RETRIEVAL_METRICS = ("recall@1", "recall@5", "recall@10", "mrr", "ndcg@10")
 # What the benchmark runs (`cairn eval qa`, `cairn eval locomo`) report per group instead of recall@k.
@@ -28,7 +30,7 @@ HIGHER_IS_BETTER = {"extraction": True, "retrieval": True, "cost": False}
 PLOT_HINT = "install the plot extra: pip install 'cairn[plot]'"
 
 
-class ChartUnavailableError(RuntimeError):
+class ChartUnavailableError(Failure):
     """The chart needs matplotlib, an optional extra, and it is not installed."""
 
 

@@ -15,13 +15,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from cairn.errors import Refusal
 from cairn.store.vocab import EntityType, Intent, RelationType
 
 # The repository's own dataset. It is not package data: an installed wheel has none and must be told.
 DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "evals" / "datasets" / "core"
 
 
-class DatasetError(ValueError):
+class DatasetError(Refusal):
     """A dataset is missing, malformed or inconsistent; the message names the file and the problem."""
 
 

@@ -27,6 +27,7 @@ from cairn.agent.batches import plan_batches
 from cairn.agent.indexer import APPLIED, index_pending
 from cairn.agent.models import OFFLINE, ModelChoice, request_settings, resolve_model
 from cairn.config import Settings
+from cairn.errors import Failure
 from cairn.evals import scoring
 from cairn.evals.dataset import Dataset
 from cairn.evals.record import RecordingModel, ReplayMismatchError, read_recording, replay_model, replay_of
@@ -46,7 +47,7 @@ SESSIONS_PLACEHOLDER = "$EVAL_SESSIONS"
 Progress = Callable[[str, int, int | None], None]
 
 
-class IndexingStoppedError(ValueError):
+class IndexingStoppedError(Failure):
     """The eval's indexing pass stopped early (budget spent, model unreachable): its scores would lie."""
 
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from cairn.errors import Refusal
+
 Mode = Literal["hybrid", "semantic", "keyword"]
 KindFilter = Literal["ideas", "spans", "messages", "all"]
 
@@ -19,7 +21,7 @@ KINDS: tuple[KindFilter, ...] = ("ideas", "spans", "messages", "all")
 DEFAULT_KINDS: tuple[KindFilter, ...] = ("messages", "ideas", "all")
 
 
-class BenchmarkError(ValueError):
+class BenchmarkError(Refusal):
     """Input that cannot be scored; the message is one line naming the file and the item."""
 
 

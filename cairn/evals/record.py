@@ -38,6 +38,7 @@ from pydantic_ai.profiles import ModelProfile
 from pydantic_ai.settings import ModelSettings
 
 from cairn import __version__
+from cairn.errors import Failure, Refusal
 
 FORMAT = 1
 # Request- and part-level fields that differ between two runs of the same requests. Content and tool
@@ -52,11 +53,11 @@ _SNIPPET = 120
 _MISSING = "<missing>"
 
 
-class RecordingError(ValueError):
+class RecordingError(Refusal):
     """A recording file is missing or not one this cairn wrote."""
 
 
-class ReplayMismatchError(ModelAPIError):
+class ReplayMismatchError(Failure, ModelAPIError):
     """The run asked something the recording does not hold: prompts, tools or code changed since."""
 
     def __init__(self, message: str):

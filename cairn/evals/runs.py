@@ -14,10 +14,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from cairn.errors import Refusal
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-class RunFileError(ValueError):
+class RunFileError(Refusal):
     """A file is not a readable eval run."""
 
 

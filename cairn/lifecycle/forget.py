@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 
+from cairn.errors import Refusal
 from cairn.lifecycle.hnsw_scrub import scrub_segments
 from cairn.store.corrections import record
 
@@ -69,7 +70,7 @@ KINDS = (
 _IN = "IN (SELECT value FROM json_each(?))"
 
 
-class ForgetError(ValueError):
+class ForgetError(Refusal):
     """What to forget was named wrongly (no such project, session or idea; nothing selected)."""
 
 

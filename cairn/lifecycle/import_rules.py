@@ -30,6 +30,8 @@ from typing import Any
 
 import aiosqlite
 
+from cairn.errors import Refusal
+
 #: References that may name a row the store held before the import (not memory of a session).
 LINK_REFS = frozenset({("idea_entities", "entity_id")})
 #: References that become null when the file did not bring their target (an export of some projects
@@ -45,7 +47,7 @@ _ISO = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?
 CLOCK_SLACK = timedelta(days=1)
 
 
-class Refused(ValueError):
+class Refused(Refusal):
     """This row cannot be imported; the message says why in a few words."""
 
 

@@ -41,6 +41,7 @@ from typing import Any, TextIO
 
 import aiosqlite
 
+from cairn.errors import Refusal
 from cairn.lifecycle import import_cursors
 from cairn.lifecycle.import_rules import Ownership, Refused, check_values, holds_nothing
 from cairn.lifecycle.tables import BY_NAME, FORMAT, FORMAT_VERSION, STATE_FORMAT_VERSION, Table
@@ -56,7 +57,7 @@ MAX_LINE_CHARS = 16 * 1024 * 1024
 _SKIP_CHUNK = 1024 * 1024
 
 
-class ImportFormatError(ValueError):
+class ImportFormatError(Refusal):
     """The file is not a cairn export this cairn can read (no header, unknown format, newer version)."""
 
 

@@ -59,7 +59,13 @@ class Backend:
 
     async def call(self, op: str, args: dict[str, Any]) -> Any:
         """The JSON result of `op`, from the daemon or directly; `ToolError` for any failure."""
-        from cairn.daemon.client import DaemonRefusal, DaemonRequestError, NoDaemon, daemon_request
+        from cairn.daemon.client import (
+            DaemonFailure,
+            DaemonRefusal,
+            DaemonRequestError,
+            NoDaemon,
+            daemon_request,
+        )
         from cairn.daemon.process import running_pid
         from cairn.store.lock import StoreLockedError
 
@@ -70,7 +76,7 @@ class Backend:
                 return await daemon_request(self.settings, op, args)
             except NoDaemon:
                 pass
-            except DaemonRefusal as exc:  # the reason only, worded as the direct path words it
+            except (DaemonRefusal, DaemonFailure) as exc:  # the reason only, worded as the direct path's
                 raise ToolError(exc.reason) from exc
             except DaemonRequestError as exc:
                 if retried or running_pid(self.settings) is not None:
@@ -87,6 +93,7 @@ class Backend:
     async def _direct_call(self, op: str, args: dict[str, Any]) -> Any:
         """Open the store, run `op`, close it: the lock is held for this call only."""
         from cairn.daemon.server import WRITING_OPS, run_op
+        from cairn.errors import Refusal
         from cairn.store.failures import describe_write_failure
         from cairn.store.lock import StoreLockedError
         from cairn.store.store import Store
@@ -107,7 +114,7 @@ class Backend:
                 raise ToolError(f"cannot open the cairn store at {self.settings.home}: {exc}") from exc
             try:
                 return await run_op(store, op, args)
-            except ValueError as exc:  # a refusal: bad id, unknown item, bad token, bad arguments
+            except Refusal as exc:  # bad id, unknown item, bad token, bad arguments
                 raise ToolError(str(exc)) from exc
             except Exception as exc:
                 if (full := describe_write_failure(exc, self.settings.home)) is not None:

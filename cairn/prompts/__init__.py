@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
 
+from cairn.errors import Refusal
+
 _FILE = re.compile(r"^(?P<name>[a-z][a-z0-9_-]*?)-v(?P<version>[0-9]+)\.md$")
 
 
-class PromptNotFoundError(LookupError):
+class PromptNotFoundError(Refusal, LookupError):
     """No prompt file has the requested name (and version)."""
 
 

@@ -15,6 +15,7 @@ import sqlite3
 import time
 from typing import TYPE_CHECKING, Any
 
+from cairn.errors import Refusal
 from cairn.recall.context import Recall, find_project, prompt_context, session_context
 from cairn.store.injections import EVENTS, Event, record_injections, shown_since_reset
 
@@ -43,13 +44,13 @@ async def recall_op(
     """
     started = time.perf_counter()
     if event not in EVENTS:
-        raise ValueError(f"bad recall request: event must be SessionStart or UserPromptSubmit, not {event!r}")
+        raise Refusal(f"bad recall request: event must be SessionStart or UserPromptSubmit, not {event!r}")
     if not isinstance(session_id, str) or not session_id.strip():
-        raise ValueError("bad recall request: session_id must be the hook's non-empty session id")
+        raise Refusal("bad recall request: session_id must be the hook's non-empty session id")
     texts = {"cwd": cwd, "prompt": prompt, "source": source, "transcript_path": transcript_path}
     for name, value in texts.items():
         if value is not None and not isinstance(value, str):
-            raise ValueError(f"bad recall request: {name} must be text")
+            raise Refusal(f"bad recall request: {name} must be text")
 
     recall = Recall()
     if store.settings.recall_enabled:

@@ -44,6 +44,7 @@ from typing import Any
 import aiosqlite
 
 from cairn.config import Settings
+from cairn.errors import Failure
 from cairn.reindex.scratch import SCRATCH_DB, Scratch, scratch_dir
 from cairn.store.corrections import REOPENED, forgotten_at
 from cairn.store.db import Database
@@ -54,7 +55,7 @@ log = logging.getLogger(__name__)
 _IDEA_LINKS = ("answered_by", "superseded_by")
 
 
-class SwapConflictError(RuntimeError):
+class SwapConflictError(Failure):
     """The session's transcript was rewritten while its new generation was built; run again."""
 
 

@@ -6,8 +6,10 @@ than as crashes, and the MCP server turns them into tool errors the model can ac
 
 from __future__ import annotations
 
+from cairn.errors import Refusal
 
-class SearchError(ValueError):
+
+class SearchError(Refusal):
     """A request search cannot answer as asked."""
 
 

@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from cairn.errors import Refusal
 from cairn.store.vocab import Intent
 from cairn.transcripts.origin import Origin
 from cairn.transcripts.redact import redact
@@ -45,7 +46,7 @@ _ID = re.compile(
 )
 
 
-class BadItemIdError(ValueError):
+class BadItemIdError(Refusal):
     """An item id that names no kind cairn knows."""
 
 

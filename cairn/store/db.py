@@ -35,6 +35,7 @@ from typing import Any
 
 import aiosqlite
 
+from cairn.errors import Failure
 from cairn.store.failures import StoreReadOnlyError
 from cairn.store.migrations import LATEST_VERSION, SchemaTooNewError, migrate, schema_version
 
@@ -44,7 +45,7 @@ Params = Iterable[Any] | Mapping[str, Any]
 READERS = 2
 
 
-class DatabaseError(RuntimeError):
+class DatabaseError(Failure):
     """The database cannot be opened or used; the message says why and what to do about it."""
 
 

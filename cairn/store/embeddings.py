@@ -33,6 +33,7 @@ import numpy.typing as npt
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
 from chromadb.utils.embedding_functions import register_embedding_function
 
+from cairn.errors import Failure
 from cairn.store.cpus import EmbeddingMode, embedding_threads
 from cairn.store.minilm_graph import gather_before_dequantize
 
@@ -75,7 +76,7 @@ MEM_PATTERN = False
 FloatMatrix = npt.NDArray[np.float32]
 
 
-class EmbeddingModelError(RuntimeError):
+class EmbeddingModelError(Failure):
     """An embedding model's files are missing or are not the ones cairn was built against."""
 
 

@@ -19,6 +19,8 @@ import os
 import stat
 from pathlib import Path
 
+from cairn.errors import Failure
+
 __all__ = ["StoreReadOnlyError", "describe_write_failure", "disk_full", "unwritable_reason"]
 
 #: What to tell about a store that cannot be written after a failure: it is intact and resumable.
@@ -39,7 +41,7 @@ FULL_BELOW_BYTES = 1 << 20
 _MAX_CHAIN = 16
 
 
-class StoreReadOnlyError(RuntimeError):
+class StoreReadOnlyError(Failure):
     """A write was asked of a store that cannot be written (opened read-only, or its home is not writable)."""
 
     def __init__(self, home: Path, reason: str) -> None:
@@ -51,7 +53,7 @@ class StoreReadOnlyError(RuntimeError):
         )
 
 
-class UnsafeHomeError(RuntimeError):
+class UnsafeHomeError(Failure):
     """`CAIRN_HOME` belongs to another user or any user may write it: whoever can write it can change
     what cairn remembers and injects into the user's sessions, so cairn does not use it."""
 

@@ -16,8 +16,10 @@ import sys
 from pathlib import Path
 from types import TracebackType
 
+from cairn.errors import Failure
 
-class StoreLockedError(RuntimeError):
+
+class StoreLockedError(Failure):
     """Another process holds the store lock."""
 
     def __init__(self, store: Path, pid: int | None, description: str | None) -> None:

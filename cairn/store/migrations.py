@@ -47,17 +47,18 @@ from dataclasses import dataclass
 
 import aiosqlite
 
+from cairn.errors import Failure
 from cairn.store.legacy_states import backfill as backfill_states
 from cairn.store.origins import fill_origins
 from cairn.store.projects import regroup
 from cairn.transcripts.origin import ORIGINS
 
 
-class SchemaTooNewError(RuntimeError):
+class SchemaTooNewError(Failure):
     """The database was written by a newer cairn; opening it with this one could corrupt it."""
 
 
-class MigrationError(RuntimeError):
+class MigrationError(Failure):
     """A migration could not be applied (or was asked to go backwards)."""
 
 

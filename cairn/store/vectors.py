@@ -35,6 +35,7 @@ from chromadb.errors import NotFoundError
 
 from cairn.config import Settings
 from cairn.config_checks import parse_chroma_url as parse_chroma_url  # checked at load, used here
+from cairn.errors import Failure
 from cairn.store.cpus import EmbeddingMode, embedding_threads
 from cairn.store.embeddings import MiniLMInt8Embedding, make_embedding_function
 from cairn.store.failures import describe_write_failure
@@ -57,7 +58,7 @@ _NON_IDENTITY_CONFIG_KEYS = frozenset({"batch_size", "api_base", "api_key_env_va
 MetadataValue = str | int | float | bool | list[str] | list[int] | list[float] | list[bool]
 
 
-class VectorStoreError(RuntimeError):
+class VectorStoreError(Failure):
     """Chroma could not do what cairn asked."""
 
 

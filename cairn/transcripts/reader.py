@@ -48,6 +48,7 @@ from typing import BinaryIO
 
 from pydantic import ValidationError
 
+from cairn.errors import Refusal
 from cairn.transcripts.entries import Entry, parse_entry, parse_entry_object
 from cairn.transcripts.redact import redact
 
@@ -89,7 +90,7 @@ TEXT_TAIL_CHARS = 8 * 1024
 _CUT_SEARCH_CHARS = 1024
 
 
-class TranscriptNotFound(FileNotFoundError):
+class TranscriptNotFound(Refusal, FileNotFoundError):
     """The transcript does not exist (any more): Claude Code may have deleted or moved it."""
 
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from mcp.server.mcpserver.exceptions import ToolError
 
 from cairn.config import Settings
+from cairn.errors import CairnError
 from cairn.mcp.backend import Backend
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ LINGER_SECONDS = 3.0
 WARM_OPS = frozenset({"search", "show", "source_context", "timeline"})
 
 
-class Refusal(Exception):
+class Refusal(CairnError):
     """An op the store refused or could not answer, with the one line that says why."""
 
 
@@ -48,6 +49,7 @@ class _LingeringBackend(Backend):
 
     async def _direct_call(self, op: str, args: dict[str, Any]) -> Any:
         from cairn.daemon.server import WRITING_OPS, run_op
+        from cairn.errors import Refusal as OpRefusal
 
         if op in WRITING_OPS or (self._warm is None and op not in WARM_OPS):
             async with self._direct:  # a write must not meet a warm store: close it first
@@ -58,7 +60,7 @@ class _LingeringBackend(Backend):
                 self._warm = await self._open()
             try:
                 return await run_op(self._warm, op, args)
-            except ValueError as exc:
+            except OpRefusal as exc:  # bad id, bad token: the page says why; anything else is a bug
                 raise ToolError(str(exc)) from exc
             except Exception as exc:
                 log.exception("%s failed", op)

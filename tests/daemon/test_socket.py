@@ -117,7 +117,7 @@ def test_a_refusal_reads_the_same_with_and_without_the_daemon(synced: Path, daem
     direct = cairn("show", "99999")
     daemons.start()
     through_daemon = cairn("show", "99999")
-    assert direct.returncode == through_daemon.returncode == 1
+    assert direct.returncode == through_daemon.returncode == 2  # a refusal (`cairn.errors`)
     assert through_daemon.stderr == direct.stderr
     assert "no idea #99999" in direct.stderr and "daemon" not in direct.stderr
 

@@ -45,7 +45,7 @@ async def test_the_socket_refuses_every_forged_token_and_keeps_serving(
     assert second["results"][0]["id"] != first["results"][0]["id"]
 
     through_daemon = cairn("search", "--page-token", attacks(genuine, bomb_bytes=1 << 20)["nested_unsigned"])
-    assert through_daemon.returncode == 1 and "Traceback" not in through_daemon.stderr
+    assert through_daemon.returncode == 2 and "Traceback" not in through_daemon.stderr
     assert through_daemon.stderr.strip().splitlines() == [f"error: {DAMAGED}"]
     assert REFUSAL in through_daemon.stderr
 

@@ -238,13 +238,13 @@ def test_the_cli_corrects_in_one_line_and_refuses_in_one_line(home: Path) -> Non
         ((), 2, "nothing to correct"),
         (("--done", "--answered"), 2, "at most one"),
         (("--importance", "2"), 2, "from 0 to 1"),
-        (("--answered",), 1, "only a question or problem"),
+        (("--answered",), 2, "only a question or problem"),
     ):
         refused = cairn("correct", str(decision["id"]), *args, check=False)
         assert refused.returncode == code, (args, refused.stderr)
         assert message in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
     missing = cairn("correct", "999999", "--declined", check=False)
-    assert missing.returncode == 1 and "no idea #999999" in missing.stderr
+    assert missing.returncode == 2 and "no idea #999999" in missing.stderr
 
 
 async def test_a_declined_item_is_not_open_for_the_indexer_nor_on_the_home_page(store: Store) -> None:

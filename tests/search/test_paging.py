@@ -295,7 +295,7 @@ async def test_search_pages_with_signed_tokens_and_refuses_forgeries(
 
 
 def _one_line_refusal(proc: subprocess.CompletedProcess[str], name: str) -> None:
-    assert proc.returncode == 1, (name, proc.stdout, proc.stderr)
+    assert proc.returncode == 2, (name, proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr and proc.stdout == "", name
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and REFUSAL in lines[0], (name, proc.stderr)

@@ -23,13 +23,14 @@ from pathlib import Path
 from cairn.agent.offline.features import TALK, SessionFeatures, sentence_words
 from cairn.agent.offline.reading import Message, SessionView
 from cairn.agent.offline.text import Segment
+from cairn.errors import Failure
 
 WEIGHTS_ENV = "CAIRN_OFFLINE_WEIGHTS"
 SHIPPED = Path(__file__).with_name("weights.json")
 KINDS = ("decision", "problem", "fix", "raised", "resolved")
 
 
-class WeightsError(RuntimeError):
+class WeightsError(Failure):
     """The learned indexer's weights file is missing or not one `scripts/train_indexer.py` wrote."""
 
 

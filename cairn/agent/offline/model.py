@@ -39,11 +39,12 @@ from cairn.agent.offline.lookups import (
     tool_parameters,
 )
 from cairn.agent.schema import BATCH_OPEN, IndexBatch, IndexResult, extract_batch
+from cairn.errors import Failure
 
 OFFLINE_MODEL_NAME = "offline"
 
 
-class OfflineModelError(RuntimeError):
+class OfflineModelError(Failure):
     """The run's prompt holds no transcript batch: the offline model only indexes batches."""
 
 
