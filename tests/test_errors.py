@@ -20,7 +20,7 @@ import pytest
 
 import cairn
 from cairn.errors import CairnError, Failure, Refusal, internal_error_line
-from tests.test_cli import cairn as run_cairn
+from tests.helpers.cli import cairn as run_cairn
 
 #: Exceptions that carry control flow inside their module, caught there, never seen by a user
 #: (`cairn.errors` names them). Private ones (`_Stop`) are left out by their name.
