@@ -1,0 +1,91 @@
+"""`cairn.Memory`, the library's way in, on a real store it opens itself for each call (the daemon's
+route: `tests/daemon/test_memory_daemon.py`); and `cairn`'s public names, as httpx checks its own."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from chromadb.api.types import Documents, EmbeddingFunction
+
+import cairn
+from cairn import AsyncMemory, Memory, Refusal
+from cairn.config import Settings
+from cairn.search.item_models import ItemDetail, OpenItems, Timeline
+from cairn.search.models import SearchPage
+from cairn.store.lock import StoreLock
+
+PUBLIC = {"AsyncMemory", "CairnError", "Failure", "Memory", "Refusal", "StoreUnavailable", "__version__"}
+
+
+def test_the_public_names_are_listed_and_each_is_there() -> None:
+    assert set(cairn.__all__) == PUBLIC
+    for name in cairn.__all__:
+        assert getattr(cairn, name) is not None, name
+    assert issubclass(cairn.Refusal, cairn.CairnError) and issubclass(cairn.StoreUnavailable, cairn.Failure)
+    with pytest.raises(AttributeError, match="no attribute 'Memroy'"):
+        cairn.Memroy  # noqa: B018
+
+
+@pytest.fixture
+def home(demo_home: Path, cairn_home: Path) -> Path:
+    """A copy of the indexed demo store (the demo session: acme-api's database choices)."""
+    shutil.copytree(demo_home, cairn_home, symlinks=True)
+    return cairn_home
+
+
+def _held(home: Path) -> bool:
+    return StoreLock(home / "store.lock").holder_pid() is not None
+
+
+def test_memory_answers_from_a_store_it_opens_for_each_call(home: Path) -> None:
+    with Memory.open(home) as memory:
+        page = memory.search("database is locked", record_usage=False)
+        assert isinstance(page, SearchPage) and page.results, "the demo session talks of a locked database"
+        assert not _held(home), "the store is closed between calls, so a daemon can take it over"
+        first = page.results[0]
+        detail = memory.show(first.id)
+        assert isinstance(detail, ItemDetail) and detail.id == first.id
+        assert isinstance(memory.timeline(first.id, before=2, after=2), Timeline)
+        assert isinstance(memory.open_items(), OpenItems)
+        assert memory.stats()["messages"] > 0
+        assert any(project["name"] == "acme-api" for project in memory.projects())
+        ideas = memory.search("database", kind="ideas", limit=3, record_usage=False)
+        assert ideas.results and len(ideas.results) <= 3
+        assert all(result.kind == "idea" for result in ideas.results)
+    assert not _held(home)
+
+
+def test_a_request_that_cannot_be_done_is_a_refusal_that_says_why(home: Path) -> None:
+    with Memory.open(home) as memory:
+        with pytest.raises(Refusal, match="999999"):
+            memory.show(999_999)
+        with pytest.raises(Refusal):
+            memory.search("anything", continuation="not-a-token")
+        assert memory.search("database", record_usage=False).results, "a refusal leaves the memory usable"
+
+
+async def test_a_lingering_memory_keeps_its_store_open_only_that_long(
+    home: Path, embedding_function: EmbeddingFunction[Documents]
+) -> None:
+    """The viewer's memory keeps the store open `linger` seconds after a search, for the person who
+    clicks on; then it lets go, so the daemon the hook starts can take the store."""
+    settings = Settings.load(home)
+    memory = AsyncMemory(settings, embedding_function=embedding_function, linger=60)
+    await memory.search("database", record_usage=False)
+    assert _held(home), "kept open after a search"
+    await memory.call("stats")
+    assert _held(home), "other calls use the open store"
+    await memory.aclose()
+    assert not _held(home), "closed with the memory"
+
+    brief = AsyncMemory(settings, embedding_function=embedding_function, linger=0.2)
+    await brief.show((await brief.search("database", record_usage=False)).results[0].id)
+    deadline = time.monotonic() + 30
+    while _held(home) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert not _held(home), "let go once the linger passed"
+    await brief.aclose()
