@@ -4,7 +4,10 @@ route: `tests/daemon/test_memory_daemon.py`); and `cairn`'s public names, as htt
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -17,6 +20,8 @@ from cairn.config import Settings
 from cairn.search.item_models import ItemDetail, OpenItems, Timeline
 from cairn.search.models import SearchPage
 from cairn.store.lock import StoreLock
+from tests.helpers.homes import IndexedViewer
+from tests.helpers.paths import REPO_ROOT
 
 PUBLIC = {"AsyncMemory", "CairnError", "Failure", "Memory", "Refusal", "StoreUnavailable", "__version__"}
 
@@ -89,3 +94,34 @@ async def test_a_lingering_memory_keeps_its_store_open_only_that_long(
         await asyncio.sleep(0.05)
     assert not _held(home), "let go once the linger passed"
     await brief.aclose()
+
+
+@pytest.mark.process
+def test_the_example_program_prints_the_open_items_of_a_repository(
+    viewer_index: IndexedViewer, cairn_home: Path
+) -> None:
+    """`examples/open_items.py`, the program docs/api.md shows, as a user runs it on the viewer sessions
+    (project Demo, one of whose questions is still open)."""
+    home = cairn_home
+    shutil.copytree(viewer_index.home, home, symlinks=True)
+    with Memory.open(home) as memory:
+        project = next(p for p in memory.projects() if p["name"] == "Demo")
+        expected = memory.open_items(project=project["path"])
+    script = REPO_ROOT / "examples" / "open_items.py"
+    env = {**os.environ, "CAIRN_HOME": str(home)}
+
+    def run(path: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, str(script), path], capture_output=True, text=True, env=env, timeout=120
+        )
+
+    proc = run(project["path"])
+    assert proc.returncode == 0, proc.stderr
+    assert f"Open questions ({expected.question_count}):" in proc.stdout
+    assert f"Open todos ({expected.todo_count}):" in proc.stdout
+    for item in [*expected.questions, *expected.todos]:
+        assert f"#{item.id}" in proc.stdout
+    assert expected.questions or expected.todos, "the viewer sessions leave something open"
+
+    elsewhere = run(str(home / "nowhere"))
+    assert elsewhere.returncode == 0 and "no project matches" in elsewhere.stdout
