@@ -391,7 +391,7 @@ class Estimate:
 
 
 def run_overhead_tokens() -> int:
-    """Input tokens a run sends besides its messages: the system prompt and seed 003's tool results."""
+    """Input tokens a run sends besides its messages: the system prompt and its tool results."""
     return count_tokens(load_prompt().text) + TOOL_RESULT_TOKENS
 
 
@@ -400,7 +400,7 @@ async def estimate(db: Database, session: Session, overhead: int) -> Estimate:
 
     Input: each batch's message tokens plus `overhead` per run. Re-sent context within a run is not
     counted, since Claude runs use prompt caching, which bills those re-reads at a tenth. Output:
-    `OUTPUT_RATIO` of the input, seed 003's ~5K per ~50K-token run.
+    `OUTPUT_RATIO` of the input, about 5K per 50K-token run.
     """
     return await estimate_paths(db, session_paths(session), overhead)
 

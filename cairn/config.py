@@ -325,7 +325,7 @@ class Settings(BaseSettings):
         default=10_000,
         ge=1_000,
         le=10_000_000,
-        description="Tokens one continuous run aims at (seed 003); half of it goes to the new messages, "
+        description="Tokens one continuous run aims at; half of it goes to the new messages, "
         "the rest to the prompt, tool results and output. What does not fit goes to the next run.",
     )
 
@@ -526,7 +526,7 @@ class Settings(BaseSettings):
         description="At most this many paths are taken from one Grep or Glob result.",
     )
 
-    # Learning from failed searches (seed 000): weak searches followed by fallback reads
+    # Learning from failed searches: weak searches followed by fallback reads
     learn_from_search: bool = Field(
         default=True,
         description="Learn search associations from weak searches and the reads that followed "

@@ -4,7 +4,7 @@ Arenas. glibc gives each thread that allocates under contention its own malloc a
 core. A backfill allocates from many threads — ONNX Runtime's intra-op pool, `asyncio.to_thread`
 workers for Chroma and SQLite, Chroma's own — and memory freed in one arena is not reused by another,
 so RSS creeps up. Two arenas took a 2,798-message backfill's peak RSS from 490 to 424 MB in the same
-wall time (99 s; issue 16, part 4).
+wall time (99 s; figures in docs/benchmarks.md).
 
 Thresholds. glibc serves a block above `M_MMAP_THRESHOLD` (128 KiB at start) with a mapping of its
 own, returned to the system when freed; but each time such a block is freed it raises the threshold to
@@ -14,7 +14,7 @@ int8 weights into float ones (a ~235 MB peak of temporaries), and numpy batches 
 follow. Fixing the threshold at 128 KiB and trimming the heap's free top above 256 KiB (setting either
 turns the adjustment off) keeps them out of the heap: a 2,800-message backfill peaked at 451-454 MB
 instead of 474-498 (4 runs each, alternated, one machine), at the same throughput within its noise
-(issue 31, part 6; `benchmarks/backfill.py --machine`).
+(`benchmarks/backfill.py --machine`).
 
 Each parameter is set by `mallopt` before the threads start, as its environment variable would set it;
 a user's own variable (or `GLIBC_TUNABLES` entry) overrides it — glibc has read it at start-up, and

@@ -103,7 +103,8 @@ async def plan_batches(
 ) -> list[PlannedBatch]:
     """Every not-yet-indexed message of the given files (default: all), cut into batches.
 
-    Backfill batches hold one session each (seed 003: fill the context with one session's history);
+    Backfill batches hold one session each (the context filled with one session's history reads as one
+    story);
     continuous batches put the new messages of several sessions into one run.
     """
     budget = message_tokens or (BACKFILL_MESSAGE_TOKENS if mode == "backfill" else CONTINUOUS_MESSAGE_TOKENS)

@@ -9,7 +9,7 @@ the moved cursors mean nothing is redone (invariant 3). Vectors follow through t
 the caller runs `Store.sync_vectors()` after the commit (invariant 1). If `apply` raises, nothing is
 written — the caller records the failure with `record_failed_run`, which leaves the cursors alone.
 
-How seed 003's result is written (validation decisions are in `cairn.agent.validate`, entity
+How the agent's result is written (validation decisions are in `cairn.agent.validate`, entity
 matching in `cairn.agent.entities`):
 
 - **Spans.** Topic changes of a session apply in line order: each closes the session's current span

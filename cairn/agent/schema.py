@@ -1,11 +1,11 @@
-"""The indexing agent's two contracts, as seed 003 names them: the batch it reads, the result it returns.
+"""The indexing agent's two contracts: the batch it reads, the result it returns.
 
-Field names are the seed's on purpose: the prompt, the offline model, the executor and the eval harness
-all speak this language. Where the seed leaves a reference ambiguous (a line number without a session
+One set of field names on purpose: the prompt, the offline model, the executor and the eval harness
+all speak this language. Where a reference is ambiguous (a line number without a session
 in `answered_questions`, `completed_todos`, `entity_links`, `skip_lines`), the executor resolves it
 against the batch — see `cairn.agent.executor`.
 
-Links inside a batch (issue 15, prompt v2). The seed's references name stored ideas by id, so a
+Links inside a batch (prompt v2). References by id can only name stored ideas, so a
 question asked and answered in one batch, a todo set and done in it, or a fix that replaces a guess
 made a few lines earlier could never be linked: the new ideas have no id until the executor stores
 them. So a new idea may carry a `key` the result assigns (`"i3"`), and every reference to an idea
@@ -188,7 +188,7 @@ class CompletedTodo(_Model):
 class Relation(_Model):
     """From a new idea to another idea, stored (`to_idea_id` an id) or new (`to_idea_id` its key).
 
-    The start is the new idea with key `from_key`, or, as seed 003 has it, every new idea at
+    The start is the new idea with key `from_key`, or else every new idea at
     (`from_session`, `from_line`).
     """
 
@@ -230,7 +230,7 @@ class IndexResult(_Model):
     search_associations: list[SearchAssociation] = Field(default_factory=list)
 
 
-# Importance at encoding, as seed 003 scores it: what a decision settles matters more than context.
+# Importance at encoding: what a decision settles matters more than context.
 DEFAULT_IMPORTANCE: dict[str, float] = {
     "decision": 1.0,
     "conclusion": 1.0,

@@ -6,7 +6,7 @@ applies, because one hallucinated id should not cost a batch's worth of ideas. `
 a `Fetch`, so the executor runs the very same checks on its write connection inside the transaction
 that applies the result — nothing can change between the check and the write.
 
-Decisions where seed 003 leaves room:
+Decisions the result format leaves open:
 
 - **Sessions and files** must be named exactly as in the batch. `source_file` may also be given by
   basename when exactly one of that session's files in the batch has it (models shorten paths; a
@@ -17,7 +17,7 @@ Decisions where seed 003 leaves room:
   `context`: a compact summary, a compaction subagent's message) is rejected: it restates earlier
   conversation, so what it holds is stored already or was never said in this batch. Activating
   stored ideas because a summary mentions them is fine.
-- **Confidence** below `MIN_CONFIDENCE` (0.3, seed 003 open question 3) is rejected, not stored.
+- **Confidence** below `MIN_CONFIDENCE` (0.3) is rejected, not stored: the model itself doubts it.
 - **Duplicates** (same file, line and `idea_hash` of the content) are rejected, whether repeated in
   the result or already stored. Every other list rejects exact repeats too, so a rejection always
   means "this item was not applied".
@@ -26,7 +26,8 @@ Decisions where seed 003 leaves room:
   match on (`"..."`), redaction labels (`[REDACTED:jwt]`, or a marker's kind the batch writes only in
   markers) and pieces of paths (`src/`, `.claude/proj`, `Users`) are dropped the same way, under
   `ideas.entities` (`cairn.agent.entities.refused`).
-- **Importance** left out by the model gets seed 003's default for the intent, not the schema's 0.5.
+- **Importance** left out by the model gets the intent's default (`DEFAULT_IMPORTANCE`), not the
+  schema's 0.5: a decision left unscored still outranks context.
 - **State** (deferred, given up) belongs to what can be open — a question, problem or todo; on any other
   intent it is dropped (reported under `ideas.state`) and the idea kept.
 - **Keys** (prompt v2): a new idea's `key` lets the result's other items name it before it has an
@@ -46,7 +47,7 @@ Decisions where seed 003 leaves room:
   the spans the earlier changes open.
 - **Topic updates** must change something (a blank name counts as no name) and name the span's own
   session, which need not be in the batch: a later batch may correct an older span's summary.
-- **Entity links** go to every new idea at `idea_source_line` (the seed gives no session; a line shared
+- **Entity links** go to every new idea at `idea_source_line` (the link names no session; a line shared
   by two sessions' new ideas links both).
 - **Skip lines** are recorded for every batch file with a message at that line — except a file where
   the same result extracts an idea at that line (the two decisions contradict; the idea wins).

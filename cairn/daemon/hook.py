@@ -98,7 +98,7 @@ def daemon_alive(home: str) -> bool:
 
     A zombie is not alive: `kill -0` succeeds on a process that exited until its parent reaps it, and
     where nothing reaps (PID 1 of some containers) a daemon killed with SIGKILL stays a zombie for
-    good, so a check by signal alone never started another one (issue 30).
+    good, so a check by signal alone never started another one.
     """
     try:
         with open(os.path.join(home, "daemon.pid"), encoding="ascii") as fh:

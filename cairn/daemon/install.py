@@ -659,7 +659,7 @@ def purge(settings: Settings) -> bool:
     return True
 
 
-# Opting in to indexing with the user's own Claude Code (issue 33): nothing spends their plan unasked.
+# Opting in to indexing with the user's own Claude Code: nothing spends their plan unasked.
 
 #: The answers `cairn install` was given, kept in CAIRN_HOME so a second install does not ask again
 #: (uninstall keeps it with the config; `--purge` deletes both).

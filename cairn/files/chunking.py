@@ -1,7 +1,7 @@
 """Cut a file's text into search-sized chunks of whole lines, where the code or prose itself breaks.
 
 `search_content` returns whole chunks to a model, so a chunk must be big enough to answer from
-(about 900 tokens, seed 004) and should start where a reader would: at a definition or after a blank
+(about 900 tokens) and should start where a reader would: at a definition or after a blank
 line, not in the middle of a function. Each chunk repeats the tail of the previous one (about 15 %)
 so a passage cut by a boundary is still whole in one of the two. Lines are never split, except a
 single line longer than the whole budget (minified code, data blobs), which is cut into pieces.

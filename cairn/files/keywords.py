@@ -1,4 +1,4 @@
-"""A file's `document_keywords` (seed 004): the handful of names that say what else is in the file.
+"""A file's `document_keywords`: the handful of names that say what else is in the file.
 
 `search_content` returns single chunks; the keywords travel with each one so the reader can tell
 whether the rest of the file is worth opening. What a file *defines* says that best (its classes,

@@ -3,7 +3,7 @@
 Results follow progressive disclosure, because every token a tool returns is a token of the agent's
 context: `search` answers with one compact line per result (id, kind, intent, date, score, preview, and
 for a message its origin and call) and the agent calls `show(id)` for the few worth reading in full, or
-`timeline(id)` for what was said around one. `search_content` is the exception by design (seed 004):
+`timeline(id)` for what was said around one. `search_content` is the exception by design:
 it returns the passages' text at once, since its caller wants the passage itself, not a pointer to it.
 No reply passes `sizing.REPLY_CHARS` (8K characters), whatever its arguments: pages end early and
 say how many results they left out, long texts come in parts, and bad or unknown arguments are

@@ -2,7 +2,7 @@
 
 This is retrieval, not discovery: the caller (a coding agent) already knows roughly what it looks for
 and wants the passages themselves, ranked flat across every document, in one round trip. Two signals,
-combined multiplicatively (seed 004):
+combined multiplicatively (a passage must match on both to rank high):
 
 - **semantic**: cosine similarity between the caller's `semantic_concepts` (embedded as one text) and
   each chunk, calibrated to [0, 1] with `search_vector_floor`/`search_vector_ceiling` because raw

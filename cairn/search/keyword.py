@@ -10,8 +10,9 @@ one common word gets the same top rank as an exact phrase match. So each candida
     some key terms                                     0.7 x the share matched, each term
                                                        weighted by its rarity (`weights`)
 
-Candidates are ordered by tier, then bm25 — so phrase > NEAR > terms, as the seed asks — and the
-strength is what the "BM25 is decisive" shortcut and the final score's match part use.
+Candidates are ordered by tier, then bm25 — so phrase > NEAR > terms, since the closer the words stand
+the likelier the match — and the strength is what the "BM25 is decisive" shortcut and the final score's
+match part use.
 
 FTS5 finds the candidates and marks where each matched (`highlight()`, in C, for the rows returned);
 the tier is read from those marks (`cairn.search.tiers`), so no Python runs over a candidate's words.

@@ -1,4 +1,4 @@
-"""The indexing agent's read-only tools (seed 003): what the agent may ask the store while it indexes.
+"""The indexing agent's read-only tools: what the agent may ask the store while it indexes.
 
 Every tool reads through the database's read-only connection (and Chroma queries), never writes,
 counts against the run's soft tool budget and returns a result bounded in size. Use them with
