@@ -26,7 +26,6 @@ __all__ = [
     "Failure",
     "Memory",
     "Refusal",
-    "StoreUnavailable",
     "__version__",
 ]
 
@@ -36,7 +35,6 @@ __all__ = [
 _HOMES = {
     "AsyncMemory": "cairn.memory",
     "Memory": "cairn.memory",
-    "StoreUnavailable": "cairn.memory",
     "CairnError": "cairn.errors",
     "Failure": "cairn.errors",
     "Refusal": "cairn.errors",

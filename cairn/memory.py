@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
 
 from typing_extensions import Unpack
 
-from cairn.errors import Failure, Refusal
+from cairn.errors import Refusal
 
 if TYPE_CHECKING:
-    from collections.abc import Coroutine
+    from collections.abc import Awaitable, Callable, Coroutine
 
     from chromadb.api.types import Documents, EmbeddingFunction
 
@@ -43,14 +43,20 @@ if TYPE_CHECKING:
     from cairn.search.content_models import ContentResponse
     from cairn.search.item_models import ItemDetail, OpenItems, Timeline
     from cairn.search.models import SearchPage
+    from cairn.store.cpus import EmbeddingMode
+    from cairn.store.lock import StoreLockedError
     from cairn.store.store import Store
 
-__all__ = ["AsyncMemory", "ContentFilters", "Memory", "SearchFilters", "StoreUnavailable"]
+__all__ = ["AsyncMemory", "ContentFilters", "Memory", "SearchFilters"]
 
 #: How long a call waits for a store held by a process that does not answer on the socket: a daemon
 #: takes the lock a moment before it listens, and a short `cairn` command finishes within this.
 BUSY_WAIT_SECONDS = 3.0
 BUSY_POLL_SECONDS = 0.1
+#: A daemon takes the store's lock a moment before its socket accepts (about 0.2 s on a quiet machine,
+#: seconds on a loaded one) and names itself in its pidfile only once it does: a call that meets the
+#: lock of a daemon in that state waits this long at most for it to listen, and asks it.
+DAEMON_STARTING_WAIT_S = 15.0
 #: What a person does in a row — search, open a result, look at what was said around it — and so the
 #: ops after which a lingering memory (`linger`) keeps its direct store open.
 WARM_OPS = frozenset({"search", "show", "source_context", "timeline"})
@@ -88,11 +94,6 @@ class ContentFilters(TypedDict, total=False):
     max_chars: int
 
 
-class StoreUnavailable(Failure):
-    """The store of this home could not be opened (an unusable database, a schema from a newer cairn,
-    missing model files); the message names the home and the cause."""
-
-
 class AsyncMemory:
     """The memory of one cairn home, for asyncio programs; every call is routed anew (module docstring)."""
 
@@ -102,13 +103,18 @@ class AsyncMemory:
         *,
         embedding_function: EmbeddingFunction[Documents] | None = None,
         linger: float = 0.0,
+        share_model: bool = True,
+        embedding_mode: EmbeddingMode = "steady",
     ) -> None:
         """`embedding_function`: the one direct calls embed queries with (default: cairn's own, made at
-        the first direct call). `linger`: seconds a direct store stays open after a `WARM_OPS` call, for
-        a person clicking on (the viewer); other calls use it meanwhile without keeping it open, so the
-        store's lock is held at most that long after the last of them."""
+        the first direct call that needs it and kept, `share_model`; without it each store makes its own
+        when it first embeds, run for `embedding_mode`, as a one-call command wants). `linger`: seconds
+        a direct store stays open after a `WARM_OPS` call, for a person clicking on (the viewer); other
+        calls use it meanwhile without keeping it open, so the lock is held at most that long after."""
         self.settings = settings
         self.linger = linger
+        self.share_model = share_model or embedding_function is not None
+        self.embedding_mode: EmbeddingMode = embedding_mode
         self._embedding_function = embedding_function
         #: One process holds one store lock at a time: direct calls take turns.
         self._direct = asyncio.Lock()
@@ -149,53 +155,133 @@ class AsyncMemory:
             self._embedding_function = make_embedding_function(self.settings)
         return self._embedding_function
 
-    async def call(self, op: str, args: dict[str, Any] | None = None) -> Any:
+    async def call(
+        self,
+        op: str,
+        args: dict[str, Any] | None = None,
+        *,
+        wait: bool = False,
+        on_direct: Callable[[Store], Any] | None = None,
+    ) -> Any:
         """The JSON answer of `op` (`cairn.daemon.server.OPS`) with `args`, from the daemon or directly.
 
-        A daemon that exits while it answers (idle, stopped) is asked again by the other route; a store
-        another process holds is waited for `BUSY_WAIT_SECONDS`, then `StoreLockedError`.
+        `wait` gives the daemon all the time the op takes (a big import); else it answers within
+        `cairn.daemon.client.DEFAULT_TIMEOUT`. `on_direct` is called with the store when the op runs here,
+        before it runs (a command that searches it without its vectors, say). A daemon that exits while
+        it answers (idle, stopped) is asked again by the other route; a store another process holds is
+        waited for — `DAEMON_STARTING_WAIT_S` when that is a daemon starting up, which is then asked,
+        else `BUSY_WAIT_SECONDS` — then `StoreLockedError`.
         """
-        from cairn.daemon.client import DaemonRefusal, DaemonRequestError, NoDaemon, daemon_request
+        from cairn.daemon.client import DEFAULT_TIMEOUT, daemon_request
+
+        args = args or {}
+        timeout = None if wait else DEFAULT_TIMEOUT
+        return await self._route(
+            lambda: daemon_request(self.settings, op, args, timeout=timeout),
+            lambda: self._direct_call(op, args, on_direct),
+        )
+
+    async def run_job(
+        self,
+        job: str,
+        args: dict[str, Any],
+        on_progress: Callable[[dict[str, Any]], None],
+        *,
+        should_stop: Callable[[], bool] | None = None,
+        on_direct: Callable[[], Any] | None = None,
+    ) -> Any:
+        """A long job (`cairn.daemon.server.LONG_OPS`: backfill, index, reindex, …) and its JSON result:
+        run by the daemon when it runs, else here on a store held for the job; either way its progress
+        events go to `on_progress` as they happen. `should_stop` is asked at the direct run's batch
+        boundaries; `on_direct` is called before the direct run starts (a command taking over Ctrl-C)."""
+        from cairn.daemon.client import daemon_request
+        from cairn.daemon.server import long_op_function, to_json
+
+        async def here() -> Any:
+            fn = long_op_function(job)
+            async with self._direct:
+                await self._close_warm()
+                store = await self._open_store(writing=True)
+                try:
+                    if on_direct is not None:
+                        on_direct()
+                    stop = should_stop or (lambda: False)
+                    return to_json(await fn(store, self.settings, **args, emit=on_progress, should_stop=stop))
+                finally:
+                    await store.close()
+
+        # A daemon lost mid-job is said, not taken over here: stopping it is how a person ends a job.
+        return await self._route(
+            lambda: daemon_request(self.settings, job, args, timeout=None, on_progress=on_progress),
+            here,
+            retry_lost=False,
+        )
+
+    async def _route(
+        self,
+        by_daemon: Callable[[], Awaitable[Any]],
+        here: Callable[[], Awaitable[Any]],
+        *,
+        retry_lost: bool = True,
+    ) -> Any:
+        """`by_daemon()` when a daemon listens, else `here()`, with the waits `call` describes; a daemon
+        lost while it answered is asked again by the other route when `retry_lost`."""
+        from cairn.daemon.client import DaemonRefusal, DaemonRequestError, NoDaemon
         from cairn.daemon.process import running_pid
         from cairn.store.lock import StoreLockedError
 
-        args = args or {}
-        deadline = time.monotonic() + BUSY_WAIT_SECONDS
+        started = time.monotonic()
         retried = False
         while True:
             try:
-                return await daemon_request(self.settings, op, args)
+                return await by_daemon()
             except NoDaemon:
                 pass
             except DaemonRefusal as exc:  # worded as the same op run here words it
                 raise Refusal(exc.reason) from exc
             except DaemonRequestError:
-                if retried or running_pid(self.settings) is not None:
+                if not retry_lost or retried or running_pid(self.settings) is not None:
                     raise
                 retried = True  # the daemon exited while answering: ask again
                 continue
             try:
-                return await self._direct_call(op, args)
-            except StoreLockedError:
-                if time.monotonic() >= deadline:
+                return await here()
+            except StoreLockedError as exc:
+                patience = DAEMON_STARTING_WAIT_S if self._daemon_starting(exc) else BUSY_WAIT_SECONDS
+                if time.monotonic() - started >= patience:
                     raise
             await asyncio.sleep(BUSY_POLL_SECONDS)
 
-    async def _direct_call(self, op: str, args: dict[str, Any]) -> Any:
+    def _daemon_starting(self, exc: StoreLockedError) -> bool:
+        """Whether the lock's holder is a daemon that has not yet said it listens (no pidfile names it)."""
+        from cairn.daemon.process import pid_alive, read_pidfile
+
+        if exc.pid is None or " daemon " not in f" {exc.description or ''} " or not pid_alive(exc.pid):
+            return False
+        named = read_pidfile(self.settings)
+        return named is None or named.pid != exc.pid
+
+    async def _direct_call(
+        self, op: str, args: dict[str, Any], on_direct: Callable[[Store], Any] | None = None
+    ) -> Any:
         """Run `op` on a store opened here: for this call alone, or on the lingering one (`linger`)."""
         from cairn.daemon.server import WRITING_OPS, run_op
 
         async with self._direct:
             if op in WRITING_OPS or (self._warm is None and not self._keeps_warm(op)):
                 await self._close_warm()  # a write must not meet a store kept open for reading
-                store = await self._open_store(busy_ok=op not in WRITING_OPS)
+                store = await self._open_store(writing=op in WRITING_OPS)
                 try:
+                    if on_direct is not None:
+                        on_direct(store)
                     return await run_op(store, op, args)
                 finally:
                     await store.close()
             if self._warm is None:
-                self._warm = await self._open_store(busy_ok=True)
+                self._warm = await self._open_store(writing=False)
             try:
+                if on_direct is not None:
+                    on_direct(self._warm)
                 return await run_op(self._warm, op, args)
             except Refusal:
                 raise
@@ -209,25 +295,23 @@ class AsyncMemory:
     def _keeps_warm(self, op: str) -> bool:
         return self.linger > 0 and op in WARM_OPS
 
-    async def _open_store(self, *, busy_ok: bool) -> Store:
-        """The store for a direct call: a read-only home still answers reads (writes say why not), and
-        `busy_ok` reads a store a backfill is writing, by keyword. Another process's lock is raised as
-        it is (`call` waits on it); anything else that keeps the store shut is `StoreUnavailable`."""
-        from cairn.store.lock import StoreLockedError
+    async def _open_store(self, *, writing: bool) -> Store:
+        """The store for a direct call. One that only reads also reads a read-only home, and a store a
+        backfill is writing (by keyword, at once); one that writes says why it cannot (`Store.open`)."""
         from cairn.store.store import Store
-        from cairn.store.vectors import VectorIndex
 
-        try:
-            return await Store.open(
-                self.settings,
-                vectors=VectorIndex(self.settings, self.embedding_function()),
-                read_only_ok=True,
-                busy_ok=busy_ok,
-            )
-        except StoreLockedError:
-            raise
-        except Exception as exc:
-            raise StoreUnavailable(f"cannot open the cairn store at {self.settings.home}: {exc}") from exc
+        vectors = None
+        if self.share_model:
+            from cairn.store.vectors import VectorIndex
+
+            vectors = VectorIndex(self.settings, self.embedding_function())
+        return await Store.open(
+            self.settings,
+            vectors=vectors,
+            read_only_ok=not writing,
+            busy_ok=not writing,
+            embedding_mode=self.embedding_mode,
+        )
 
     def _close_later(self) -> None:
         """(Re)start the countdown after which the lingering store closes."""

@@ -21,16 +21,16 @@ from cairn.search.item_models import ItemDetail, OpenItems, Timeline
 from cairn.search.models import SearchPage
 from cairn.store.lock import StoreLock
 from tests.helpers.homes import IndexedViewer
-from tests.helpers.paths import REPO_ROOT
+from tests.helpers.paths import DEMO, REPO_ROOT
 
-PUBLIC = {"AsyncMemory", "CairnError", "Failure", "Memory", "Refusal", "StoreUnavailable", "__version__"}
+PUBLIC = {"AsyncMemory", "CairnError", "Failure", "Memory", "Refusal", "__version__"}
 
 
 def test_the_public_names_are_listed_and_each_is_there() -> None:
     assert set(cairn.__all__) == PUBLIC
     for name in cairn.__all__:
         assert getattr(cairn, name) is not None, name
-    assert issubclass(cairn.Refusal, cairn.CairnError) and issubclass(cairn.StoreUnavailable, cairn.Failure)
+    assert issubclass(cairn.Refusal, cairn.CairnError) and issubclass(cairn.Failure, cairn.CairnError)
     with pytest.raises(AttributeError, match="no attribute 'Memroy'"):
         cairn.Memroy  # noqa: B018
 
@@ -125,3 +125,19 @@ def test_the_example_program_prints_the_open_items_of_a_repository(
 
     elsewhere = run(str(home / "nowhere"))
     assert elsewhere.returncode == 0 and "no project matches" in elsewhere.stdout
+
+
+async def test_a_job_runs_here_with_its_progress_when_no_daemon_runs(
+    cairn_home: Path, embedding_function: EmbeddingFunction[Documents]
+) -> None:
+    """`run_job`, the route of `cairn index`/`backfill`: without a daemon the job runs on a store held
+    for it, its progress events reach the caller as they happen, and what it stored is then found."""
+    settings = Settings.load(cairn_home)
+    events: list[dict[str, object]] = []
+    async with AsyncMemory(settings, embedding_function=embedding_function) as memory:
+        report = await memory.run_job("index", {"paths": [str(DEMO)], "model": "offline"}, events.append)
+        assert report["messages_added"] > 0 and events, report
+        assert not _held(cairn_home), "the job's store is closed when it ends"
+        assert (await memory.search("database", record_usage=False)).results
+        with pytest.raises(Refusal, match="not a long op"):
+            await memory.run_job("search", {}, events.append)

@@ -96,7 +96,7 @@ def test_every_family_answers_in_a_real_process_as_in_this_one(home: Path, tmp_p
         here_home = homes[name, "here"]
         here = inprocess.run(args, cairn_env(here_home))
         out, err, code = real[name]
-        expected_code = 1 if name == "refusal" else 0
+        expected_code = 2 if name == "refusal" else 0
         assert code == here.returncode == expected_code, (name, err, here.stderr)
         if name == "refusal":
             assert err == here.stderr and "no idea #99999" in err and "Traceback" not in err

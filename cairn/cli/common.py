@@ -6,7 +6,6 @@ import contextlib
 import inspect
 import os
 import re
-import time
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import asdict
 from pathlib import Path
@@ -31,7 +30,6 @@ if TYPE_CHECKING:
 
     from cairn.config import Settings
     from cairn.store.cpus import EmbeddingMode
-    from cairn.store.lock import StoreLockedError
     from cairn.store.store import Store
 
 #: cairn's own files are the user's alone (invariant 8): whatever the shell's umask, everything cairn
@@ -411,66 +409,6 @@ async def open_store(
         raise fail(str(exc)) from exc
 
 
-async def _direct_store(
-    settings: Settings,
-    *,
-    read_only_ok: bool = False,
-    busy_ok: bool = False,
-    embedding_mode: EmbeddingMode = "steady",
-):
-    """`open_store` for a request's direct path — or None when a daemon starting up held the store and
-    now listens, so the request goes to it (`daemon_started`)."""
-    from cairn.store.lock import StoreLockedError
-    from cairn.store.store import Store
-
-    try:
-        return await Store.open(
-            settings, read_only_ok=read_only_ok, busy_ok=busy_ok, embedding_mode=embedding_mode
-        )
-    except StoreLockedError as exc:
-        if await daemon_started(settings, exc):
-            return None
-    # The holder gave up or was no daemon starting: the store may be free now; else the one line.
-    return await open_store(
-        settings, read_only_ok=read_only_ok, busy_ok=busy_ok, embedding_mode=embedding_mode
-    )
-
-
-# A daemon takes the store's lock a moment before its socket accepts (about 0.2 s on a quiet machine,
-# seconds on a loaded one) and names itself in its pidfile only once it does. A command that meets
-# the lock of a daemon in that state waits for it, this long at most, and asks it instead of failing
-# with "store in use"; if the daemon exits instead, the command opens the store itself.
-DAEMON_STARTING_WAIT_S = 15.0
-
-
-def _daemon_starting(settings: Settings, exc: StoreLockedError) -> bool:
-    """Whether the lock's holder is a daemon that has not yet said it listens (no pidfile names it)."""
-    from cairn.daemon.process import read_pidfile
-
-    if exc.pid is None or " daemon " not in f" {exc.description or ''} ":
-        return False
-    named = read_pidfile(settings)
-    return named is None or named.pid != exc.pid
-
-
-async def daemon_started(settings: Settings, exc: StoreLockedError) -> bool:
-    """Whether the lock's holder, a daemon starting up, now listens; False at once when the holder
-    is no daemon starting, and when it exits or does not listen within `DAEMON_STARTING_WAIT_S`."""
-    import asyncio
-
-    from cairn.daemon.client import daemon_listening
-    from cairn.daemon.process import pid_alive
-
-    deadline = time.monotonic() + DAEMON_STARTING_WAIT_S
-    while _daemon_starting(settings, exc) and time.monotonic() < deadline:
-        if await daemon_listening(settings):
-            return True
-        if exc.pid is not None and not pid_alive(exc.pid):
-            return False
-        await asyncio.sleep(0.05)
-    return await daemon_listening(settings)
-
-
 def progress_bar(disable: bool = False) -> Progress:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -558,38 +496,20 @@ async def request(
     on_direct: Callable[[Store], Any] | None = None,
     embedding_mode: EmbeddingMode = "steady",
 ) -> Any:
-    """One store operation as JSON-able data: asked of the daemon when it runs, else run here directly.
+    """One store operation as JSON-able data: asked of the daemon when it runs, else run here directly
+    (`cairn.memory.AsyncMemory.call`, the route every face takes), its failures as one line.
 
-    Both paths run the same `run_op`, so what a command prints does not depend on which one answered.
     `wait` gives the daemon all the time it needs (a big import); else it has the client's default.
     `on_direct` is called with the store when the op runs here, before it runs. `embedding_mode` is the
-    direct path's (`open_store`): "bulk" for an op that embeds much (import).
+    direct path's: "bulk" for an op that embeds much (import). The store, Chroma and every op's module
+    (seconds of imports) load only on the direct path: the daemon's answer must not pay for them
+    (`benchmarks/cli_search.py`).
     """
-    from cairn.daemon.client import DEFAULT_TIMEOUT, NoDaemon, daemon_request
+    from cairn.memory import AsyncMemory
 
-    with _daemon_failures(), contextlib.suppress(NoDaemon):
-        return await daemon_request(settings, op, args, timeout=None if wait else DEFAULT_TIMEOUT)
-    # Only now the store and every op's module (seconds of imports: chromadb, onnxruntime, numpy): the
-    # daemon's answer above must not pay for them (`benchmarks/cli_search.py`).
-    from cairn.daemon.server import WRITING_OPS, run_op
-
-    # An op that writes says it cannot, in one line (a read-only home, a store in use); one that reads
-    # also reads a read-only home and a store being written.
-    reading = op not in WRITING_OPS
-    store = await _direct_store(
-        settings, read_only_ok=reading, busy_ok=reading, embedding_mode=embedding_mode
-    )
-    if store is None:
-        return await request(
-            settings, op, args, wait=wait, on_direct=on_direct, embedding_mode=embedding_mode
-        )
-    try:
-        with _op_errors(settings, op):
-            if on_direct is not None:
-                on_direct(store)
-            return await run_op(store, op, args)
-    finally:
-        await store.close()
+    memory = AsyncMemory(settings, share_model=False, embedding_mode=embedding_mode)
+    with _daemon_failures(), _op_errors(settings, op):
+        return await memory.call(op, args, wait=wait, on_direct=on_direct)
 
 
 async def long_request(
@@ -601,50 +521,22 @@ async def long_request(
     should_stop: Callable[[], bool] | None = None,
     on_direct: Callable[[], Any] | None = None,
 ) -> Any:
-    """A long store operation (`cairn.daemon.jobs`): run by the daemon when it runs, else here.
+    """A long store operation (`cairn.daemon.jobs`): run by the daemon when it runs, else here
+    (`cairn.memory.AsyncMemory.run_job`), streaming the same progress events either way.
 
-    Both paths run the same job function and return its JSON, streaming the same progress events;
     `on_direct` is called before the direct path starts (e.g. to take over Ctrl-C), and `should_stop`
     is that path's batch-boundary stop. The direct path embeds in bulk mode (every CPU, see
     `cairn.store.cpus`): these are the jobs a user starts and waits on.
     """
-    from cairn.agent.models import ModelConfigError
-    from cairn.daemon import jobs
-    from cairn.daemon.client import DaemonRefusal, DaemonRequestError, NoDaemon, daemon_request
-    from cairn.daemon.server import to_json
+    from cairn.daemon.client import DaemonRequestError
+    from cairn.memory import AsyncMemory
 
-    try:
-        return await daemon_request(settings, op, args, timeout=None, on_progress=on_progress)
-    except NoDaemon:
-        pass
-    except DaemonRefusal as exc:
-        raise fail(str(exc), 2) from exc
-    except DaemonRequestError as exc:
-        raise fail(str(exc)) from exc
-    fn = {
-        "index": jobs.index_job,
-        "backfill": jobs.backfill_job,
-        "reindex_vectors": jobs.reindex_vectors_job,
-        "reindex": jobs.reindex_job,
-    }[op]
-    store = await _direct_store(settings, embedding_mode="bulk")
-    if store is None:
-        return await long_request(
-            settings, op, args, on_progress, should_stop=should_stop, on_direct=on_direct
-        )
+    memory = AsyncMemory(settings, share_model=False, embedding_mode="bulk")
     try:
         with _op_errors(settings, op):
-            if on_direct is not None:
-                on_direct()
-            return to_json(
-                await fn(
-                    store, settings, **args, emit=on_progress, should_stop=should_stop or (lambda: False)
-                )
-            )
-    except ModelConfigError as exc:
+            return await memory.run_job(op, args, on_progress, should_stop=should_stop, on_direct=on_direct)
+    except DaemonRequestError as exc:
         raise fail(str(exc)) from exc
-    finally:
-        await store.close()
 
 
 def interruptible(make: Callable[[], Coroutine[Any, Any, T]], command: str) -> T:

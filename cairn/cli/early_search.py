@@ -136,6 +136,10 @@ def print_answer() -> bool:
     sent = _sent
     if sent is None or isinstance(sent.answer, _Read):
         return False
+    # Loaded while the daemon searches (a tenth of a second each), not after its answer is read.
+    from cairn.cli.consoles import print_json
+    from cairn.cli.results import render_found, render_notes
+
     try:
         page = sent.answer.answer()
     except Exception as exc:  # the command's `ask` says it in one line, as any daemon failure
@@ -146,12 +150,8 @@ def print_answer() -> bool:
         return False
     _sent = None
     if sent.as_json:
-        from cairn.cli.consoles import print_json
-
         print_json(page)
     else:
-        from cairn.cli.results import render_found, render_notes
-
         render_found(page)
         render_notes(page)
     return True

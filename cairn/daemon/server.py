@@ -231,6 +231,13 @@ def _long_ops() -> dict[str, Op]:
 
 LONG_OPS = ("backfill", "index", "reindex", "reindex_vectors", "redact_rescan")
 
+
+def long_op_function(op: str) -> Op:
+    """The job function of a long op (`LONG_OPS`), imported now; another op is a refusal."""
+    if op not in LONG_OPS:
+        raise UnknownOpError(f"{op!r} is not a long op; the long ops are {', '.join(LONG_OPS)}")
+    return _long_ops()[op]
+
 #: Ops besides the long ones that embed much while a client waits: they embed with every CPU
 #: (`SocketServer._bulk`), as they would without the daemon.
 BULK_OPS = frozenset({"import"})
@@ -395,7 +402,7 @@ class SocketServer:
         self, op: str, args: dict[str, Any], reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> Any:
         """Run a long op under the indexing lock, streaming its progress to the client."""
-        fn = _long_ops()[op]
+        fn = long_op_function(op)
         for reserved in ("emit", "should_stop"):
             args.pop(reserved, None)
         try:

@@ -41,8 +41,7 @@ class Backend:
     async def call(self, op: str, args: dict[str, Any]) -> Any:
         """The JSON result of `op`, from the daemon or directly; `ToolError` for any failure."""
         from cairn.daemon.client import DaemonFailure, DaemonRequestError
-        from cairn.errors import Refusal
-        from cairn.memory import StoreUnavailable
+        from cairn.errors import Failure, Refusal
         from cairn.store.failures import describe_write_failure
         from cairn.store.lock import StoreLockedError
 
@@ -56,8 +55,8 @@ class Backend:
             raise ToolError(str(exc)) from exc
         except StoreLockedError as exc:
             raise ToolError(_busy(exc)) from exc
-        except StoreUnavailable as exc:  # unusable database, schema from a newer cairn, missing model files
-            log.exception("cannot open the store for %s", op)
+        except Failure as exc:  # an unusable database, a schema from a newer cairn, a read-only home
+            log.warning("%s failed: %s", op, exc)
             raise ToolError(str(exc)) from exc
         except Exception as exc:
             if (full := describe_write_failure(exc, self.settings.home)) is not None:
