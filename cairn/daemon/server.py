@@ -238,6 +238,7 @@ def long_op_function(op: str) -> Op:
         raise UnknownOpError(f"{op!r} is not a long op; the long ops are {', '.join(LONG_OPS)}")
     return _long_ops()[op]
 
+
 #: Ops besides the long ones that embed much while a client waits: they embed with every CPU
 #: (`SocketServer._bulk`), as they would without the daemon.
 BULK_OPS = frozenset({"import"})
