@@ -28,9 +28,7 @@ import contextlib
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
-
-from typing_extensions import Unpack
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack
 
 from cairn.errors import Refusal
 
